@@ -1,0 +1,31 @@
+"""One module per Kafka API; `build_registry` lists them with their version ranges."""
+
+from __future__ import annotations
+
+from broker.handlers import (
+    api_versions,
+    create_topics,
+    delete_topics,
+    fetch,
+    find_coordinator,
+    list_offsets,
+    metadata,
+    produce,
+)
+from broker.protocol.registry import ApiSpec, Registry
+
+
+def build_registry() -> Registry:
+    # (api_key, name, advertised min, advertised max, lowest version kio can decode)
+    return Registry(
+        [
+            ApiSpec(0, "Produce", 0, 9, 3, produce.handle),
+            ApiSpec(1, "Fetch", 0, 12, 4, fetch.handle),
+            ApiSpec(2, "ListOffsets", 0, 7, 1, list_offsets.handle),
+            ApiSpec(3, "Metadata", 0, 11, 0, metadata.handle),
+            ApiSpec(10, "FindCoordinator", 0, 3, 0, find_coordinator.handle),
+            ApiSpec(18, "ApiVersions", 0, 3, 0, api_versions.handle),
+            ApiSpec(19, "CreateTopics", 0, 7, 2, create_topics.handle),
+            ApiSpec(20, "DeleteTopics", 0, 6, 1, delete_topics.handle),
+        ]
+    )

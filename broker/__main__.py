@@ -1,0 +1,59 @@
+"""`python -m broker server.properties [--override key=value ...]`"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from broker.config import ConfigError, KafkaConfig, load_config
+from broker.log.meta_properties import MetaPropertiesError
+from broker.server import KafkaServer
+from zk.errors import BrokerIdInUseError, ZkError
+
+log = logging.getLogger("broker")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m broker", description="Run one broker.")
+    parser.add_argument("properties", type=Path, help="server.properties file")
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE")
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO,
+        format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)",
+        stream=sys.stderr,
+    )
+    try:
+        config = load_config(args.properties, args.override)
+    except ConfigError as error:
+        log.error("invalid configuration: %s", error)
+        return 2
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(_run(config))
+    return uvloop.run(_run(config))
+
+
+async def _run(config: KafkaConfig) -> int:
+    server = KafkaServer(config)
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, server.request_stop)
+    try:
+        await server.start()
+    except (BrokerIdInUseError, MetaPropertiesError, ZkError, OSError) as error:
+        log.error("broker %d failed to start: %s", config.broker_id, error)
+        await server.shutdown()
+        return 1
+    await server.wait_stopped()
+    await server.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,248 @@
+"""Broker configuration: Kafka's `server.properties` key names, types and defaults.
+
+Every key a broker accepts is declared once in `CONFIG_DEFS`. Keys we accept but do not act on
+yet (thread counts, socket buffer sizes...) are declared with `used=False` so ordinary Kafka
+property files start cleanly; anything else is a start-up error, as the project requires
+(Kafka itself only warns about unknown keys - see DEVIATIONS.md).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """An unknown key or an invalid value; the message names the key."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigDef:
+    name: str
+    parse: Callable[[str], Any]
+    default: Any
+    used: bool = True
+
+
+def _int(text: str) -> int:
+    return int(text.strip())
+
+
+def _bool(text: str) -> bool:
+    value = text.strip().lower()
+    if value not in ("true", "false"):
+        raise ValueError(f"expected true or false, got {text!r}")
+    return value == "true"
+
+
+def _str(text: str) -> str:
+    return text.strip()
+
+
+def _optional_int(text: str) -> int | None:
+    return None if text.strip() == "" else int(text.strip())
+
+
+def _list(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+_DEFS: list[ConfigDef] = [
+    ConfigDef("broker.id", _int, None),
+    ConfigDef("broker.rack", _str, None),
+    ConfigDef("listeners", _list, ["PLAINTEXT://:9092"]),
+    ConfigDef("advertised.listeners", _list, None),
+    ConfigDef("listener.security.protocol.map", _str, "PLAINTEXT:PLAINTEXT"),
+    ConfigDef("inter.broker.listener.name", _str, None, used=False),
+    ConfigDef("log.dirs", _list, None),
+    ConfigDef("log.dir", _list, ["/tmp/kafka-logs"]),
+    ConfigDef("zookeeper.connect", _str, None),
+    ConfigDef("zookeeper.session.timeout.ms", _int, 18000),
+    ConfigDef("zookeeper.connection.timeout.ms", _optional_int, None),
+    ConfigDef("num.partitions", _int, 1),
+    ConfigDef("default.replication.factor", _int, 1),
+    ConfigDef("auto.create.topics.enable", _bool, True),
+    ConfigDef("delete.topic.enable", _bool, True),
+    ConfigDef("unclean.leader.election.enable", _bool, False),
+    ConfigDef("min.insync.replicas", _int, 1),
+    ConfigDef("log.segment.bytes", _int, 1073741824),
+    ConfigDef("log.roll.ms", _optional_int, None),
+    ConfigDef("log.roll.hours", _int, 168),
+    ConfigDef("log.index.interval.bytes", _int, 4096),
+    ConfigDef("log.index.size.max.bytes", _int, 10485760),
+    ConfigDef("log.message.timestamp.type", _str, "CreateTime"),
+    ConfigDef("message.max.bytes", _int, 1048588),
+    ConfigDef("socket.request.max.bytes", _int, 104857600),
+    ConfigDef("queued.max.requests", _int, 500),
+    ConfigDef("max.connections", _int, 2147483647),
+    ConfigDef("connections.max.idle.ms", _int, 600000),
+    ConfigDef("log.flush.offset.checkpoint.interval.ms", _int, 60000),
+    ConfigDef("log.flush.interval.ms", _optional_int, None),
+    ConfigDef("log.flush.scheduler.interval.ms", _int, 9223372036854775807, used=False),
+    ConfigDef("log.flush.interval.messages", _int, 9223372036854775807, used=False),
+    ConfigDef("log.retention.hours", _int, 168, used=False),
+    ConfigDef("log.retention.minutes", _optional_int, None, used=False),
+    ConfigDef("log.retention.ms", _optional_int, None, used=False),
+    ConfigDef("log.retention.bytes", _int, -1, used=False),
+    ConfigDef("log.retention.check.interval.ms", _int, 300000, used=False),
+    ConfigDef("log.cleanup.policy", _str, "delete", used=False),
+    ConfigDef("log.cleaner.enable", _bool, True, used=False),
+    ConfigDef("compression.type", _str, "producer", used=False),
+    ConfigDef("num.network.threads", _int, 3, used=False),
+    ConfigDef("num.io.threads", _int, 8, used=False),
+    ConfigDef("num.recovery.threads.per.data.dir", _int, 1, used=False),
+    ConfigDef("num.replica.fetchers", _int, 1, used=False),
+    ConfigDef("socket.send.buffer.bytes", _int, 102400, used=False),
+    ConfigDef("socket.receive.buffer.bytes", _int, 102400, used=False),
+    ConfigDef("replica.lag.time.max.ms", _int, 30000, used=False),
+    ConfigDef("replica.fetch.max.bytes", _int, 1048576, used=False),
+    ConfigDef("offsets.topic.replication.factor", _int, 3, used=False),
+    ConfigDef("offsets.topic.num.partitions", _int, 50, used=False),
+    ConfigDef("transaction.state.log.replication.factor", _int, 3, used=False),
+    ConfigDef("transaction.state.log.min.isr", _int, 2, used=False),
+    ConfigDef("group.initial.rebalance.delay.ms", _int, 3000, used=False),
+    ConfigDef("controlled.shutdown.enable", _bool, True, used=False),
+    ConfigDef("auto.leader.rebalance.enable", _bool, True, used=False),
+]
+CONFIG_DEFS: dict[str, ConfigDef] = {d.name: d for d in _DEFS}
+
+_PROPERTY = re.compile(r"^([^=:\s]+)\s*[=:\s]\s*(.*)$")
+_LISTENER = re.compile(r"^(?P<name>[A-Za-z0-9_]+)://(?P<host>[^:]*):(?P<port>\d+)$")
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    listener_name: str
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.listener_name}://{self.host}:{self.port}"
+
+
+def parse_endpoint(text: str) -> Endpoint:
+    match = _LISTENER.match(text)
+    if match is None:
+        raise ValueError(f"{text!r} is not of the form NAME://host:port")
+    return Endpoint(match["name"], match["host"], int(match["port"]))
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaConfig:
+    """Parsed, validated broker settings; `values` holds every declared key."""
+
+    values: Mapping[str, Any]
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    @property
+    def broker_id(self) -> int:
+        return int(self.values["broker.id"])
+
+    @property
+    def listeners(self) -> list[Endpoint]:
+        return [parse_endpoint(text) for text in self.values["listeners"]]
+
+    @property
+    def advertised_listeners(self) -> list[Endpoint]:
+        advertised = self.values["advertised.listeners"] or self.values["listeners"]
+        return [parse_endpoint(text) for text in advertised]
+
+    @property
+    def log_dirs(self) -> list[Path]:
+        return [Path(p) for p in (self.values["log.dirs"] or self.values["log.dir"])]
+
+    @property
+    def log_roll_ms(self) -> int:
+        roll_ms = self.values["log.roll.ms"]
+        return int(roll_ms) if roll_ms is not None else int(self.values["log.roll.hours"]) * 3600000
+
+    @property
+    def zookeeper_connection_timeout_ms(self) -> int:
+        timeout_ms = self.values["zookeeper.connection.timeout.ms"]
+        return int(timeout_ms or self.values["zookeeper.session.timeout.ms"])
+
+
+def read_properties(text: str) -> dict[str, str]:
+    """Java .properties subset: `key=value` or `key: value`, `#`/`!` comments, `\\` continuations."""
+    result: dict[str, str] = {}
+    logical = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        if line.endswith("\\"):
+            logical += line[:-1]
+            continue
+        logical += line
+        match = _PROPERTY.match(logical)
+        key, value = (match[1], match[2]) if match else (logical, "")
+        result[key.strip()] = value.strip()
+        logical = ""
+    return result
+
+
+def build_config(raw: Mapping[str, str]) -> KafkaConfig:
+    unknown = sorted(set(raw) - set(CONFIG_DEFS))
+    if unknown:
+        raise ConfigError(f"unknown broker config key(s): {', '.join(unknown)}")
+    values: dict[str, Any] = {}
+    for name, definition in CONFIG_DEFS.items():
+        if name not in raw:
+            values[name] = definition.default
+            continue
+        try:
+            values[name] = definition.parse(raw[name])
+        except ValueError as error:
+            raise ConfigError(f"invalid value {raw[name]!r} for {name}: {error}") from None
+    config = KafkaConfig(values)
+    _validate(config)
+    return config
+
+
+def _validate(config: KafkaConfig) -> None:
+    if config["broker.id"] is None or config["broker.id"] < 0:
+        raise ConfigError("broker.id must be set to a non-negative integer")
+    if not config["zookeeper.connect"]:
+        raise ConfigError("zookeeper.connect must be set (host:port[,host:port...][/chroot])")
+    try:
+        listeners = config.listeners
+        config.advertised_listeners  # noqa: B018 - parse to validate
+    except ValueError as error:
+        raise ConfigError(f"invalid listener: {error}") from None
+    if len({e.listener_name for e in listeners}) != len(listeners):
+        raise ConfigError("listeners: each listener name may appear only once")
+    _require_range(config, "num.partitions", 1)
+    _require_range(config, "default.replication.factor", 1)
+    _require_range(config, "min.insync.replicas", 1)
+    _require_range(config, "log.segment.bytes", 14)
+    _require_range(config, "log.index.interval.bytes", 0)
+    _require_range(config, "log.index.size.max.bytes", 4)
+    _require_range(config, "message.max.bytes", 0)
+    _require_range(config, "socket.request.max.bytes", 1)
+    _require_range(config, "queued.max.requests", 1)
+    _require_range(config, "zookeeper.session.timeout.ms", 1)
+    if config["log.message.timestamp.type"] not in ("CreateTime", "LogAppendTime"):
+        raise ConfigError("log.message.timestamp.type must be CreateTime or LogAppendTime")
+
+
+def _require_range(config: KafkaConfig, name: str, minimum: int) -> None:
+    if int(config[name]) < minimum:
+        raise ConfigError(f"{name} must be at least {minimum}, got {config[name]}")
+
+
+def load_config(path: Path, overrides: list[str]) -> KafkaConfig:
+    try:
+        raw = read_properties(path.read_text())
+    except OSError as error:
+        raise ConfigError(f"cannot read {path}: {error}") from None
+    for override in overrides:
+        key, sep, value = override.partition("=")
+        if not sep:
+            raise ConfigError(f"--override expects key=value, got {override!r}")
+        raw[key.strip()] = value.strip()
+    return build_config(raw)

@@ -1,0 +1,38 @@
+"""ApiVersions: v0-v3. Built from the registry, so advertised and implemented cannot drift."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
+from kio.schema.errors import ErrorCode
+
+from broker.network.context import RequestContext
+from broker.protocol import adapter
+from broker.protocol.registry import Registry, response_class
+
+
+def _api_keys(registry: Registry) -> list[dict[str, int]]:
+    return [
+        {"api_key": s.api_key, "min_version": s.min_version, "max_version": s.max_version}
+        for s in registry.all()
+    ]
+
+
+def unsupported_version_response(registry: Registry) -> Any:
+    return adapter.build(
+        ApiVersionsResponseV0,
+        {"error_code": ErrorCode.unsupported_version, "api_keys": _api_keys(registry)},
+    )
+
+
+async def handle(context: RequestContext, request: Any) -> Any:
+    cls = response_class(18, context.api_version)
+    return adapter.build(
+        cls,
+        {
+            "error_code": ErrorCode.none,
+            "api_keys": _api_keys(context.server.registry),
+            "throttle_time": 0,
+        },
+    )

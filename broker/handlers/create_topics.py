@@ -1,0 +1,77 @@
+"""CreateTopics: advertised v0-v7, implemented v2-v7. Answered only by the controller.
+
+The controller validates and writes the topic znodes; we then wait (up to the request's
+timeout) until this broker's metadata shows a leader for every new partition, as Kafka waits
+for metadata propagation before answering.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from broker.network.context import RequestContext
+from broker.protocol import adapter
+from broker.protocol.registry import response_class
+from controller.controller import NewTopic
+from controller.errors import TopicError
+
+
+async def handle(context: RequestContext, request: Any) -> Any:
+    server = context.server
+    new_topics = [_new_topic(t) for t in request.topics]
+    validate_only = bool(getattr(request, "validate_only", False))
+    results = await server.controller.create_topics(new_topics, validate_only)
+    created = [t.name for t in new_topics if results[t.name].error_code == 0]
+    timed_out: set[str] = set()
+    if created and not validate_only:
+        timeout_s = adapter.millis(request.timeout) / 1000
+        timed_out = await _wait_for_leaders(context, created, timeout_s)
+    topics = [_result(context, t, results[t.name], t.name in timed_out) for t in new_topics]
+    cls = response_class(19, context.api_version)
+    return adapter.build(cls, {"throttle_time": 0, "topics": topics})
+
+
+def _new_topic(topic: Any) -> NewTopic:
+    return NewTopic(
+        name=topic.name,
+        num_partitions=topic.num_partitions,
+        replication_factor=topic.replication_factor,
+        assignments={a.partition_index: list(a.broker_ids) for a in topic.assignments} or None,
+        configs={c.name: c.value for c in topic.configs},
+    )
+
+
+async def _wait_for_leaders(context: RequestContext, topics: list[str], timeout_s: float) -> set[str]:
+    cache = context.server.metadata_cache
+
+    def pending() -> set[str]:
+        waiting = set()
+        for topic in topics:
+            partitions = cache.partitions(topic)
+            if partitions is None or not all(cache.is_leader_available(p) for p in partitions):
+                waiting.add(topic)
+        return waiting
+
+    await context.server.wait_for_metadata(lambda: not pending(), timeout_s)
+    return pending()
+
+
+def _result(context: RequestContext, topic: NewTopic, result: TopicError, timed_out: bool) -> dict[str, Any]:
+    error = ErrorCode(result.error_code)
+    message = result.message
+    if timed_out:
+        error, message = ErrorCode.request_timed_out, "timed out waiting for partition leaders"
+    partitions = context.server.metadata_cache.partitions(topic.name) or []
+    return {
+        "name": topic.name,
+        "topic_id": context.server.metadata_cache.topic_id(topic.name),
+        "error_code": error,
+        "error_message": message,
+        "topic_config_error_code": 0,
+        "num_partitions": len(partitions) if partitions else topic.num_partitions,
+        "replication_factor": len(partitions[0].replicas) if partitions else topic.replication_factor,
+        "configs": None,
+    }
+

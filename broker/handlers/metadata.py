@@ -1,0 +1,91 @@
+"""Metadata: v0-v11. Live brokers, controller id, topics with ids and partition leaders.
+
+A missing topic is created when `auto.create.topics.enable` and the request allow it (v4+);
+the answer for it is LEADER_NOT_AVAILABLE until its leaders are elected, as in Kafka.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from broker.metadata_cache import MetadataCache, PartitionMetadata
+from broker.network.context import RequestContext
+from broker.protocol import adapter
+from broker.protocol.registry import response_class
+from broker.topics import auto_create_topic
+
+
+async def handle(context: RequestContext, request: Any) -> Any:
+    cache = context.server.metadata_cache
+    requested = _requested_topics(context, request)
+    names = cache.topic_names() if requested is None else requested
+    allow_auto_create = getattr(request, "allow_auto_topic_creation", True)
+    topics = [await _topic(context, cache, name, allow_auto_create) for name in names]
+    brokers = [
+        {"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
+        for b in sorted(cache.live_brokers().values(), key=lambda b: b.broker_id)
+    ]
+    cls = response_class(3, context.api_version)
+    return adapter.build(
+        cls,
+        {
+            "throttle_time": 0,
+            "brokers": brokers,
+            "cluster_id": context.server.cluster_id,
+            "controller_id": cache.controller_id,
+            "topics": topics,
+            "cluster_authorized_operations": -2147483648,
+        },
+    )
+
+
+def _requested_topics(context: RequestContext, request: Any) -> list[str] | None:
+    """None means every topic (a null list in v1+, an empty list in v0)."""
+    if request.topics is None or (context.api_version == 0 and not request.topics):
+        return None
+    return [t.name for t in request.topics if t.name is not None]
+
+
+async def _topic(
+    context: RequestContext, cache: MetadataCache, name: str, allow_auto_create: bool
+) -> dict[str, Any]:
+    partitions = cache.partitions(name)
+    if partitions is None:
+        error = ErrorCode.unknown_topic_or_partition
+        if allow_auto_create and context.server.config["auto.create.topics.enable"]:
+            error = await auto_create_topic(context.server, name)
+        return _topic_entry(name, error, None, [])
+    return _topic_entry(
+        name,
+        ErrorCode.none,
+        cache.topic_id(name),
+        [_partition(cache, p) for p in partitions],
+    )
+
+
+def _topic_entry(
+    name: str, error: ErrorCode, topic_id: Any, partitions: list[dict[str, Any]]
+) -> dict[str, Any]:
+    return {
+        "error_code": error,
+        "name": name,
+        "topic_id": topic_id,
+        "is_internal": False,
+        "partitions": partitions,
+        "topic_authorized_operations": -2147483648,
+    }
+
+
+def _partition(cache: MetadataCache, metadata: PartitionMetadata) -> dict[str, Any]:
+    available = cache.is_leader_available(metadata)
+    return {
+        "error_code": ErrorCode.none if available else ErrorCode.leader_not_available,
+        "partition_index": metadata.partition,
+        "leader_id": metadata.leader_id if available else -1,
+        "leader_epoch": metadata.leader_epoch,
+        "replica_nodes": metadata.replicas,
+        "isr_nodes": metadata.isr,
+        "offline_replicas": metadata.offline_replicas,
+    }

@@ -1,0 +1,84 @@
+"""Produce: advertised v0-v9, implemented v3-v9 (record batch v2 only).
+
+acks=0 sends no response; acks=1 answers once the leader has appended; acks=-1 checks
+min.insync.replicas against the ISR and, until follower replication lands, answers like acks=1
+(DEVIATIONS.md). Produce never auto-creates topics, as in Kafka.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from broker.network.context import RequestContext
+from broker.protocol import adapter
+from broker.protocol.registry import response_class
+from broker.replication.replica_manager import AppendResult
+
+VALID_ACKS = (-1, 0, 1)
+
+
+async def handle(context: RequestContext, request: Any) -> Any:
+    acks = request.acks
+    responses = [
+        {
+            "name": topic.name,
+            "partition_responses": [
+                _produce_partition(context, topic.name, data.index, data.records, acks)
+                for data in topic.partition_data
+            ],
+        }
+        for topic in request.topic_data
+    ]
+    if acks == 0:
+        return None
+    cls = response_class(0, context.api_version)
+    return adapter.build(cls, {"responses": responses, "throttle_time": 0})
+
+
+def _produce_partition(
+    context: RequestContext, topic: str, partition: int, records: bytes | None, acks: int
+) -> dict[str, Any]:
+    if acks not in VALID_ACKS:
+        return _error(partition, ErrorCode.invalid_required_acks)
+    if not records:
+        return _error(partition, ErrorCode.invalid_record, "no record batches in the request")
+    if acks == -1:
+        error = _check_min_isr(context, topic, partition)
+        if error is not None:
+            return _error(partition, error)
+    result: AppendResult = context.server.replica_manager.append(topic, partition, records)
+    if result.info is None:
+        return _error(partition, result.error_code, result.error_message)
+    return {
+        "index": partition,
+        "error_code": ErrorCode.none,
+        "base_offset": result.info.first_offset,
+        "log_append_time": result.info.log_append_time_ms,
+        "log_start_offset": result.info.log_start_offset,
+        "record_errors": [],
+        "error_message": None,
+    }
+
+
+def _check_min_isr(context: RequestContext, topic: str, partition: int) -> ErrorCode | None:
+    current = context.server.replica_manager.get(topic, partition)
+    if current is None or not current.is_leader:
+        return None  # the append reports the routing error
+    min_isr = context.server.topic_config_int(topic, "min.insync.replicas")
+    if len(current.isr) < min_isr:
+        return ErrorCode.not_enough_replicas
+    return None
+
+
+def _error(partition: int, error: ErrorCode, message: str | None = None) -> dict[str, Any]:
+    return {
+        "index": partition,
+        "error_code": error,
+        "base_offset": -1,
+        "log_append_time": -1,
+        "log_start_offset": -1,
+        "record_errors": [],
+        "error_message": message,
+    }

@@ -1,0 +1,80 @@
+"""The broker's read-only view of cluster metadata, derived from the ZooKeeper watch.
+
+Everything answers from the latest `ClusterView` snapshot; nothing here talks to ZooKeeper.
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from dataclasses import dataclass
+
+from zk.cluster_watch import ClusterView
+from zk.kafka_zk import BrokerRegistration
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionMetadata:
+    partition: int
+    leader_id: int
+    leader_epoch: int
+    replicas: list[int]
+    isr: list[int]
+    offline_replicas: list[int]
+
+
+def topic_id_to_uuid(topic_id: str | None) -> uuid.UUID | None:
+    if not topic_id:
+        return None
+    padded = topic_id + "=" * (-len(topic_id) % 4)
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(padded))
+
+
+class MetadataCache:
+    def __init__(self, view: ClusterView) -> None:
+        self._view = view
+
+    def update(self, view: ClusterView) -> None:
+        self._view = view
+
+    @property
+    def controller_id(self) -> int:
+        controller_id = self._view.controller_id
+        return -1 if controller_id is None else controller_id
+
+    def live_brokers(self) -> dict[int, BrokerRegistration]:
+        return dict(self._view.brokers)
+
+    def topic_names(self) -> list[str]:
+        return sorted(self._view.topics)
+
+    def has_topic(self, topic: str) -> bool:
+        return topic in self._view.topics
+
+    def topic_id(self, topic: str) -> uuid.UUID | None:
+        assignment = self._view.topics.get(topic)
+        return None if assignment is None else topic_id_to_uuid(assignment.topic_id)
+
+    def partitions(self, topic: str) -> list[PartitionMetadata] | None:
+        assignment = self._view.topics.get(topic)
+        if assignment is None:
+            return None
+        live = self._view.brokers
+        result = []
+        for partition, replicas in sorted(assignment.partitions.items()):
+            entry = self._view.partition_states.get((topic, partition))
+            state = entry[0] if entry is not None else None
+            result.append(
+                PartitionMetadata(
+                    partition=partition,
+                    leader_id=state.leader if state is not None else -1,
+                    leader_epoch=state.leader_epoch if state is not None else -1,
+                    replicas=list(replicas),
+                    isr=list(state.isr) if state is not None else [],
+                    offline_replicas=[r for r in replicas if r not in live],
+                )
+            )
+        return result
+
+    def is_leader_available(self, metadata: PartitionMetadata) -> bool:
+        return metadata.leader_id >= 0 and metadata.leader_id in self._view.brokers

@@ -1,0 +1,142 @@
+"""One client connection: read a frame, dispatch it, write the response, in order.
+
+Anything we cannot parse ends the connection with a log line (as Kafka does); it never
+reaches the handlers and never affects other connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from kio.serial import entity_reader
+
+from broker.network.context import RequestContext
+from broker.protocol import adapter
+from broker.protocol.framing import (
+    FrameDecoder,
+    FrameTooLargeError,
+    InvalidFrameSizeError,
+    encode_frame,
+)
+from broker.protocol.header import (
+    API_VERSIONS_KEY,
+    MalformedRequestError,
+    RequestHeader,
+    encode_response_header,
+    read_fixed_header,
+    skip_tagged_fields,
+)
+from broker.protocol.registry import ApiSpec, is_flexible, request_class
+
+if TYPE_CHECKING:
+    from broker.server import KafkaServer
+
+log = logging.getLogger(__name__)
+READ_CHUNK_BYTES = 256 * 1024
+
+
+class CloseConnectionError(Exception):
+    """The peer sent something we will not answer; log it and hang up."""
+
+
+class Connection:
+    def __init__(
+        self, server: KafkaServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        self._server = server
+        self._reader = reader
+        self._writer = writer
+        peer = writer.get_extra_info("peername") or ("?", 0)
+        self._peer = f"{peer[0]}:{peer[1]}"
+        self._client_host = str(peer[0])
+        self._decoder = FrameDecoder(server.config["socket.request.max.bytes"])
+        self._idle_timeout_s = server.config["connections.max.idle.ms"] / 1000
+
+    async def serve(self) -> None:
+        try:
+            await self._serve_frames()
+        except (FrameTooLargeError, InvalidFrameSizeError, CloseConnectionError) as error:
+            log.warning("closing connection from %s: %s", self._peer, error)
+        except TimeoutError:
+            log.info("closing idle connection from %s", self._peer)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            self._writer.close()
+
+    async def _serve_frames(self) -> None:
+        while True:
+            frame = self._decoder.next_frame()
+            if frame is None:
+                data = await asyncio.wait_for(
+                    self._reader.read(READ_CHUNK_BYTES), self._idle_timeout_s
+                )
+                if not data:
+                    return
+                self._decoder.feed(data)
+                continue
+            response = await self._dispatch(frame)
+            if response is not None:
+                self._writer.write(response)
+                await self._writer.drain()
+
+    async def _dispatch(self, frame: bytes) -> bytes | None:
+        try:
+            header, offset = read_fixed_header(frame)
+        except MalformedRequestError as error:
+            raise CloseConnectionError(f"malformed request header: {error}") from None
+        spec = self._server.registry.get(header.api_key)
+        if spec is None:
+            raise CloseConnectionError(f"unknown API key {header.api_key}")
+        if not spec.is_advertised(header.api_version):
+            if header.api_key == API_VERSIONS_KEY:
+                return self._unsupported_api_versions(header)
+            raise CloseConnectionError(
+                f"unsupported version {header.api_version} of {spec.name}"
+                f" (supported {spec.min_version}-{spec.max_version})"
+            )
+        if not spec.is_decodable(header.api_version):
+            raise CloseConnectionError(
+                f"{spec.name} v{header.api_version} is advertised for client feature detection"
+                f" but not implemented (lowest implemented: v{spec.min_decodable_version})"
+            )
+        request = self._decode_body(spec, header, frame, offset)
+        context = RequestContext(header, self._client_host, self._server)
+        try:
+            response = await spec.handler(context, request)
+        except Exception:
+            log.exception("%s v%d from %s failed", spec.name, header.api_version, self._peer)
+            raise CloseConnectionError("handler failed; see the log above") from None
+        if response is None:
+            return None
+        flexible_header = is_flexible(header.api_key, header.api_version) and (
+            header.api_key != API_VERSIONS_KEY
+        )
+        return encode_frame(
+            encode_response_header(header.correlation_id, flexible_header)
+            + adapter.encode(response)
+        )
+
+    def _decode_body(
+        self, spec: ApiSpec, header: RequestHeader, frame: bytes, offset: int
+    ) -> Any:
+        try:
+            if is_flexible(header.api_key, header.api_version):
+                offset = skip_tagged_fields(frame, offset)
+            cls = request_class(header.api_key, header.api_version)
+            request, _size = entity_reader(cls)(frame, offset)
+        except Exception as error:  # kio raises a range of decode errors
+            raise CloseConnectionError(
+                f"malformed {spec.name} v{header.api_version} body: {error!r}"
+            ) from None
+        return request
+
+    def _unsupported_api_versions(self, header: RequestHeader) -> bytes:
+        # Kafka answers an ApiVersions request of an unknown version with a v0 body carrying
+        # UNSUPPORTED_VERSION and our ranges, so the client can retry with a version we know.
+        from broker.handlers.api_versions import unsupported_version_response
+
+        body = adapter.encode(unsupported_version_response(self._server.registry))
+        return encode_frame(encode_response_header(header.correlation_id, False) + body)

@@ -1,0 +1,22 @@
+"""What a handler gets besides its request: the header, the peer and the broker's parts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from broker.protocol.header import RequestHeader
+
+if TYPE_CHECKING:
+    from broker.server import KafkaServer
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    header: RequestHeader
+    client_host: str
+    server: KafkaServer
+
+    @property
+    def api_version(self) -> int:
+        return self.header.api_version

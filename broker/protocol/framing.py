@@ -1,0 +1,58 @@
+"""Sans-I/O framing: feed bytes in, take complete request frames out.
+
+A Kafka frame is a 4-byte big-endian size followed by that many bytes. The decoder never
+touches a socket; the connection shell feeds it whatever it read.
+"""
+
+from __future__ import annotations
+
+import struct
+
+_SIZE = struct.Struct(">i")
+
+
+class FrameTooLargeError(Exception):
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"frame of {size} bytes exceeds socket.request.max.bytes={limit}")
+        self.size = size
+
+
+class InvalidFrameSizeError(Exception):
+    pass
+
+
+class FrameDecoder:
+    def __init__(self, max_frame_bytes: int) -> None:
+        self._max_frame_bytes = max_frame_bytes
+        self._buffer = bytearray()
+        self._next_size: int | None = None
+
+    def feed(self, data: bytes) -> None:
+        self._buffer += data
+
+    def next_frame(self) -> bytes | None:
+        """Return the next complete frame's payload, or None if more bytes are needed."""
+        if self._next_size is None:
+            if len(self._buffer) < _SIZE.size:
+                return None
+            (size,) = _SIZE.unpack_from(self._buffer, 0)
+            if size < 0:
+                raise InvalidFrameSizeError(f"negative frame size {size}")
+            if size > self._max_frame_bytes:
+                raise FrameTooLargeError(size, self._max_frame_bytes)
+            del self._buffer[: _SIZE.size]
+            self._next_size = size
+        if len(self._buffer) < self._next_size:
+            return None
+        frame = bytes(self._buffer[: self._next_size])
+        del self._buffer[: self._next_size]
+        self._next_size = None
+        return frame
+
+    @property
+    def buffered_bytes(self) -> int:
+        return len(self._buffer)
+
+
+def encode_frame(payload: bytes) -> bytes:
+    return _SIZE.pack(len(payload)) + payload

@@ -1,0 +1,221 @@
+"""Wires a broker's parts together and owns the order of start-up and shutdown.
+
+Start-up: ZooKeeper session -> cluster id -> meta.properties -> logs -> cluster watch ->
+listeners -> broker registration -> controller. Shutdown runs the same steps backwards, so the
+broker disappears from ZooKeeper before its logs close.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+
+from broker.config import KafkaConfig
+from broker.handlers import build_registry
+from broker.log.log import LogConfig
+from broker.log.manager import LogManager
+from broker.log.meta_properties import ensure_meta_properties
+from broker.metadata_cache import MetadataCache
+from broker.network.listener import Listener
+from broker.replication.replica_manager import ReplicaManager
+from broker.topic_config import TopicConfigs, log_config_for
+from controller.controller import Controller, ControllerConfig
+from zk.client import ZkClient
+from zk.cluster_watch import ClusterChange, ClusterWatch
+from zk.kafka_zk import BrokerRegistration, KafkaZk
+
+log = logging.getLogger(__name__)
+
+
+class KafkaServer:
+    def __init__(self, config: KafkaConfig) -> None:
+        self.config = config
+        self.broker_id = config.broker_id
+        self.registry = build_registry()
+        self.zk_client = ZkClient(
+            config["zookeeper.connect"],
+            session_timeout_ms=config["zookeeper.session.timeout.ms"],
+            connection_timeout_ms=config.zookeeper_connection_timeout_ms,
+        )
+        self.kafka_zk = KafkaZk(self.zk_client)
+        self.default_log_config = _default_log_config(config)
+        self.log_manager = LogManager(config.log_dirs, self.default_log_config)
+        self.replica_manager = ReplicaManager(self.broker_id, self.log_manager)
+        self.topic_configs = TopicConfigs(self.kafka_zk)
+        self.cluster_watch = ClusterWatch(self.kafka_zk, self._on_cluster_change)
+        self.metadata_cache = MetadataCache(self.cluster_watch.view)
+        self.controller = Controller(
+            self.kafka_zk,
+            self.broker_id,
+            ControllerConfig(
+                default_replication_factor=config["default.replication.factor"],
+                num_partitions=config["num.partitions"],
+                unclean_leader_election_enable=config["unclean.leader.election.enable"],
+                delete_topic_enable=config["delete.topic.enable"],
+            ),
+        )
+        self.listeners = [Listener(self, endpoint) for endpoint in config.listeners]
+        self.cluster_id = ""
+        self.broker_epoch = -1
+        self._metadata_changed = asyncio.Event()
+        self._reconcile_needed = asyncio.Event()
+        self._background: list[asyncio.Task[None]] = []
+        self._stopped = asyncio.Event()
+
+    # -- start-up -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await self.zk_client.start()
+        await self.kafka_zk.ensure_persistent_paths()
+        self.cluster_id = await self.kafka_zk.get_or_create_cluster_id()
+        ensure_meta_properties(self.config.log_dirs, self.broker_id, self.cluster_id)
+        self.log_manager.load_logs()
+        await self.cluster_watch.start()
+        self.metadata_cache.update(self.cluster_watch.view)
+        await self._reconcile()
+        for listener in self.listeners:
+            await listener.start()
+        await self._register()
+        self.zk_client.on_session_event(self._on_session_event)
+        await self.controller.start()
+        self._background = [
+            asyncio.create_task(self._reconcile_loop(), name="reconcile"),
+            asyncio.create_task(self._checkpoint_loop(), name="checkpoint"),
+        ]
+        log.info("broker %d started (cluster id %s)", self.broker_id, self.cluster_id)
+
+    def _registration(self) -> BrokerRegistration:
+        endpoints = self.config.advertised_listeners
+        first = endpoints[0]
+        return BrokerRegistration(
+            broker_id=self.broker_id,
+            host=first.host,
+            port=first.port,
+            endpoints=[str(e) for e in endpoints],
+            listener_security_protocol_map={e.listener_name: e.listener_name for e in endpoints},
+            rack=self.config["broker.rack"],
+            timestamp_ms=int(time.time() * 1000),
+        )
+
+    async def _register(self) -> None:
+        self.broker_epoch = await self.kafka_zk.register_broker(self._registration())
+        log.info("registered /brokers/ids/%d (broker epoch %d)", self.broker_id, self.broker_epoch)
+
+    def _on_session_event(self, state: str) -> None:
+        if state == "LOST":
+            log.warning("ZooKeeper session expired; will re-register on the new session")
+            self._session_lost = True
+        elif state == "CONNECTED" and getattr(self, "_session_lost", False):
+            self._session_lost = False
+            self._background.append(asyncio.create_task(self._register(), name="re-register"))
+
+    # -- following the cluster ------------------------------------------------------------
+
+    def _on_cluster_change(self, change: ClusterChange) -> None:
+        self.metadata_cache.update(self.cluster_watch.view)
+        self._reconcile_needed.set()
+
+    async def _reconcile_loop(self) -> None:
+        while True:
+            await self._reconcile_needed.wait()
+            self._reconcile_needed.clear()
+            try:
+                await self._reconcile()
+            except Exception:
+                log.exception("applying cluster metadata failed; retrying on the next change")
+
+    async def _reconcile(self) -> None:
+        """Make local replicas match the view: roles from partition states, deleted topics."""
+        view = self.cluster_watch.view
+        for topic, assignment in list(view.topics.items()):
+            if self.broker_id not in {b for r in assignment.partitions.values() for b in r}:
+                continue
+            configs = await self.topic_configs.get(topic, assignment.topic_id)
+            log_config = log_config_for(self.default_log_config, configs)
+            self.replica_manager.ensure_topic_id(topic, assignment.topic_id)
+            for partition, replicas in assignment.partitions.items():
+                entry = view.partition_states.get((topic, partition))
+                if entry is None:
+                    continue
+                state = entry[0]
+                self.replica_manager.apply_state(
+                    topic, partition, replicas, state.leader, state.leader_epoch, state.isr,
+                    log_config,
+                )
+        live_topics = set(view.topics)
+        for topic in {replica_log.topic for replica_log in self.log_manager.all_logs()}:
+            if topic not in live_topics:
+                self.replica_manager.delete_topic(topic)
+                self.topic_configs.forget(topic)
+        self._signal_metadata_changed()
+
+    def _signal_metadata_changed(self) -> None:
+        event, self._metadata_changed = self._metadata_changed, asyncio.Event()
+        event.set()
+
+    async def wait_for_metadata(self, condition: Callable[[], bool], timeout_s: float) -> bool:
+        """Wait until `condition()` holds after a metadata change, or the timeout passes."""
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        while not condition():
+            remaining_s = deadline - asyncio.get_running_loop().time()
+            if remaining_s <= 0:
+                return False
+            try:
+                await asyncio.wait_for(self._metadata_changed.wait(), remaining_s)
+            except TimeoutError:
+                return condition()
+        return True
+
+    def topic_config_int(self, topic: str, name: str) -> int:
+        value = self.topic_configs.cached(topic).get(name)
+        return int(value) if value is not None else int(self.config[name])
+
+    # -- background duties ----------------------------------------------------------------
+
+    async def _checkpoint_loop(self) -> None:
+        interval_s = self.config["log.flush.offset.checkpoint.interval.ms"] / 1000
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(interval_s)
+            for replica_log in self.log_manager.all_logs():
+                await loop.run_in_executor(None, replica_log.flush)
+            await loop.run_in_executor(None, self.log_manager.checkpoint)
+
+    # -- shutdown -------------------------------------------------------------------------
+
+    def request_stop(self) -> None:
+        self._stopped.set()
+
+    async def wait_stopped(self) -> None:
+        await self._stopped.wait()
+
+    async def shutdown(self) -> None:
+        log.info("broker %d shutting down", self.broker_id)
+        for task in self._background:
+            task.cancel()
+        await _quietly(self.controller.stop())
+        for listener in self.listeners:
+            await _quietly(listener.stop())
+        await _quietly(self.zk_client.close())
+        self.log_manager.shutdown()
+        log.info("broker %d shut down", self.broker_id)
+
+
+async def _quietly(step: object) -> None:
+    try:
+        await step  # type: ignore[misc]
+    except Exception:
+        log.exception("shutdown step failed; continuing")
+
+
+def _default_log_config(config: KafkaConfig) -> LogConfig:
+    return LogConfig(
+        segment_bytes=config["log.segment.bytes"],
+        segment_ms=config.log_roll_ms,
+        index_interval_bytes=config["log.index.interval.bytes"],
+        segment_index_bytes=config["log.index.size.max.bytes"],
+        max_message_bytes=config["message.max.bytes"],
+        message_timestamp_type=config["log.message.timestamp.type"],
+    )
