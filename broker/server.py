@@ -88,15 +88,12 @@ class KafkaServer:
 
     def _registration(self) -> BrokerRegistration:
         endpoints = self.config.advertised_listeners
-        first = endpoints[0]
-        return BrokerRegistration(
+        return BrokerRegistration.create(
             broker_id=self.broker_id,
-            host=first.host,
-            port=first.port,
             endpoints=[str(e) for e in endpoints],
             listener_security_protocol_map={e.listener_name: e.listener_name for e in endpoints},
-            rack=self.config["broker.rack"],
             timestamp_ms=int(time.time() * 1000),
+            rack=self.config["broker.rack"],
         )
 
     async def _register(self) -> None:
@@ -132,9 +129,10 @@ class KafkaServer:
         for topic, assignment in list(view.topics.items()):
             if self.broker_id not in {b for r in assignment.partitions.values() for b in r}:
                 continue
-            configs = await self.topic_configs.get(topic, assignment.topic_id)
+            topic_id = assignment.topic_id or ""
+            configs = await self.topic_configs.get(topic, topic_id)
             log_config = log_config_for(self.default_log_config, configs)
-            self.replica_manager.ensure_topic_id(topic, assignment.topic_id)
+            self.replica_manager.ensure_topic_id(topic, topic_id)
             for partition, replicas in assignment.partitions.items():
                 entry = view.partition_states.get((topic, partition))
                 if entry is None:

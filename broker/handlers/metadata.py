@@ -24,7 +24,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
     allow_auto_create = getattr(request, "allow_auto_topic_creation", True)
     topics = [await _topic(context, cache, name, allow_auto_create) for name in names]
     brokers = [
-        {"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
+        {"node_id": b.broker_id, "host": b.host or "", "port": b.port, "rack": b.rack}
         for b in sorted(cache.live_brokers().values(), key=lambda b: b.broker_id)
     ]
     cls = response_class(3, context.api_version)

@@ -1,0 +1,81 @@
+import struct
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from broker.protocol.framing import (
+    FrameDecoder,
+    FrameTooLargeError,
+    InvalidFrameSizeError,
+    encode_frame,
+)
+from broker.protocol.header import (
+    MalformedRequestError,
+    encode_response_header,
+    read_fixed_header,
+    skip_tagged_fields,
+)
+
+
+@given(st.lists(st.binary(max_size=300), max_size=8), st.integers(min_value=1, max_value=50))
+def test_frames_survive_any_chunking(payloads: list[bytes], chunk_bytes: int) -> None:
+    stream = b"".join(encode_frame(p) for p in payloads)
+    decoder = FrameDecoder(max_frame_bytes=1000)
+    received = []
+    for start in range(0, len(stream), chunk_bytes):
+        decoder.feed(stream[start : start + chunk_bytes])
+        while (frame := decoder.next_frame()) is not None:
+            received.append(frame)
+    assert received == payloads
+    assert decoder.buffered_bytes == 0
+
+
+def test_oversize_frame_is_refused_before_buffering() -> None:
+    decoder = FrameDecoder(max_frame_bytes=100)
+    decoder.feed(struct.pack(">i", 101))
+    with pytest.raises(FrameTooLargeError, match="101"):
+        decoder.next_frame()
+
+
+def test_negative_frame_size_is_refused() -> None:
+    decoder = FrameDecoder(max_frame_bytes=100)
+    decoder.feed(struct.pack(">i", -5))
+    with pytest.raises(InvalidFrameSizeError):
+        decoder.next_frame()
+
+
+def test_header_parsing() -> None:
+    frame = struct.pack(">hhih", 3, 9, 77, 4) + b"abcd" + b"\x00rest"
+    header, offset = read_fixed_header(frame)
+    assert (header.api_key, header.api_version, header.correlation_id) == (3, 9, 77)
+    assert header.client_id == "abcd"
+    assert skip_tagged_fields(frame, offset) == offset + 1
+
+
+def test_null_client_id() -> None:
+    header, _ = read_fixed_header(struct.pack(">hhih", 18, 0, 1, -1))
+    assert header.client_id is None
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        b"\x00\x03",
+        struct.pack(">hhih", 3, 1, 1, 10) + b"abc",
+        struct.pack(">hhih", 3, 1, 1, -7),
+    ],
+)
+def test_malformed_headers_raise(frame: bytes) -> None:
+    with pytest.raises(MalformedRequestError):
+        read_fixed_header(frame)
+
+
+def test_truncated_tagged_fields_raise() -> None:
+    with pytest.raises(MalformedRequestError):
+        skip_tagged_fields(b"\x01\x00\x05ab", 0)
+
+
+def test_response_header_versions() -> None:
+    assert encode_response_header(5, flexible=False) == b"\x00\x00\x00\x05"
+    assert encode_response_header(5, flexible=True) == b"\x00\x00\x00\x05\x00"

@@ -1,0 +1,531 @@
+"""Async facade over kazoo: the only module of the project that imports kazoo.
+
+kazoo runs its own connection and callback threads. Every result is handed back to the asyncio
+loop through `loop.call_soon_threadsafe`, and watch / session callbacks only ever run on the
+loop, so code above this module never needs locks.
+
+Watches are "persistent" from the caller's point of view: a one-shot ZooKeeper watch is re-armed
+before the caller's callback runs, so the caller's re-read always happens under an armed watch.
+kazoo drops its watchers when the connection is lost, so after every reconnection (same or new
+session) all watches are re-armed and every callback runs once: changes made while we were away
+are never missed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from kazoo import exceptions as kazoo_errors
+from kazoo.client import KazooClient, KazooState
+from kazoo.retry import KazooRetry
+
+from zk import errors
+
+log = logging.getLogger(__name__)
+
+SessionEvent = Literal["CONNECTED", "SUSPENDED", "LOST"]
+WatchKind = Literal["data", "children"]
+
+# Reconnection back-off: short, because a broker that cannot see ZooKeeper is useless and
+# kazoo's default (up to 60 s between attempts) would keep it away long after ZooKeeper is back.
+_RECONNECT_DELAY_S = 0.1
+_RECONNECT_MAX_DELAY_S = 1.0
+# A concurrent child creation can make a recursive delete fail with NotEmpty; retry a few times.
+_RECURSIVE_DELETE_ATTEMPTS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class ZnodeStat:
+    czxid: int
+    mzxid: int
+    ctime_ms: int
+    mtime_ms: int
+    version: int
+    cversion: int
+    aversion: int
+    ephemeral_owner: int  # session id of the owner, 0 for persistent znodes
+    data_length: int
+    num_children: int
+    pzxid: int
+
+
+@dataclass(frozen=True, slots=True)
+class CheckOp:
+    path: str
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class CreateOp:
+    path: str
+    data: bytes = b""
+    ephemeral: bool = False
+    sequence: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SetDataOp:
+    path: str
+    data: bytes
+    version: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteOp:
+    path: str
+    version: int = -1
+
+
+Op = CheckOp | CreateOp | SetDataOp | DeleteOp
+# What each op of a successful multi returns: CreateOp -> created path, SetDataOp -> new stat,
+# CheckOp / DeleteOp -> True.
+OpResult = str | ZnodeStat | bool
+
+
+def split_chroot(connect: str) -> tuple[str, str | None]:
+    """'h1:2181,h2:2181/kafka' -> ('h1:2181,h2:2181', '/kafka'); no chroot (or '/') -> None."""
+    slash = connect.find("/")
+    if slash < 0:
+        return connect, None
+    hosts, chroot = connect[:slash], connect[slash:].rstrip("/")
+    return hosts, (chroot or None)
+
+
+def _stat(raw: Any) -> ZnodeStat:
+    return ZnodeStat(
+        czxid=int(raw.czxid),
+        mzxid=int(raw.mzxid),
+        ctime_ms=int(raw.ctime),
+        mtime_ms=int(raw.mtime),
+        version=int(raw.version),
+        cversion=int(raw.cversion),
+        aversion=int(raw.aversion),
+        ephemeral_owner=int(raw.ephemeralOwner),
+        data_length=int(raw.dataLength),
+        num_children=int(raw.numChildren),
+        pzxid=int(raw.pzxid),
+    )
+
+
+_ERROR_MAP: tuple[tuple[type[BaseException], type[errors.ZkError]], ...] = (
+    (kazoo_errors.NoNodeError, errors.NoNodeError),
+    (kazoo_errors.NodeExistsError, errors.NodeExistsError),
+    (kazoo_errors.BadVersionError, errors.BadVersionError),
+    (kazoo_errors.NotEmptyError, errors.NotEmptyError),
+    (kazoo_errors.ConnectionLoss, errors.ConnectionLossError),
+    (kazoo_errors.OperationTimeoutError, errors.ConnectionLossError),
+    (kazoo_errors.SessionExpiredError, errors.SessionExpiredError),  # incl. ConnectionClosedError
+)
+
+
+def _translate(exc: BaseException, path: str | None, op_index: int | None = None) -> BaseException:
+    if isinstance(exc, errors.ZkError):
+        return exc
+    for kazoo_type, ours in _ERROR_MAP:
+        if isinstance(exc, kazoo_type):
+            return ours(f"{type(exc).__name__} at {path}", path=path, op_index=op_index)
+    if isinstance(exc, kazoo_errors.KazooException):
+        return errors.ZkError(f"{type(exc).__name__} at {path}: {exc}", path, op_index)
+    return exc
+
+
+class ZkClient:
+    def __init__(
+        self,
+        connect: str,
+        session_timeout_ms: int = 18000,
+        connection_timeout_ms: int | None = None,
+    ) -> None:
+        self.connect = connect
+        self.hosts, self.chroot = split_chroot(connect)
+        self.session_timeout_ms = session_timeout_ms
+        # Kafka's zookeeper.connection.timeout.ms defaults to the session timeout.
+        self.connection_timeout_ms = connection_timeout_ms or session_timeout_ms
+        self._kazoo: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._closing = False
+        self._disconnected_since_arming = False
+        self._session_listeners: list[Callable[[str], None]] = []
+        self._watches: dict[WatchKind, dict[str, list[Callable[[], None]]]] = {
+            "data": {},
+            "children": {},
+        }
+        # One kazoo watcher function per (kind, path): kazoo deduplicates by function object.
+        self._watchers: dict[tuple[WatchKind, str], Callable[[Any], None]] = {}
+
+    # ----------------------------------------------------------------- lifecycle
+
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        if self.chroot is not None:
+            await asyncio.to_thread(self._ensure_chroot_blocking)
+        self._kazoo = self._new_kazoo(self.connect)
+        self._kazoo.add_listener(self._on_kazoo_state)
+        await asyncio.to_thread(self._start_blocking, self._kazoo)
+
+    async def close(self) -> None:
+        self._closing = True
+        client, self._kazoo = self._kazoo, None
+        if client is None:
+            return
+        await asyncio.to_thread(self._stop_blocking, client)
+
+    @property
+    def connected(self) -> bool:
+        return self._kazoo is not None and bool(self._kazoo.connected)
+
+    @property
+    def session_id(self) -> int | None:
+        if self._kazoo is None or self._kazoo.client_id is None:
+            return None
+        return int(self._kazoo.client_id[0])
+
+    async def expire_session_for_testing(self) -> None:
+        """End our session from a second connection that borrows its id and password (the way
+        ZooKeeper's own tests do): ephemerals vanish, we see LOST, then a new session."""
+        session_id, password = self._client().client_id
+        intruder = KazooClient(
+            hosts=self.hosts,
+            client_id=(session_id, password),
+            timeout=self.session_timeout_ms / 1000.0,
+        )
+        await asyncio.to_thread(self._start_blocking, intruder)
+        await asyncio.to_thread(self._stop_blocking, intruder)
+
+    def _new_kazoo(self, hosts: str) -> Any:
+        retry = KazooRetry(
+            max_tries=-1, delay=_RECONNECT_DELAY_S, backoff=2, max_delay=_RECONNECT_MAX_DELAY_S
+        )
+        return KazooClient(
+            hosts=hosts, timeout=self.session_timeout_ms / 1000.0, connection_retry=retry
+        )
+
+    def _start_blocking(self, client: Any) -> None:
+        try:
+            client.start(timeout=self.connection_timeout_ms / 1000.0)
+        except kazoo_errors.KazooException as exc:
+            raise errors.ConnectionLossError(
+                f"cannot connect to ZooKeeper {self.hosts}: {exc}"
+            ) from exc
+        except Exception as exc:  # kazoo's handler timeout is not a KazooException
+            raise errors.ConnectionLossError(
+                f"cannot connect to ZooKeeper {self.hosts} within "
+                f"{self.connection_timeout_ms} ms: {exc}"
+            ) from exc
+
+    @staticmethod
+    def _stop_blocking(client: Any) -> None:
+        try:
+            client.stop()
+        finally:
+            client.close()
+
+    def _ensure_chroot_blocking(self) -> None:
+        # kazoo applies the chroot to every path but does not create it; like Kafka, create it
+        # with a chroot-less session first.
+        assert self.chroot is not None
+        bootstrap = self._new_kazoo(self.hosts)
+        self._start_blocking(bootstrap)
+        try:
+            bootstrap.ensure_path(self.chroot)
+        finally:
+            self._stop_blocking(bootstrap)
+
+    # ----------------------------------------------------------------- bridging
+
+    def _client(self) -> Any:
+        if self._kazoo is None:
+            raise errors.SessionExpiredError("ZkClient is not started or is closed")
+        return self._kazoo
+
+    def _bridge(self, async_result: Any, path: str | None) -> asyncio.Future[Any]:
+        loop = self._loop
+        assert loop is not None, "ZkClient.start() was not awaited"
+        future: asyncio.Future[Any] = loop.create_future()
+
+        def settle(value: Any, exc: BaseException | None) -> None:
+            if future.done():
+                return
+            if exc is None:
+                future.set_result(value)
+            else:
+                future.set_exception(_translate(exc, path))
+
+        def on_ready(result: Any) -> None:  # kazoo thread (or the loop, if already ready)
+            try:
+                value, exc = result.get_nowait(), None
+            except BaseException as error:
+                value, exc = None, error
+            # A closed loop means nobody is waiting any more.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(settle, value, exc)
+
+        async_result.rawlink(on_ready)
+        return future
+
+    # ----------------------------------------------------------------- operations
+
+    async def get(self, path: str) -> tuple[bytes, ZnodeStat] | None:
+        try:
+            data, stat = await self._bridge(self._client().get_async(path), path)
+        except errors.NoNodeError:
+            return None
+        return (data or b""), _stat(stat)
+
+    async def get_many(self, paths: Sequence[str]) -> list[tuple[bytes, ZnodeStat] | None]:
+        """Pipelined reads: every request is sent before the first answer is awaited."""
+        client = self._client()
+        futures = [self._bridge(client.get_async(path), path) for path in paths]
+        results: list[tuple[bytes, ZnodeStat] | None] = []
+        for outcome in await asyncio.gather(*futures, return_exceptions=True):
+            if isinstance(outcome, errors.NoNodeError):
+                results.append(None)
+            elif isinstance(outcome, BaseException):
+                raise outcome
+            else:
+                data, stat = outcome
+                results.append(((data or b""), _stat(stat)))
+        return results
+
+    async def exists(self, path: str) -> ZnodeStat | None:
+        raw = await self._bridge(self._client().exists_async(path), path)
+        return None if raw is None else _stat(raw)
+
+    async def get_children(self, path: str) -> list[str] | None:
+        try:
+            children = await self._bridge(self._client().get_children_async(path), path)
+        except errors.NoNodeError:
+            return None
+        return sorted(str(child) for child in children)
+
+    async def create(
+        self,
+        path: str,
+        data: bytes = b"",
+        ephemeral: bool = False,
+        sequence: bool = False,
+        makepath: bool = False,
+    ) -> str:
+        async_result = self._client().create_async(
+            path, data, ephemeral=ephemeral, sequence=sequence, makepath=makepath
+        )
+        return str(await self._bridge(async_result, path))
+
+    async def set(self, path: str, data: bytes, version: int = -1) -> ZnodeStat:
+        raw = await self._bridge(self._client().set_async(path, data, version), path)
+        return _stat(raw)
+
+    async def delete(self, path: str, version: int = -1, recursive: bool = False) -> None:
+        if not recursive:
+            await self._bridge(self._client().delete_async(path, version), path)
+            return
+        for attempt in range(_RECURSIVE_DELETE_ATTEMPTS):
+            try:
+                await self._delete_tree(path, version)
+                return
+            except errors.NotEmptyError:
+                if attempt == _RECURSIVE_DELETE_ATTEMPTS - 1:
+                    raise
+
+    async def _delete_tree(self, path: str, version: int) -> None:
+        children = await self.get_children(path)
+        if children is None:
+            raise errors.NoNodeError(f"NoNodeError at {path}", path=path)
+        prefix = path.rstrip("/")
+        results = await asyncio.gather(
+            *(self._delete_tree(f"{prefix}/{child}", -1) for child in children),
+            return_exceptions=True,
+        )
+        for outcome in results:
+            if isinstance(outcome, BaseException) and not isinstance(outcome, errors.NoNodeError):
+                raise outcome
+        await self._bridge(self._client().delete_async(path, version), path)
+
+    async def ensure_path(self, path: str) -> None:
+        await self._bridge(self._client().ensure_path_async(path), path)
+
+    async def multi(self, ops: Sequence[Op]) -> list[OpResult]:
+        """All ops or none. A failure raises the failing op's error with `op_index` set."""
+        transaction = self._client().transaction()
+        for op in ops:
+            if isinstance(op, CheckOp):
+                transaction.check(op.path, op.version)
+            elif isinstance(op, CreateOp):
+                transaction.create(op.path, op.data, ephemeral=op.ephemeral, sequence=op.sequence)
+            elif isinstance(op, SetDataOp):
+                transaction.set_data(op.path, op.data, op.version)
+            else:
+                transaction.delete(op.path, op.version)
+        raw_results = await self._bridge(transaction.commit_async(), None)
+        return self._multi_results(ops, raw_results)
+
+    @staticmethod
+    def _multi_results(ops: Sequence[Op], raw_results: Iterable[Any]) -> list[OpResult]:
+        raw = list(raw_results)
+        for index, item in enumerate(raw):
+            if isinstance(item, BaseException) and not isinstance(
+                item, kazoo_errors.RolledBackError | kazoo_errors.RuntimeInconsistency
+            ):
+                path = ops[index].path if index < len(ops) else None
+                raise _translate(item, path, op_index=index)
+        if any(isinstance(item, BaseException) for item in raw):
+            raise errors.ZkError("multi rolled back without a reported cause")
+        results: list[OpResult] = []
+        for item in raw:
+            if isinstance(item, (str, bool)):
+                results.append(item)
+            else:
+                results.append(_stat(item))
+        return results
+
+    # ----------------------------------------------------------------- watches
+
+    def watch_data(self, path: str, callback: Callable[[], None]) -> None:
+        """Call `callback` on the loop whenever `path` is created, changed or deleted."""
+        self._add_watch("data", path, callback)
+
+    def watch_children(self, path: str, callback: Callable[[], None]) -> None:
+        """Call `callback` on the loop whenever the children of `path` change (or `path` is
+        created / deleted)."""
+        self._add_watch("children", path, callback)
+
+    def unwatch_data(self, path: str, callback: Callable[[], None]) -> None:
+        self._remove_watch("data", path, callback)
+
+    def unwatch_children(self, path: str, callback: Callable[[], None]) -> None:
+        self._remove_watch("children", path, callback)
+
+    def on_session_event(self, callback: Callable[[str], None]) -> None:
+        """`callback("CONNECTED" | "SUSPENDED" | "LOST")` on the loop. LOST means the session
+        expired: ephemerals are gone, and a new session follows with another CONNECTED."""
+        self._session_listeners.append(callback)
+
+    def _add_watch(self, kind: WatchKind, path: str, callback: Callable[[], None]) -> None:
+        callbacks = self._watches[kind].setdefault(path, [])
+        callbacks.append(callback)
+        if len(callbacks) == 1:
+            self._arm(kind, path)
+
+    def _remove_watch(self, kind: WatchKind, path: str, callback: Callable[[], None]) -> None:
+        # The server-side watch stays until it fires; it then finds no callback and is dropped.
+        callbacks = self._watches[kind].get(path)
+        if callbacks is None:
+            return
+        if callback in callbacks:
+            callbacks.remove(callback)
+        if not callbacks:
+            del self._watches[kind][path]
+
+    def _watcher(self, kind: WatchKind, path: str) -> Callable[[Any], None]:
+        key = (kind, path)
+        watcher = self._watchers.get(key)
+        if watcher is None:
+
+            def watcher(event: Any) -> None:  # kazoo thread
+                # A NONE event means kazoo dropped the watch with the connection; the session
+                # listener re-arms everything on reconnection.
+                if event.type == "NONE" or self._loop is None:
+                    return
+                with contextlib.suppress(RuntimeError):  # loop closed
+                    self._loop.call_soon_threadsafe(self._on_watch_fired, kind, path)
+
+            self._watchers[key] = watcher
+        return watcher
+
+    def _arm(self, kind: WatchKind, path: str) -> None:
+        """Send the watch-setting read. ZooKeeper answers one session's requests in order, so a
+        read the caller issues afterwards is already covered by this watch."""
+        if self._kazoo is None:
+            return
+        watcher = self._watcher(kind, path)
+        if kind == "data":
+            # exists() also arms a watch on a missing znode (fires on creation).
+            future = self._bridge(self._kazoo.exists_async(path, watch=watcher), path)
+            future.add_done_callback(self._ignore_arm_failure)
+        else:
+            future = self._bridge(self._kazoo.get_children_async(path, watch=watcher), path)
+            future.add_done_callback(lambda done: self._after_children_armed(path, done))
+
+    def _after_children_armed(self, path: str, done: asyncio.Future[Any]) -> None:
+        if done.cancelled() or not isinstance(done.exception(), errors.NoNodeError):
+            self._ignore_arm_failure(done)
+            return
+        # No znode, so no child watch: watch for its creation instead.
+        if self._kazoo is None:
+            return
+        watcher = self._watcher("children", path)
+        exists = self._bridge(self._kazoo.exists_async(path, watch=watcher), path)
+        exists.add_done_callback(lambda found: self._after_parent_exists(path, found))
+
+    def _after_parent_exists(self, path: str, found: asyncio.Future[Any]) -> None:
+        if found.cancelled() or found.exception() is not None:
+            return  # connection trouble: the reconnection path re-arms everything
+        if found.result() is not None:
+            # Created between our two requests: its creation event was missed, so act as if
+            # the watch fired.
+            self._on_watch_fired("children", path)
+
+    @staticmethod
+    def _ignore_arm_failure(done: asyncio.Future[Any]) -> None:
+        # Arm failures are connection failures; reconnection re-arms and notifies everyone.
+        if not done.cancelled():
+            done.exception()
+
+    def _on_watch_fired(self, kind: WatchKind, path: str) -> None:
+        callbacks = self._watches[kind].get(path)
+        if not callbacks:
+            return
+        self._arm(kind, path)
+        for callback in list(callbacks):
+            self._run_callback(callback)
+
+    @staticmethod
+    def _run_callback(callback: Callable[[], None]) -> None:
+        try:
+            callback()
+        except Exception:
+            log.exception("ZooKeeper watch callback failed")
+
+    # ----------------------------------------------------------------- session
+
+    def _on_kazoo_state(self, state: Any) -> None:  # kazoo thread: hand over, never block
+        if self._loop is None:
+            return
+        with contextlib.suppress(RuntimeError):
+            self._loop.call_soon_threadsafe(self._on_session_state, str(state))
+
+    def _on_session_state(self, state: str) -> None:
+        if self._closing:
+            return
+        if state == KazooState.CONNECTED:
+            event: SessionEvent = "CONNECTED"
+        elif state == KazooState.SUSPENDED:
+            event = "SUSPENDED"
+        else:
+            event = "LOST"
+        log.info("ZooKeeper session %s", event)
+        if event != "CONNECTED":
+            self._disconnected_since_arming = True
+        for listener in list(self._session_listeners):
+            try:
+                listener(event)
+            except Exception:
+                log.exception("ZooKeeper session listener failed")
+        if event == "CONNECTED" and self._disconnected_since_arming:
+            self._disconnected_since_arming = False
+            self._rearm_all()
+
+    def _rearm_all(self) -> None:
+        unique: dict[Callable[[], None], None] = {}
+        for kind, watches in self._watches.items():
+            for path, callbacks in list(watches.items()):
+                self._arm(kind, path)
+                for callback in callbacks:
+                    unique.setdefault(callback, None)
+        for callback in unique:
+            self._run_callback(callback)

@@ -1,0 +1,322 @@
+"""A broker's live view of the cluster, kept current by ZooKeeper watches.
+
+Watch callbacks only mark what is stale; one refresh task re-reads the stale parts, updates
+`view` and reports what changed. Because every watch is re-armed before its callback runs and
+the re-read happens after that, the view always converges on what ZooKeeper holds. After a
+reconnection (same or new session) everything is re-read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from zk.errors import ZkError
+from zk.kafka_zk import KafkaZk
+from zk.znodes import (
+    BrokerIdsZNode,
+    BrokerIdZNode,
+    BrokerRegistration,
+    ControllerZNode,
+    PartitionState,
+    TopicAssignment,
+    TopicPartitionStateZNode,
+    TopicsZNode,
+    TopicZNode,
+)
+
+log = logging.getLogger(__name__)
+
+# After a failed refresh while still connected, try again after this long (a reconnection
+# triggers a full refresh by itself).
+_RETRY_DELAY_S = 1.0
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass
+class ClusterView:
+    brokers: dict[int, BrokerRegistration] = field(default_factory=dict)
+    broker_epochs: dict[int, int] = field(default_factory=dict)  # czxid of the registration
+    controller_id: int | None = None
+    topics: dict[str, TopicAssignment] = field(default_factory=dict)
+    partition_states: dict[TopicPartition, tuple[PartitionState, int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ClusterChange:
+    brokers_changed: bool = False
+    controller_changed: bool = False
+    topics_added: frozenset[str] = frozenset()
+    topics_deleted: frozenset[str] = frozenset()
+    partitions_changed: frozenset[TopicPartition] = frozenset()
+    # Existing topics whose assignment (replicas, partitions, topic id) changed.
+    topics_changed: frozenset[str] = frozenset()
+
+    def __bool__(self) -> bool:
+        return bool(
+            self.brokers_changed
+            or self.controller_changed
+            or self.topics_added
+            or self.topics_deleted
+            or self.partitions_changed
+            or self.topics_changed
+        )
+
+
+@dataclass
+class _Stale:
+    brokers: bool = False
+    controller: bool = False
+    topic_list: bool = False
+    topics: set[str] = field(default_factory=set)
+    partitions: set[TopicPartition] = field(default_factory=set)
+
+    def any(self) -> bool:
+        return bool(
+            self.brokers or self.controller or self.topic_list or self.topics or self.partitions
+        )
+
+    def take(self) -> _Stale:
+        taken = _Stale(self.brokers, self.controller, self.topic_list, self.topics, self.partitions)
+        self.brokers = self.controller = self.topic_list = False
+        self.topics, self.partitions = set(), set()
+        return taken
+
+    def merge(self, other: _Stale) -> None:
+        self.brokers |= other.brokers
+        self.controller |= other.controller
+        self.topic_list |= other.topic_list
+        self.topics |= other.topics
+        self.partitions |= other.partitions
+
+
+class ClusterWatch:
+    def __init__(self, kafka_zk: KafkaZk, on_change: Callable[[ClusterChange], None]) -> None:
+        self.kafka_zk = kafka_zk
+        self.client = kafka_zk.client
+        self.on_change = on_change
+        self.view = ClusterView()
+        self._stale = _Stale()
+        self._refresher: asyncio.Task[None] | None = None
+        self._retry: asyncio.TimerHandle | None = None
+        self._data_callbacks: dict[str, Callable[[], None]] = {}
+        self._started = False
+        self._stopped = False
+        self._lost_connection = False
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    async def start(self) -> None:
+        """Arm the watches and load the whole view (on_change is not called for this load)."""
+        self._started = True
+        self.client.on_session_event(self._on_session_event)
+        self.client.watch_children(BrokerIdsZNode.path(), self._mark_brokers)
+        self.client.watch_children(TopicsZNode.path(), self._mark_topic_list)
+        self._watch_data(ControllerZNode.path(), self._mark_controller)
+        full = _Stale(brokers=True, controller=True, topic_list=True)
+        await self._refresh(full, notify=False)
+
+    async def stop(self) -> None:
+        self._stopped = True
+        self.client.unwatch_children(BrokerIdsZNode.path(), self._mark_brokers)
+        self.client.unwatch_children(TopicsZNode.path(), self._mark_topic_list)
+        for path, callback in list(self._data_callbacks.items()):
+            self.client.unwatch_data(path, callback)
+        self._data_callbacks.clear()
+        if self._retry is not None:
+            self._retry.cancel()
+        if self._refresher is not None:
+            self._refresher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._refresher
+
+    async def wait_idle(self) -> None:
+        """Wait until every pending change has been read (for tests and start-up ordering)."""
+        await self._idle.wait()
+
+    # ------------------------------------------------------------------ marking
+
+    def _watch_data(self, path: str, callback: Callable[[], None]) -> None:
+        if path not in self._data_callbacks:
+            self._data_callbacks[path] = callback
+            self.client.watch_data(path, callback)
+
+    def _unwatch_data(self, path: str) -> None:
+        callback = self._data_callbacks.pop(path, None)
+        if callback is not None:
+            self.client.unwatch_data(path, callback)
+
+    def _mark_brokers(self) -> None:
+        self._stale.brokers = True
+        self._schedule()
+
+    def _mark_controller(self) -> None:
+        self._stale.controller = True
+        self._schedule()
+
+    def _mark_topic_list(self) -> None:
+        self._stale.topic_list = True
+        self._schedule()
+
+    def _mark_topic(self, topic: str) -> None:
+        self._stale.topics.add(topic)
+        self._schedule()
+
+    def _mark_partition(self, partition: TopicPartition) -> None:
+        self._stale.partitions.add(partition)
+        self._schedule()
+
+    def _on_session_event(self, event: str) -> None:
+        if event in ("SUSPENDED", "LOST"):
+            self._lost_connection = True
+        elif event == "CONNECTED" and self._lost_connection:
+            self._lost_connection = False
+            self._stale.brokers = self._stale.controller = self._stale.topic_list = True
+            self._stale.topics |= set(self.view.topics)
+            self._stale.partitions |= set(self.view.partition_states)
+            self._schedule()
+
+    def _schedule(self) -> None:
+        if not self._started or self._stopped:
+            return
+        if self._refresher is None or self._refresher.done():
+            self._idle.clear()
+            self._refresher = asyncio.get_running_loop().create_task(self._refresh_loop())
+
+    async def _refresh_loop(self) -> None:
+        while self._stale.any() and not self._stopped:
+            stale = self._stale.take()
+            try:
+                await self._refresh(stale, notify=True)
+            except ZkError as exc:
+                # Put it back; a reconnection re-reads everything, otherwise retry shortly.
+                log.warning("cluster view refresh failed, will retry: %s", exc)
+                self._stale.merge(stale)
+                if self.client.connected:
+                    loop = asyncio.get_running_loop()
+                    self._retry = loop.call_later(_RETRY_DELAY_S, self._schedule)
+                break
+        if not self._stale.any():
+            self._idle.set()
+
+    # ------------------------------------------------------------------ reading
+
+    async def _refresh(self, stale: _Stale, notify: bool) -> None:
+        brokers_changed = stale.brokers and await self._refresh_brokers()
+        controller_changed = stale.controller and await self._refresh_controller()
+        added: set[str] = set()
+        deleted: set[str] = set()
+        changed_topics: set[str] = set()
+        topics_to_read = set(stale.topics)
+        if stale.topic_list:
+            names = set(await self.kafka_zk.get_all_topics())
+            topics_to_read |= names - set(self.view.topics)
+            deleted |= {topic for topic in self.view.topics if topic not in names}
+            topics_to_read |= deleted  # confirm with a read (and drop its watches)
+        partitions_to_read = set(stale.partitions)
+        if topics_to_read:
+            assignments = await self.kafka_zk.get_topic_assignments(sorted(topics_to_read))
+            for topic, assignment in assignments.items():
+                outcome = self._apply_topic(topic, assignment, partitions_to_read)
+                if outcome == "added":
+                    added.add(topic)
+                elif outcome == "deleted":
+                    deleted.add(topic)
+                elif outcome == "changed":
+                    changed_topics.add(topic)
+        deleted -= added
+        partitions_changed = await self._refresh_partitions(partitions_to_read)
+        change = ClusterChange(
+            brokers_changed=brokers_changed,
+            controller_changed=controller_changed,
+            topics_added=frozenset(added),
+            topics_deleted=frozenset(topic for topic in deleted if topic not in self.view.topics),
+            partitions_changed=frozenset(partitions_changed),
+            topics_changed=frozenset(changed_topics - added),
+        )
+        if notify and change:
+            try:
+                self.on_change(change)
+            except Exception:
+                log.exception("cluster change listener failed")
+
+    async def _refresh_brokers(self) -> bool:
+        brokers = await self.kafka_zk.get_brokers_with_epochs()
+        registrations = {broker_id: reg for broker_id, (reg, _) in brokers.items()}
+        epochs = {broker_id: epoch for broker_id, (_, epoch) in brokers.items()}
+        for broker_id in set(self.view.brokers) - set(registrations):
+            self._unwatch_data(BrokerIdZNode.path(broker_id))
+        for broker_id in registrations:
+            self._watch_data(BrokerIdZNode.path(broker_id), self._mark_brokers)
+        changed = registrations != self.view.brokers or epochs != self.view.broker_epochs
+        self.view.brokers, self.view.broker_epochs = registrations, epochs
+        return changed
+
+    async def _refresh_controller(self) -> bool:
+        controller_id = await self.kafka_zk.get_controller_id()
+        changed = controller_id != self.view.controller_id
+        self.view.controller_id = controller_id
+        return changed
+
+    def _apply_topic(
+        self,
+        topic: str,
+        assignment: TopicAssignment | None,
+        partitions_to_read: set[TopicPartition],
+    ) -> str | None:
+        previous = self.view.topics.get(topic)
+        if assignment is None:
+            if previous is None:
+                return None
+            self._forget_topic(topic, previous)
+            return "deleted"
+        self._watch_data(TopicZNode.path(topic), functools.partial(self._mark_topic, topic))
+        old_partitions = set(previous.partitions) if previous is not None else set()
+        for partition in set(assignment.partitions) - old_partitions:
+            key = (topic, partition)
+            self._watch_data(
+                TopicPartitionStateZNode.path(topic, partition),
+                functools.partial(self._mark_partition, key),
+            )
+            partitions_to_read.add(key)
+        for partition in old_partitions - set(assignment.partitions):
+            self._unwatch_data(TopicPartitionStateZNode.path(topic, partition))
+            self.view.partition_states.pop((topic, partition), None)
+        self.view.topics[topic] = assignment
+        if previous is None:
+            return "added"
+        return "changed" if previous != assignment else None
+
+    def _forget_topic(self, topic: str, previous: TopicAssignment) -> None:
+        self._unwatch_data(TopicZNode.path(topic))
+        for partition in previous.partitions:
+            self._unwatch_data(TopicPartitionStateZNode.path(topic, partition))
+            self.view.partition_states.pop((topic, partition), None)
+        del self.view.topics[topic]
+
+    async def _refresh_partitions(self, partitions: set[TopicPartition]) -> set[TopicPartition]:
+        # Only partitions of topics still in the view; a deleted topic's late events are noise.
+        wanted = sorted(
+            (topic, p)
+            for topic, p in partitions
+            if topic in self.view.topics and p in self.view.topics[topic].partitions
+        )
+        if not wanted:
+            return set()
+        states = await self.kafka_zk.get_many_partition_states(wanted)
+        changed: set[TopicPartition] = set()
+        for key, state in states.items():
+            if key[0] not in self.view.topics:
+                continue  # deleted while we were reading
+            if state is None:
+                if self.view.partition_states.pop(key, None) is not None:
+                    changed.add(key)
+            elif self.view.partition_states.get(key) != state:
+                self.view.partition_states[key] = state
+                changed.add(key)
+        return changed

@@ -1,0 +1,537 @@
+"""Kafka's domain operations on ZooKeeper: broker registration, controller election, topics,
+partition states, and the controller's fenced writes.
+
+Fencing: the controller wins /controller_epoch at some zkVersion; every later controller write
+is one multi that first checks /controller_epoch is still at that zkVersion. A deposed
+("zombie") controller's write therefore fails as a whole and surfaces as ControllerMovedError.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Iterable, Mapping, Sequence
+
+from zk.client import CheckOp, CreateOp, DeleteOp, Op, OpResult, SetDataOp, ZkClient, ZnodeStat
+from zk.errors import (
+    BadVersionError,
+    BrokerIdInUseError,
+    ControllerMovedError,
+    NodeExistsError,
+    NoNodeError,
+    TopicExistsError,
+    ZkError,
+)
+from zk.znodes import (
+    PERSISTENT_PATHS,
+    BrokerIdsZNode,
+    BrokerIdZNode,
+    BrokerRegistration,
+    BrokerSequenceIdZNode,
+    ClusterIdZNode,
+    ConfigEntityChangeNotificationSequenceZNode,
+    ConfigEntityZNode,
+    ControllerEpochZNode,
+    ControllerZNode,
+    DeleteTopicsTopicZNode,
+    DeleteTopicsZNode,
+    IsrChangeNotificationSequenceZNode,
+    PartitionState,
+    ProducerIdBlockZNode,
+    TopicAssignment,
+    TopicPartitionStateZNode,
+    TopicPartitionsZNode,
+    TopicPartitionZNode,
+    TopicsZNode,
+    TopicZNode,
+    new_kafka_uuid,
+)
+
+__all__ = [
+    "BrokerRegistration",
+    "KafkaZk",
+    "PartitionState",
+    "TopicAssignment",
+]
+
+# Kafka's initial controller epoch: /controller_epoch is created with 0, the first election
+# makes it 1.
+INITIAL_CONTROLLER_EPOCH = 0
+# Producer id blocks handed out from /latest_producer_id_block (Kafka's block size).
+PRODUCER_ID_BLOCK_SIZE = 1000
+# Bounded retries for optimistic read-modify-write loops under contention.
+_CAS_ATTEMPTS = 20
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class KafkaZk:
+    def __init__(self, client: ZkClient) -> None:
+        self.client = client
+
+    # ------------------------------------------------------------------ setup
+
+    async def ensure_persistent_paths(self) -> None:
+        await asyncio.gather(*(self.client.ensure_path(path) for path in PERSISTENT_PATHS))
+
+    async def get_or_create_cluster_id(self) -> str:
+        found = await self.client.get(ClusterIdZNode.path())
+        if found is not None:
+            return ClusterIdZNode.decode(found[0])
+        proposed = new_kafka_uuid()
+        try:
+            await self.client.create(
+                ClusterIdZNode.path(), ClusterIdZNode.encode(proposed), makepath=True
+            )
+            return proposed
+        except NodeExistsError:
+            found = await self.client.get(ClusterIdZNode.path())
+            if found is None:
+                raise
+            return ClusterIdZNode.decode(found[0])
+
+    async def generate_broker_sequence_id(self) -> int:
+        """A cluster-unique number (Kafka's broker.id generation uses the seqid zkVersion)."""
+        try:
+            stat = await self.client.set(BrokerSequenceIdZNode.path(), b"")
+        except NoNodeError:
+            await self.client.ensure_path(BrokerSequenceIdZNode.path())
+            stat = await self.client.set(BrokerSequenceIdZNode.path(), b"")
+        return stat.version
+
+    # ------------------------------------------------------------------ brokers
+
+    async def register_broker(self, reg: BrokerRegistration) -> int:
+        """Create the ephemeral /brokers/ids/<id>; returns the broker epoch (its czxid)."""
+        path = BrokerIdZNode.path(reg.broker_id)
+        try:
+            await self.client.create(path, BrokerIdZNode.encode(reg), ephemeral=True)
+        except NodeExistsError:
+            # Our own create may have succeeded before a connection loss made us retry.
+            stat = await self._own_ephemeral_stat(path)
+            if stat is None:
+                raise BrokerIdInUseError(
+                    f"broker id {reg.broker_id} is registered by another ZooKeeper session",
+                    path=path,
+                ) from None
+            return stat.czxid
+        stat = await self._own_ephemeral_stat(path)
+        if stat is None:
+            raise BrokerIdInUseError(f"registration {path} vanished right after creation", path)
+        return stat.czxid
+
+    async def _own_ephemeral_stat(self, path: str) -> ZnodeStat | None:
+        found = await self.client.get(path)
+        if found is None or found[1].ephemeral_owner != self.client.session_id:
+            return None
+        return found[1]
+
+    async def get_broker_ids(self) -> list[int]:
+        children = await self.client.get_children(BrokerIdsZNode.path()) or []
+        return sorted(int(child) for child in children if child.isdigit())
+
+    async def get_brokers(self) -> dict[int, BrokerRegistration]:
+        return {
+            broker_id: reg for broker_id, (reg, _) in (await self.get_brokers_with_epochs()).items()
+        }
+
+    async def get_brokers_with_epochs(self) -> dict[int, tuple[BrokerRegistration, int]]:
+        """{broker_id: (registration, broker epoch = czxid)} of live brokers."""
+        broker_ids = await self.get_broker_ids()
+        found = await self.client.get_many([BrokerIdZNode.path(b) for b in broker_ids])
+        brokers: dict[int, tuple[BrokerRegistration, int]] = {}
+        for broker_id, item in zip(broker_ids, found, strict=True):
+            if item is not None:  # gone between the two reads
+                brokers[broker_id] = (BrokerIdZNode.decode(broker_id, item[0]), item[1].czxid)
+        return brokers
+
+    # ------------------------------------------------------------------ controller
+
+    async def get_controller_id(self) -> int | None:
+        found = await self.client.get(ControllerZNode.path())
+        return None if found is None else ControllerZNode.decode(found[0])
+
+    async def get_controller_epoch(self) -> tuple[int, int] | None:
+        """(epoch, zk_version) of /controller_epoch, None before the first election."""
+        found = await self.client.get(ControllerEpochZNode.path())
+        if found is None:
+            return None
+        return ControllerEpochZNode.decode(found[0]), found[1].version
+
+    async def try_elect_controller(self, broker_id: int) -> tuple[int, int] | None:
+        """One election attempt: (new_epoch, new_epoch_zk_version) if we won, else None."""
+        current = await self.get_controller_epoch()
+        if current is None:
+            # Another broker may create it first: fine, read theirs.
+            with contextlib.suppress(NodeExistsError):
+                await self.client.create(
+                    ControllerEpochZNode.path(),
+                    ControllerEpochZNode.encode(INITIAL_CONTROLLER_EPOCH),
+                )
+            current = await self.get_controller_epoch()
+            if current is None:
+                raise ZkError("/controller_epoch disappeared during election")
+        epoch, zk_version = current
+        new_epoch = epoch + 1
+        try:
+            results = await self.client.multi(
+                [
+                    CreateOp(
+                        ControllerZNode.path(),
+                        ControllerZNode.encode(broker_id, _now_ms()),
+                        ephemeral=True,
+                    ),
+                    SetDataOp(
+                        ControllerEpochZNode.path(),
+                        ControllerEpochZNode.encode(new_epoch),
+                        zk_version,
+                    ),
+                ]
+            )
+        except (NodeExistsError, BadVersionError):
+            return await self._check_controller_and_epoch(broker_id, new_epoch)
+        stat = results[1]
+        assert isinstance(stat, ZnodeStat)
+        return new_epoch, stat.version
+
+    async def _check_controller_and_epoch(
+        self, broker_id: int, new_epoch: int
+    ) -> tuple[int, int] | None:
+        # Our multi may have committed before a connection loss made it look failed.
+        found = await self.client.get(ControllerZNode.path())
+        if found is None or found[1].ephemeral_owner != self.client.session_id:
+            return None
+        if ControllerZNode.decode(found[0]) != broker_id:
+            return None
+        current = await self.get_controller_epoch()
+        if current is None or current[0] != new_epoch:
+            return None
+        return current
+
+    async def resign_controller(self, broker_id: int) -> None:
+        """Delete /controller if we hold it (never another broker's)."""
+        found = await self.client.get(ControllerZNode.path())
+        if found is None or ControllerZNode.decode(found[0]) != broker_id:
+            return
+        if found[1].ephemeral_owner != self.client.session_id:
+            return
+        with contextlib.suppress(NoNodeError, BadVersionError):
+            await self.client.delete(ControllerZNode.path(), version=found[1].version)
+
+    async def _fenced_multi(self, epoch_zk_version: int, ops: Sequence[Op]) -> list[OpResult]:
+        try:
+            results = await self.client.multi(
+                [CheckOp(ControllerEpochZNode.path(), epoch_zk_version), *ops]
+            )
+        except (BadVersionError, NoNodeError) as exc:
+            if exc.op_index == 0:
+                raise ControllerMovedError(
+                    f"controller epoch zkVersion is no longer {epoch_zk_version}",
+                    path=ControllerEpochZNode.path(),
+                ) from None
+            if exc.op_index is not None:
+                exc.op_index -= 1  # report the index within the caller's ops
+            raise
+        except ZkError as exc:
+            if exc.op_index is not None:
+                exc.op_index -= 1
+            raise
+        return results[1:]
+
+    # ------------------------------------------------------------------ topics
+
+    async def get_all_topics(self) -> list[str]:
+        return await self.client.get_children(TopicsZNode.path()) or []
+
+    async def get_topic_assignment(self, topic: str) -> TopicAssignment | None:
+        found = await self.client.get(TopicZNode.path(topic))
+        return None if found is None else TopicZNode.decode(topic, found[0])
+
+    async def get_topic_assignments(
+        self, topics: Sequence[str]
+    ) -> dict[str, TopicAssignment | None]:
+        """Batched: every read is sent before the first answer is awaited."""
+        found = await self.client.get_many([TopicZNode.path(topic) for topic in topics])
+        return {
+            topic: (None if item is None else TopicZNode.decode(topic, item[0]))
+            for topic, item in zip(topics, found, strict=True)
+        }
+
+    async def create_topic(
+        self,
+        topic: str,
+        assignment: Mapping[int, Sequence[int]],
+        configs: Mapping[str, str],
+        topic_id: str,
+    ) -> None:
+        """Kafka's order: config znode first, then the topic znode the controller watches."""
+        if await self.client.exists(TopicZNode.path(topic)) is not None:
+            raise TopicExistsError(f"topic {topic!r} already exists", path=TopicZNode.path(topic))
+        await self._set_or_create(
+            ConfigEntityZNode.path("topics", topic), ConfigEntityZNode.encode(configs)
+        )
+        data = TopicZNode.encode(
+            TopicAssignment(
+                topic_id=topic_id,
+                partitions={
+                    partition: list(replicas) for partition, replicas in assignment.items()
+                },
+            )
+        )
+        try:
+            await self.client.create(TopicZNode.path(topic), data)
+        except NodeExistsError:
+            raise TopicExistsError(
+                f"topic {topic!r} already exists", path=TopicZNode.path(topic)
+            ) from None
+        except NoNodeError:
+            await self.client.ensure_path(TopicsZNode.path())
+            await self.client.create(TopicZNode.path(topic), data)
+
+    async def set_topic_assignment(
+        self,
+        epoch_zk_version: int,
+        topic: str,
+        assignment: TopicAssignment,
+        expected_zk_version: int = -1,
+    ) -> int:
+        """Fenced rewrite of /brokers/topics/<t> (topic id back-fill, added partitions,
+        reassignment); returns the new zkVersion."""
+        results = await self._fenced_multi(
+            epoch_zk_version,
+            [SetDataOp(TopicZNode.path(topic), TopicZNode.encode(assignment), expected_zk_version)],
+        )
+        stat = results[0]
+        assert isinstance(stat, ZnodeStat)
+        return stat.version
+
+    async def get_topic_configs(self, topic: str) -> dict[str, str]:
+        found = await self.client.get(ConfigEntityZNode.path("topics", topic))
+        return {} if found is None else ConfigEntityZNode.decode(found[0])
+
+    async def get_entity_configs(self, entity_type: str, entity_name: str) -> dict[str, str]:
+        found = await self.client.get(ConfigEntityZNode.path(entity_type, entity_name))
+        return {} if found is None else ConfigEntityZNode.decode(found[0])
+
+    async def change_entity_configs(
+        self, entity_type: str, entity_name: str, configs: Mapping[str, str]
+    ) -> None:
+        """Replace an entity's config overrides and notify brokers (/config/changes)."""
+        await self._set_or_create(
+            ConfigEntityZNode.path(entity_type, entity_name), ConfigEntityZNode.encode(configs)
+        )
+        await self.client.create(
+            ConfigEntityChangeNotificationSequenceZNode.create_path(),
+            ConfigEntityChangeNotificationSequenceZNode.encode(f"{entity_type}/{entity_name}"),
+            sequence=True,
+            makepath=True,
+        )
+
+    async def _set_or_create(self, path: str, data: bytes) -> None:
+        try:
+            await self.client.set(path, data)
+        except NoNodeError:
+            try:
+                await self.client.create(path, data, makepath=True)
+            except NodeExistsError:
+                await self.client.set(path, data)
+
+    async def mark_topic_for_deletion(self, topic: str) -> None:
+        with contextlib.suppress(NodeExistsError):  # already marked
+            await self.client.create(DeleteTopicsTopicZNode.path(topic), makepath=True)
+
+    async def get_topics_pending_deletion(self) -> list[str]:
+        return await self.client.get_children(DeleteTopicsZNode.path()) or []
+
+    # ------------------------------------------------------------------ partition states
+
+    async def get_partition_states(
+        self, topic: str, partitions: Iterable[int]
+    ) -> dict[int, tuple[PartitionState, int] | None]:
+        """{partition: (state, zk_version) or None}; batched reads."""
+        partition_list = list(partitions)
+        keys = [(topic, partition) for partition in partition_list]
+        found = await self.get_many_partition_states(keys)
+        return {partition: found[(topic, partition)] for partition in partition_list}
+
+    async def get_many_partition_states(
+        self, partitions: Sequence[tuple[str, int]]
+    ) -> dict[tuple[str, int], tuple[PartitionState, int] | None]:
+        """Across topics, for controller fail-over: one pipelined burst of reads."""
+        paths = [TopicPartitionStateZNode.path(topic, p) for topic, p in partitions]
+        found = await self.client.get_many(paths)
+        result: dict[tuple[str, int], tuple[PartitionState, int] | None] = {}
+        for key, path, item in zip(partitions, paths, found, strict=True):
+            if item is None:
+                result[key] = None
+            else:
+                result[key] = (TopicPartitionStateZNode.decode(item[0], path), item[1].version)
+        return result
+
+    async def create_partition_states(
+        self, epoch_zk_version: int, topic: str, states: Mapping[int, PartitionState]
+    ) -> dict[int, int | None]:
+        """Fenced creation of each partition's state znode (pipelined, one multi per
+        partition). Returns {partition: 0 (the new zkVersion), or None if it already existed}.
+        Raises NoNodeError if the topic znode is gone, ControllerMovedError if fenced."""
+        await self._ensure_partition_parents(topic, states)
+        outcomes = await asyncio.gather(
+            *(
+                self._fenced_multi(
+                    epoch_zk_version,
+                    [
+                        CreateOp(
+                            TopicPartitionStateZNode.path(topic, partition),
+                            TopicPartitionStateZNode.encode(state),
+                        )
+                    ],
+                )
+                for partition, state in states.items()
+            ),
+            return_exceptions=True,
+        )
+        created: dict[int, int | None] = {}
+        for partition, outcome in zip(states, outcomes, strict=True):
+            if isinstance(outcome, NodeExistsError):
+                created[partition] = None
+            elif isinstance(outcome, BaseException):
+                raise outcome
+            else:
+                created[partition] = 0
+        return created
+
+    async def _ensure_partition_parents(self, topic: str, partitions: Iterable[int]) -> None:
+        # Never makepath: if /brokers/topics/<t> is gone the topic was deleted, and recreating
+        # parents would resurrect it.
+        paths = [TopicPartitionsZNode.path(topic)]
+        for path_group in (paths, [TopicPartitionZNode.path(topic, p) for p in partitions]):
+            outcomes = await asyncio.gather(
+                *(self.client.create(path) for path in path_group), return_exceptions=True
+            )
+            for outcome in outcomes:
+                if isinstance(outcome, BaseException) and not isinstance(outcome, NodeExistsError):
+                    raise outcome
+
+    async def update_partition_state(
+        self,
+        epoch_zk_version: int,
+        topic: str,
+        partition: int,
+        state: PartitionState,
+        expected_zk_version: int,
+    ) -> int:
+        """Fenced conditional write; returns the new zkVersion (the partition epoch).
+        BadVersionError if the state changed since it was read."""
+        results = await self._fenced_multi(
+            epoch_zk_version,
+            [
+                SetDataOp(
+                    TopicPartitionStateZNode.path(topic, partition),
+                    TopicPartitionStateZNode.encode(state),
+                    expected_zk_version,
+                )
+            ],
+        )
+        stat = results[0]
+        assert isinstance(stat, ZnodeStat)
+        return stat.version
+
+    async def update_partition_states(
+        self,
+        epoch_zk_version: int,
+        updates: Mapping[tuple[str, int], tuple[PartitionState, int]],
+    ) -> dict[tuple[str, int], int | ZkError]:
+        """Many fenced conditional writes, pipelined. {(topic, p): new zkVersion or the error
+        (BadVersionError / NoNodeError)}; ControllerMovedError is raised, not returned."""
+        keys = list(updates)
+        outcomes = await asyncio.gather(
+            *(
+                self.update_partition_state(epoch_zk_version, topic, partition, state, version)
+                for (topic, partition), (state, version) in updates.items()
+            ),
+            return_exceptions=True,
+        )
+        result: dict[tuple[str, int], int | ZkError] = {}
+        for key, outcome in zip(keys, outcomes, strict=True):
+            if isinstance(outcome, ControllerMovedError):
+                raise outcome
+            if isinstance(outcome, ZkError | int):
+                result[key] = outcome
+            elif isinstance(outcome, BaseException):
+                raise outcome
+        return result
+
+    async def create_isr_change_notification(self, partitions: Iterable[tuple[str, int]]) -> str:
+        """Leader-side: tell the controller an ISR changed (sequential znode)."""
+        return await self.client.create(
+            IsrChangeNotificationSequenceZNode.create_path(),
+            IsrChangeNotificationSequenceZNode.encode(partitions),
+            sequence=True,
+            makepath=True,
+        )
+
+    # ------------------------------------------------------------------ topic deletion
+
+    async def delete_topic_znodes(self, epoch_zk_version: int, topic: str) -> None:
+        """Fenced, atomic removal of /brokers/topics/<t> (with its partitions),
+        /config/topics/<t> and /admin/delete_topics/<t>; already-missing ones are skipped."""
+        for attempt in range(_CAS_ATTEMPTS):
+            ops = await self._topic_deletion_ops(topic)
+            if not ops:
+                return
+            try:
+                await self._fenced_multi(epoch_zk_version, ops)
+                return
+            except ZkError as exc:
+                # Something changed under us (a partition znode appeared or vanished): retry
+                # with a fresh tree; ControllerMovedError is not retried.
+                if isinstance(exc, ControllerMovedError) or attempt == _CAS_ATTEMPTS - 1:
+                    raise
+
+    async def _topic_deletion_ops(self, topic: str) -> list[Op]:
+        ops: list[Op] = [
+            DeleteOp(path) for path in await self._tree_post_order(TopicZNode.path(topic))
+        ]
+        for path in (ConfigEntityZNode.path("topics", topic), DeleteTopicsTopicZNode.path(topic)):
+            if await self.client.exists(path) is not None:
+                ops.append(DeleteOp(path))
+        return ops
+
+    async def _tree_post_order(self, path: str) -> list[str]:
+        """Every znode under and including `path`, children before parents; [] if missing."""
+        children = await self.client.get_children(path)
+        if children is None:
+            return []
+        subtrees = await asyncio.gather(
+            *(self._tree_post_order(f"{path}/{child}") for child in children)
+        )
+        return [node for subtree in subtrees for node in subtree] + [path]
+
+    # ------------------------------------------------------------------ producer ids
+
+    async def allocate_producer_id_block(
+        self, broker_id: int, block_size: int = PRODUCER_ID_BLOCK_SIZE
+    ) -> tuple[int, int]:
+        """Claim the next [block_start, block_end] of producer ids (inclusive), with a
+        conditional write on /latest_producer_id_block."""
+        path = ProducerIdBlockZNode.path()
+        for _ in range(_CAS_ATTEMPTS):
+            found = await self.client.get(path)
+            if found is None:
+                with contextlib.suppress(NodeExistsError):
+                    await self.client.create(path, b"", makepath=True)
+                continue
+            data, stat = found
+            start = ProducerIdBlockZNode.decode(data)[2] + 1 if data else 0
+            end = start + block_size - 1
+            try:
+                await self.client.set(
+                    path, ProducerIdBlockZNode.encode(broker_id, start, end), stat.version
+                )
+                return start, end
+            except BadVersionError:
+                continue
+        raise ZkError("could not allocate a producer id block: too much contention")
