@@ -1,0 +1,13 @@
+"""The controller's settings (a slice of the broker's server.properties)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerConfig:
+    default_replication_factor: int = 1  # default.replication.factor
+    num_partitions: int = 1  # num.partitions
+    unclean_leader_election_enable: bool = False  # unclean.leader.election.enable
+    delete_topic_enable: bool = True  # delete.topic.enable

@@ -1,0 +1,45 @@
+"""Controller events. Watch callbacks create these and nothing else; the event manager's one
+consumer task handles them in order.
+
+Every event means "something changed, re-read it", so two queued events of the same kind are
+worth one: the event manager coalesces them (see `event_manager.py`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerEvent:
+    """Base class; the concrete class is the event's kind."""
+
+
+@dataclass(frozen=True, slots=True)
+class Startup(ControllerEvent):
+    """The broker started: take part in the first election."""
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerChange(ControllerEvent):
+    """/controller was created, changed or deleted (or the session reconnected)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerChange(ControllerEvent):
+    """The children of /brokers/ids changed: brokers registered or died."""
+
+
+@dataclass(frozen=True, slots=True)
+class TopicChange(ControllerEvent):
+    """The children of /brokers/topics changed: topics created or removed."""
+
+
+@dataclass(frozen=True, slots=True)
+class TopicDeletion(ControllerEvent):
+    """The children of /admin/delete_topics changed: topics marked for deletion."""
+
+
+@dataclass(frozen=True, slots=True)
+class Resign(ControllerEvent):
+    """The ZooKeeper session expired: our /controller is gone, stop acting as controller."""

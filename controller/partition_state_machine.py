@@ -1,0 +1,183 @@
+"""Partition leadership changes: decide with `election.py`, write fenced, remember the result.
+
+A partition is in one of these states (Kafka's PartitionStateMachine, kept implicit here):
+- new: assigned but without a state znode -> `initialize_partitions` creates it once a replica
+  is alive (leader = first live replica, ISR = live replicas, leader_epoch 0);
+- online: its leader is a live broker;
+- offline: leader -1 or a dead broker -> `reconcile` elects a leader when one qualifies.
+Every write is conditional on the /controller_epoch zkVersion (a deposed controller gets
+ControllerMovedError) and, for updates, on the partition state's zkVersion. A leader may have
+changed the ISR meanwhile (BadVersionError): re-read the partition and decide again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine, Iterable, Sequence
+from typing import Any, TypeVar
+
+from controller.context import ControllerContext, TopicPartition
+from controller.election import (
+    NO_LEADER,
+    LeaderAndIsr,
+    initial_leader_and_isr,
+    leader_and_isr_after_broker_change,
+)
+from controller.zk_api import ControllerZk, PartitionState
+from zk.errors import BadVersionError, NoNodeError
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+# Writes in flight at once: enough to make a failover of thousands of partitions quick, few
+# enough not to flood ZooKeeper's request queue.
+MAX_WRITES_IN_FLIGHT = 256
+# A partition whose state keeps changing under us is left for the next event.
+MAX_WRITE_ATTEMPTS = 3
+
+
+class PartitionStateMachine:
+    def __init__(
+        self, kafka_zk: ControllerZk, context: ControllerContext, unclean_default: bool
+    ) -> None:
+        self._zk = kafka_zk
+        self._context = context
+        self._unclean_default = unclean_default
+
+    async def initialize_partitions(self, partitions: Iterable[TopicPartition]) -> None:
+        """Create state znodes for partitions that have none and at least one live replica."""
+        by_topic: dict[str, dict[int, PartitionState]] = {}
+        for topic, partition in partitions:
+            decision = initial_leader_and_isr(
+                self._context.replicas((topic, partition)), self._context.live_brokers
+            )
+            if decision is None:
+                log.warning("no live replica for new partition %s-%d yet", topic, partition)
+                continue
+            state = PartitionState(
+                leader=decision.leader,
+                leader_epoch=0,
+                isr=decision.isr,
+                controller_epoch=self._context.epoch,
+            )
+            by_topic.setdefault(topic, {})[partition] = state
+        await _bounded_gather(
+            [self._create_states(topic, states) for topic, states in by_topic.items()]
+        )
+
+    async def _create_states(self, topic: str, states: dict[int, PartitionState]) -> None:
+        try:
+            created = await self._zk.create_partition_states(
+                self._context.epoch_zk_version, topic, states
+            )
+        except NoNodeError:
+            log.info("topic %s vanished before its partition states were created", topic)
+            return
+        existing = [partition for partition, version in created.items() if version is None]
+        for partition, version in created.items():
+            if version is not None:
+                self._context.partition_states[(topic, partition)] = (states[partition], version)
+        if existing:
+            # A previous controller created these already: adopt what is there.
+            await self._refresh(topic, existing)
+
+    async def reconcile(self, partitions: Iterable[TopicPartition]) -> None:
+        """Bring leaders and ISRs in line with the live brokers (elect, shrink, go offline)."""
+        pending = [tp for tp in partitions if tp in self._context.partition_states]
+        unclean_by_topic: dict[str, bool] = {}
+        for _attempt in range(MAX_WRITE_ATTEMPTS):
+            decisions = []
+            for tp in pending:
+                decision = await self._decide(tp, unclean_by_topic)
+                if decision is not None:
+                    decisions.append((tp, decision))
+            outcomes = await _bounded_gather([self._write(tp, d) for tp, d in decisions])
+            written_pairs = zip(decisions, outcomes, strict=True)
+            pending = [tp for (tp, _), written in written_pairs if not written]
+            if not pending:
+                return
+        log.warning("partition states kept changing, left for later: %s", pending)
+
+    async def take_offline(self, partitions: Iterable[TopicPartition]) -> None:
+        """Set leader -1 (e.g. before deleting a topic) so that no broker keeps serving it."""
+        writes = []
+        for tp in partitions:
+            versioned = self._context.partition_states.get(tp)
+            if versioned is not None and versioned[0].leader != NO_LEADER:
+                writes.append(self._write(tp, LeaderAndIsr(NO_LEADER, list(versioned[0].isr))))
+        await _bounded_gather(writes)
+
+    async def _decide(
+        self, tp: TopicPartition, unclean_by_topic: dict[str, bool]
+    ) -> LeaderAndIsr | None:
+        state, _ = self._context.partition_states[tp]
+        replicas = self._context.replicas(tp)
+        live = self._context.live_brokers
+        decision = leader_and_isr_after_broker_change(
+            state.leader, state.isr, replicas, live, unclean_enabled=False
+        )
+        leader_after = state.leader if decision is None else decision.leader
+        stays_offline = leader_after == NO_LEADER or leader_after not in live
+        could_elect_unclean = stays_offline and any(replica in live for replica in replicas)
+        # Only read the topic's config when an unclean election could make a difference.
+        if could_elect_unclean and await self._unclean_enabled(tp[0], unclean_by_topic):
+            decision = leader_and_isr_after_broker_change(
+                state.leader, state.isr, replicas, live, unclean_enabled=True
+            )
+            if decision is not None and decision.unclean:
+                log.warning("unclean leader election for %s-%d: %s", *tp, decision)
+        return decision
+
+    async def _unclean_enabled(self, topic: str, cache: dict[str, bool]) -> bool:
+        if topic not in cache:
+            configs = await self._zk.get_topic_configs(topic)
+            value = configs.get("unclean.leader.election.enable")
+            cache[topic] = self._unclean_default if value is None else value.lower() == "true"
+        return cache[topic]
+
+    async def _write(self, tp: TopicPartition, decision: LeaderAndIsr) -> bool:
+        """Conditional write; False (after re-reading the partition) when it changed meanwhile."""
+        topic, partition = tp
+        old_state, zk_version = self._context.partition_states[tp]
+        new_state = PartitionState(
+            leader=decision.leader,
+            leader_epoch=old_state.leader_epoch + 1,
+            isr=list(decision.isr),
+            controller_epoch=self._context.epoch,
+        )
+        try:
+            new_version = await self._zk.update_partition_state(
+                self._context.epoch_zk_version, topic, partition, new_state, zk_version
+            )
+        except BadVersionError:
+            await self._refresh(topic, [partition])
+            return False
+        except NoNodeError:
+            # The topic is being deleted; forget the partition (a TopicChange follows).
+            self._context.partition_states.pop(tp, None)
+            return True
+        self._context.partition_states[tp] = (new_state, new_version)
+        log.info("partition %s-%d: %s", topic, partition, new_state)
+        return True
+
+    async def _refresh(self, topic: str, partitions: Sequence[int]) -> None:
+        states = await self._zk.get_partition_states(topic, partitions)
+        for partition, versioned in states.items():
+            if versioned is None:
+                self._context.partition_states.pop((topic, partition), None)
+            else:
+                self._context.partition_states[(topic, partition)] = versioned
+
+
+async def _bounded_gather(awaitables: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
+    """Run coroutines at most MAX_WRITES_IN_FLIGHT at a time; the first error stops the rest."""
+    results: list[T] = []
+    try:
+        for start in range(0, len(awaitables), MAX_WRITES_IN_FLIGHT):
+            chunk = awaitables[start : start + MAX_WRITES_IN_FLIGHT]
+            results.extend(await asyncio.gather(*chunk))
+    finally:
+        for coroutine in awaitables[len(results) + MAX_WRITES_IN_FLIGHT :]:
+            coroutine.close()  # never started: close so Python does not warn about it
+    return results

@@ -1,0 +1,69 @@
+"""What the controller needs from the ZooKeeper layer, as structural types.
+
+`zk.kafka_zk.KafkaZk` satisfies `ControllerZk`; the unit tests pass an in-memory fake. Naming
+the dependency here keeps the controller honest about which ZooKeeper operations it uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
+
+from zk.znodes import BrokerRegistration, PartitionState, TopicAssignment
+
+__all__ = [
+    "BrokerRegistration",
+    "ControllerZk",
+    "PartitionState",
+    "TopicAssignment",
+    "ZkWatches",
+]
+
+
+class ZkWatches(Protocol):
+    """The watch part of `zk.client.ZkClient`: callbacks run on the asyncio loop."""
+
+    def watch_data(self, path: str, callback: Callable[[], None]) -> None: ...
+    def watch_children(self, path: str, callback: Callable[[], None]) -> None: ...
+    def unwatch_data(self, path: str, callback: Callable[[], None]) -> None: ...
+    def unwatch_children(self, path: str, callback: Callable[[], None]) -> None: ...
+    def on_session_event(self, callback: Callable[[str], None]) -> None: ...
+
+
+class ControllerZk(Protocol):
+    """The domain operations of `zk.kafka_zk.KafkaZk` the controller calls."""
+
+    @property
+    def client(self) -> ZkWatches: ...
+
+    async def get_brokers_with_epochs(self) -> dict[int, tuple[BrokerRegistration, int]]: ...
+    async def get_controller_id(self) -> int | None: ...
+    async def try_elect_controller(self, broker_id: int) -> tuple[int, int] | None: ...
+    async def resign_controller(self, broker_id: int) -> None: ...
+    async def get_all_topics(self) -> list[str]: ...
+    async def get_topic_assignment(self, topic: str) -> TopicAssignment | None: ...
+    async def create_topic(
+        self,
+        topic: str,
+        assignment: dict[int, list[int]],
+        configs: dict[str, str],
+        topic_id: str,
+    ) -> None: ...
+    async def get_topic_configs(self, topic: str) -> dict[str, str]: ...
+    async def get_partition_states(
+        self, topic: str, partitions: Sequence[int]
+    ) -> dict[int, tuple[PartitionState, int] | None]: ...
+    async def mark_topic_for_deletion(self, topic: str) -> None: ...
+    async def get_topics_pending_deletion(self) -> list[str]: ...
+    async def create_partition_states(
+        self, epoch_zk_version: int, topic: str, states: Mapping[int, PartitionState]
+    ) -> dict[int, int | None]: ...
+    async def update_partition_state(
+        self,
+        epoch_zk_version: int,
+        topic: str,
+        partition: int,
+        state: PartitionState,
+        expected_zk_version: int,
+    ) -> int: ...
+    async def delete_topic_znodes(self, epoch_zk_version: int, topic: str) -> None: ...

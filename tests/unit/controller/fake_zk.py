@@ -1,0 +1,294 @@
+"""An in-memory stand-in for `zk.kafka_zk.KafkaZk`, shared by several "brokers".
+
+`FakeZkStore` is the ZooKeeper ensemble: znode data, zkVersions, ephemeral owners and watches.
+Each `FakeKafkaZk` is one broker's session on it. The controller-relevant semantics are kept:
+- election creates the ephemeral /controller and bumps /controller_epoch (its zkVersion too);
+- controller writes check the /controller_epoch zkVersion (ControllerMovedError otherwise);
+- partition state updates check the partition's zkVersion (BadVersionError otherwise);
+- watch callbacks run on the asyncio loop, later (loop.call_soon), like the real client's;
+- expiring a session deletes its ephemerals and tells its listeners "LOST".
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from zk.errors import (
+    BadVersionError,
+    ControllerMovedError,
+    NodeExistsError,
+    NoNodeError,
+    SessionExpiredError,
+    TopicExistsError,
+)
+from zk.znodes import BrokerRegistration, PartitionState, TopicAssignment
+
+CONTROLLER = "/controller"
+BROKER_IDS = "/brokers/ids"
+TOPICS = "/brokers/topics"
+DELETE_TOPICS = "/admin/delete_topics"
+
+
+def registration(broker_id: int) -> BrokerRegistration:
+    port = 9091 + broker_id
+    return BrokerRegistration.create(
+        broker_id, [f"PLAINTEXT://127.0.0.1:{port}"], {"PLAINTEXT": "PLAINTEXT"}, 0
+    )
+
+
+@dataclass
+class FakeZkStore:
+    brokers: dict[int, tuple[BrokerRegistration, int]] = field(default_factory=dict)
+    broker_epochs: dict[int, int] = field(default_factory=dict)  # czxid of the registration
+    next_zxid: int = 100
+    controller: tuple[int, int] | None = None  # (broker id, owner session)
+    controller_epoch: int | None = None
+    controller_epoch_zk_version: int = -1
+    topics: dict[str, TopicAssignment] = field(default_factory=dict)
+    topic_configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    partition_states: dict[tuple[str, int], tuple[PartitionState, int]] = field(
+        default_factory=dict
+    )
+    delete_markers: set[str] = field(default_factory=set)
+    clients: list[FakeZkClient] = field(default_factory=list)
+    fenced_writes: int = 0
+    state_writes: list[tuple[str, int, PartitionState]] = field(default_factory=list)
+    next_session_id: int = 1
+
+    def fire(self, kind: str, path: str) -> None:
+        for client in self.clients:
+            client.fire(kind, path)
+
+    def check_epoch(self, epoch_zk_version: int) -> None:
+        if epoch_zk_version != self.controller_epoch_zk_version:
+            self.fenced_writes += 1
+            raise ControllerMovedError("controller epoch zkVersion changed", path=CONTROLLER)
+
+    def register_broker(self, broker_id: int, session_id: int = 0) -> None:
+        if broker_id in self.brokers:
+            raise NodeExistsError(path=f"{BROKER_IDS}/{broker_id}")
+        self.brokers[broker_id] = (registration(broker_id), session_id)
+        self.broker_epochs[broker_id] = self.next_zxid
+        self.next_zxid += 1
+        self.fire("children", BROKER_IDS)
+
+    def bounce_broker(self, broker_id: int) -> None:
+        """Death and re-registration between two reads of the controller: one watch event."""
+        session_id = self.brokers[broker_id][1]
+        del self.brokers[broker_id]
+        self.register_broker(broker_id, session_id)
+
+    def kill_broker(self, broker_id: int) -> None:
+        """The broker's ephemeral registration disappears (crash, session expiry)."""
+        del self.brokers[broker_id]
+        self.fire("children", BROKER_IDS)
+
+    def delete_controller(self) -> None:
+        self.controller = None
+        self.fire("data", CONTROLLER)
+
+    def expire_session(self, session_id: int) -> None:
+        for broker_id, (_, owner) in list(self.brokers.items()):
+            if owner == session_id:
+                self.kill_broker(broker_id)
+        if self.controller is not None and self.controller[1] == session_id:
+            self.delete_controller()
+        for client in self.clients:
+            if client.session_id == session_id:
+                client.session_event("LOST")
+
+    def bump_controller_epoch(self) -> None:
+        """What another broker winning an election does to /controller_epoch."""
+        self.controller_epoch = (self.controller_epoch or 0) + 1
+        self.controller_epoch_zk_version += 1
+
+
+class FakeZkClient:
+    """The watch part of ZkClient for one session."""
+
+    def __init__(self, store: FakeZkStore, session_id: int) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.watches: dict[tuple[str, str], list[Callable[[], None]]] = {}
+        self.session_listeners: list[Callable[[str], None]] = []
+        store.clients.append(self)
+
+    def watch_data(self, path: str, callback: Callable[[], None]) -> None:
+        self.watches.setdefault(("data", path), []).append(callback)
+
+    def watch_children(self, path: str, callback: Callable[[], None]) -> None:
+        self.watches.setdefault(("children", path), []).append(callback)
+
+    def unwatch_data(self, path: str, callback: Callable[[], None]) -> None:
+        self._unwatch(("data", path), callback)
+
+    def unwatch_children(self, path: str, callback: Callable[[], None]) -> None:
+        self._unwatch(("children", path), callback)
+
+    def _unwatch(self, key: tuple[str, str], callback: Callable[[], None]) -> None:
+        callbacks = self.watches.get(key, [])
+        if callback in callbacks:
+            callbacks.remove(callback)
+
+    def on_session_event(self, callback: Callable[[str], None]) -> None:
+        self.session_listeners.append(callback)
+
+    def fire(self, kind: str, path: str) -> None:
+        loop = asyncio.get_running_loop()
+        for callback in list(self.watches.get((kind, path), [])):
+            loop.call_soon(callback)
+
+    def session_event(self, state: str) -> None:
+        loop = asyncio.get_running_loop()
+        for listener in self.session_listeners:
+            loop.call_soon(listener, state)
+
+
+class FakeKafkaZk:
+    """One broker's KafkaZk on the shared store."""
+
+    def __init__(self, store: FakeZkStore) -> None:
+        self.store = store
+        self.session_id = store.next_session_id
+        store.next_session_id += 1
+        self.client = FakeZkClient(store, self.session_id)
+        self.closed = False
+        # Test hook: called before every controller (fenced) write.
+        self.before_fenced_write: Callable[[], None] | None = None
+
+    def _ensure_open(self) -> None:
+        if self.closed:
+            raise SessionExpiredError("closed")
+
+    def _fenced(self, epoch_zk_version: int) -> None:
+        self._ensure_open()
+        if self.before_fenced_write is not None:
+            self.before_fenced_write()
+        self.store.check_epoch(epoch_zk_version)
+
+    async def get_brokers_with_epochs(self) -> dict[int, tuple[BrokerRegistration, int]]:
+        self._ensure_open()
+        return {
+            broker_id: (reg, self.store.broker_epochs[broker_id])
+            for broker_id, (reg, _) in sorted(self.store.brokers.items())
+        }
+
+    async def get_controller_id(self) -> int | None:
+        self._ensure_open()
+        return None if self.store.controller is None else self.store.controller[0]
+
+    async def get_controller_epoch(self) -> tuple[int, int] | None:
+        if self.store.controller_epoch is None:
+            return None
+        return self.store.controller_epoch, self.store.controller_epoch_zk_version
+
+    async def try_elect_controller(self, broker_id: int) -> tuple[int, int] | None:
+        self._ensure_open()
+        await asyncio.sleep(0)  # a round trip: lets competing brokers interleave
+        if self.store.controller is not None:
+            return None
+        self.store.controller = (broker_id, self.session_id)
+        self.store.bump_controller_epoch()
+        self.store.fire("data", CONTROLLER)
+        assert self.store.controller_epoch is not None
+        return self.store.controller_epoch, self.store.controller_epoch_zk_version
+
+    async def resign_controller(self, broker_id: int) -> None:
+        self._ensure_open()
+        if self.store.controller == (broker_id, self.session_id):
+            self.store.delete_controller()
+
+    async def get_all_topics(self) -> list[str]:
+        self._ensure_open()
+        return sorted(self.store.topics)
+
+    async def get_topic_assignment(self, topic: str) -> TopicAssignment | None:
+        self._ensure_open()
+        return self.store.topics.get(topic)
+
+    async def create_topic(
+        self,
+        topic: str,
+        assignment: dict[int, list[int]],
+        configs: dict[str, str],
+        topic_id: str,
+    ) -> None:
+        self._ensure_open()
+        if topic in self.store.topics:
+            raise TopicExistsError(path=f"{TOPICS}/{topic}")
+        self.store.topic_configs[topic] = dict(configs)
+        self.store.topics[topic] = TopicAssignment(topic_id=topic_id, partitions=assignment)
+        self.store.fire("children", TOPICS)
+
+    async def get_topic_configs(self, topic: str) -> dict[str, str]:
+        self._ensure_open()
+        return dict(self.store.topic_configs.get(topic, {}))
+
+    async def get_partition_states(
+        self, topic: str, partitions: Sequence[int]
+    ) -> dict[int, tuple[PartitionState, int] | None]:
+        self._ensure_open()
+        return {p: self.store.partition_states.get((topic, p)) for p in partitions}
+
+    async def mark_topic_for_deletion(self, topic: str) -> None:
+        self._ensure_open()
+        if topic in self.store.delete_markers:
+            return  # already marked, as the real one
+        self.store.delete_markers.add(topic)
+        self.store.fire("children", DELETE_TOPICS)
+
+    async def get_topics_pending_deletion(self) -> list[str]:
+        self._ensure_open()
+        return sorted(self.store.delete_markers)
+
+    async def create_partition_states(
+        self, epoch_zk_version: int, topic: str, states: Mapping[int, PartitionState]
+    ) -> dict[int, int | None]:
+        self._fenced(epoch_zk_version)
+        if topic not in self.store.topics:
+            raise NoNodeError(path=f"{TOPICS}/{topic}")
+        created: dict[int, int | None] = {}
+        for partition, state in states.items():
+            if (topic, partition) in self.store.partition_states:
+                created[partition] = None
+                continue
+            self.store.partition_states[(topic, partition)] = (state, 0)
+            self.store.state_writes.append((topic, partition, state))
+            created[partition] = 0
+        return created
+
+    async def update_partition_state(
+        self,
+        epoch_zk_version: int,
+        topic: str,
+        partition: int,
+        state: PartitionState,
+        expected_zk_version: int,
+    ) -> int:
+        self._fenced(epoch_zk_version)
+        current = self.store.partition_states.get((topic, partition))
+        if current is None:
+            raise NoNodeError(path=f"{TOPICS}/{topic}/partitions/{partition}/state")
+        if current[1] != expected_zk_version:
+            raise BadVersionError(path=f"{TOPICS}/{topic}/partitions/{partition}/state")
+        self.store.partition_states[(topic, partition)] = (state, current[1] + 1)
+        self.store.state_writes.append((topic, partition, state))
+        return current[1] + 1
+
+    async def delete_topic_znodes(self, epoch_zk_version: int, topic: str) -> None:
+        self._fenced(epoch_zk_version)
+        self.store.topics.pop(topic, None)
+        self.store.topic_configs.pop(topic, None)
+        for key in [key for key in self.store.partition_states if key[0] == topic]:
+            del self.store.partition_states[key]
+        self.store.delete_markers.discard(topic)
+        self.store.fire("children", TOPICS)
+        self.store.fire("children", DELETE_TOPICS)
+
+    # What a leader broker does (not the controller): an unfenced ISR change.
+    def leader_changes_isr(self, topic: str, partition: int, isr: list[int]) -> None:
+        state, version = self.store.partition_states[(topic, partition)]
+        new_state = PartitionState(state.leader, state.leader_epoch, isr, state.controller_epoch)
+        self.store.partition_states[(topic, partition)] = (new_state, version + 1)
