@@ -21,7 +21,8 @@ from broker.metadata_cache import MetadataCache
 from broker.network.listener import Listener
 from broker.replication.replica_manager import ReplicaManager
 from broker.topic_config import TopicConfigs, log_config_for
-from controller.controller import Controller, ControllerConfig
+from controller.config import ControllerConfig
+from controller.controller import Controller
 from zk.client import ZkClient
 from zk.cluster_watch import ClusterChange, ClusterWatch
 from zk.kafka_zk import BrokerRegistration, KafkaZk

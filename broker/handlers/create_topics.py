@@ -14,7 +14,7 @@ from kio.schema.errors import ErrorCode
 from broker.network.context import RequestContext
 from broker.protocol import adapter
 from broker.protocol.registry import response_class
-from controller.controller import NewTopic
+from controller.topic_creation import NewTopic
 from controller.errors import TopicError
 
 

@@ -1,0 +1,96 @@
+"""Kafka's checkpoint files: a version line, a count line, then one entry per line.
+
+Offset checkpoints (`recovery-point-offset-checkpoint`, `replication-offset-checkpoint`,
+`log-start-offset-checkpoint`): "<topic> <partition> <offset>".
+Leader epoch checkpoint (per partition, `leader-epoch-checkpoint`): "<epoch> <start_offset>".
+Writes go to "<name>.tmp", are fsynced, then renamed over the file (and the directory fsynced),
+so a crash leaves either the old or the new file, never a mix.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+CHECKPOINT_VERSION = 0
+
+
+class CheckpointError(Exception):
+    """A checkpoint file that does not parse."""
+
+
+def fsync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_checkpoint_lines(path: Path, entries: Sequence[str]) -> None:
+    text = f"{CHECKPOINT_VERSION}\n{len(entries)}\n" + "".join(f"{e}\n" for e in entries)
+    temporary = path.with_name(path.name + ".tmp")
+    with open(temporary, "w", encoding="utf-8") as file:
+        file.write(text)
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(temporary, path)
+    fsync_directory(path.parent)
+
+
+def read_checkpoint_lines(path: Path, fields_per_line: int) -> list[list[str]]:
+    """Entries split into fields; an absent file reads as no entries."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return []
+    if len(lines) < 2:
+        raise CheckpointError(f"{path}: missing version or count line")
+    if lines[0].strip() != str(CHECKPOINT_VERSION):
+        raise CheckpointError(f"{path}: unsupported checkpoint version {lines[0]!r}")
+    try:
+        expected_count = int(lines[1])
+    except ValueError as error:
+        raise CheckpointError(f"{path}: bad count line {lines[1]!r}") from error
+    entries = [line.split() for line in lines[2:] if line.strip()]
+    if len(entries) != expected_count:
+        raise CheckpointError(f"{path}: expected {expected_count} entries, found {len(entries)}")
+    for fields in entries:
+        if len(fields) != fields_per_line:
+            raise CheckpointError(f"{path}: malformed line {' '.join(fields)!r}")
+    return entries
+
+
+def _to_int(path: Path, text: str) -> int:
+    try:
+        return int(text)
+    except ValueError as error:
+        raise CheckpointError(f"{path}: {text!r} is not a number") from error
+
+
+def read_offset_checkpoint(path: Path) -> dict[tuple[str, int], int]:
+    offsets: dict[tuple[str, int], int] = {}
+    for topic, partition, offset in read_checkpoint_lines(path, 3):
+        offsets[(topic, _to_int(path, partition))] = _to_int(path, offset)
+    return offsets
+
+
+def write_offset_checkpoint(path: Path, offsets: Mapping[tuple[str, int], int]) -> None:
+    entries = [f"{topic} {partition} {offset}" for (topic, partition), offset in offsets.items()]
+    write_checkpoint_lines(path, entries)
+
+
+def read_leader_epoch_checkpoint(path: Path) -> list[tuple[int, int]]:
+    return [
+        (_to_int(path, epoch), _to_int(path, start_offset))
+        for epoch, start_offset in read_checkpoint_lines(path, 2)
+    ]
+
+
+def write_leader_epoch_checkpoint(path: Path, entries: Sequence[tuple[int, int]]) -> None:
+    write_checkpoint_lines(path, [f"{epoch} {start_offset}" for epoch, start_offset in entries])

@@ -1,0 +1,396 @@
+"""A partition's log: ordered segments in `<log.dir>/<topic>-<partition>/`.
+
+The active (last) segment takes appends; reads find the segment by base offset, then the batch
+through its offset index. `recovery_point` is the offset below which data is known fsynced.
+"""
+
+from __future__ import annotations
+
+import bisect
+import shutil
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from broker.log.batch import BatchHeader, assign_offsets, set_log_append_time, validate_batches
+from broker.log.checkpoints import LEADER_EPOCH_CHECKPOINT, fsync_directory
+from broker.log.config import LOG_APPEND_TIME, LogConfig
+from broker.log.epoch_cache import LeaderEpochCache
+from broker.log.errors import (
+    RECORD_LIST_TOO_LARGE,
+    LogCorruptError,
+    OffsetOutOfRangeError,
+    RecordError,
+    UnexpectedAppendOffsetError,
+)
+from broker.log.log_loader import load_segments
+from broker.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, BatchSpan, LogSegment
+
+__all__ = ["AppendInfo", "Log", "LogConfig", "OffsetOutOfRangeError", "parse_partition_dir"]
+
+LATEST_TIMESTAMP = -1  # ListOffsets' "latest" sentinel
+EARLIEST_TIMESTAMP = -2  # ListOffsets' "earliest" sentinel
+
+
+@dataclass(frozen=True, slots=True)
+class AppendInfo:
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    log_append_time_ms: int  # -1 with CreateTime
+    log_start_offset: int
+
+
+def parse_partition_dir(name: str) -> tuple[str, int]:
+    """ "my-topic-3" -> ("my-topic", 3); raises ValueError for other names."""
+    topic, separator, partition = name.rpartition("-")
+    if not separator or not topic or not partition.isdigit():
+        raise ValueError(f"{name!r} is not a <topic>-<partition> directory name")
+    return topic, int(partition)
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Log:
+    def __init__(
+        self,
+        directory: Path,
+        config: LogConfig,
+        segments: list[LogSegment],
+        log_start_offset: int,
+        recovery_point: int,
+    ) -> None:
+        """Use `Log.open`."""
+        self.directory = directory
+        self.topic, self.partition = parse_partition_dir(directory.name)
+        self.config = config
+        self._segments = segments
+        self._bases = [segment.base_offset for segment in segments]
+        self.log_end_offset = segments[-1].next_offset
+        self.log_start_offset = max(log_start_offset, segments[0].base_offset)
+        self.recovery_point = min(recovery_point, self.log_end_offset)
+        self.leader_epoch_cache = LeaderEpochCache(directory / LEADER_EPOCH_CHECKPOINT)
+        self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
+        # fsync of file handles from an executor must not race with them being closed.
+        self._lifecycle_lock = threading.Lock()
+        self._directory_dirty = False
+        self._closed = False
+
+    @classmethod
+    def open(
+        cls,
+        directory: Path,
+        config: LogConfig,
+        recovery_point: int = 0,
+        log_start_offset: int = 0,
+        now_ms: int | None = None,
+        had_clean_shutdown: bool = False,
+    ) -> Log:
+        """Load segments, recovering from `recovery_point` (see `log_loader`)."""
+        now_ms = _now_ms() if now_ms is None else now_ms
+        directory.mkdir(parents=True, exist_ok=True)
+        segments = load_segments(directory, config, recovery_point, had_clean_shutdown, now_ms)
+        if not segments:
+            segments = [LogSegment(directory, log_start_offset, config, now_ms)]
+        if had_clean_shutdown:
+            recovery_point = segments[-1].next_offset
+        log = cls(directory, config, segments, log_start_offset, recovery_point)
+        if log.log_start_offset > log.log_end_offset:
+            log.truncate_fully_and_start_at(log.log_start_offset, now_ms)
+        return log
+
+    # ---- properties ------------------------------------------------------------------------
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return list(self._segments)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(segment.size_bytes for segment in self._segments)
+
+    def update_config(self, config: LogConfig) -> None:
+        """New topic config; takes effect for the next roll and the next append."""
+        self.config = config
+
+    # ---- append ----------------------------------------------------------------------------
+
+    def append_as_leader(
+        self, records: bytes | bytearray, leader_epoch: int, now_ms: int
+    ) -> AppendInfo:
+        """Validate, assign offsets from log_end_offset, stamp LogAppendTime if configured,
+        write. Raises RecordError."""
+        self._check_open()
+        data = records if isinstance(records, bytearray) else bytearray(records)
+        headers = validate_batches(data, self.config.max_message_bytes)
+        if not headers:
+            return AppendInfo(-1, -1, -1, -1, self.log_start_offset)
+        self._check_append_size(len(data))
+        first_offset = self.log_end_offset
+        last_offset = assign_offsets(data, first_offset, leader_epoch)
+        log_append_time_ms = self._maybe_stamp_append_time(data, headers, now_ms)
+        spans = _spans(headers, first_offset, log_append_time_ms)
+        self.leader_epoch_cache.assign(leader_epoch, first_offset)
+        self._write(data, spans, first_offset, now_ms)
+        max_timestamp = max(span[2] for span in spans)
+        return AppendInfo(
+            first_offset, last_offset, max_timestamp, log_append_time_ms, self.log_start_offset
+        )
+
+    def append_as_follower(
+        self, records: bytes | bytearray, now_ms: int | None = None
+    ) -> AppendInfo:
+        """Append batches replicated from the leader, offsets and epochs as they are.
+
+        Raises RecordError (corrupt batch) or UnexpectedAppendOffsetError (offsets not above
+        log_end_offset, or not increasing).
+        """
+        self._check_open()
+        headers = validate_batches(records, self.config.max_message_bytes, from_client=False)
+        if not headers:
+            return AppendInfo(-1, -1, -1, -1, self.log_start_offset)
+        self._check_follower_offsets(headers)
+        for header in headers:
+            self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
+        spans = [(h.size_bytes, h.last_offset, h.max_timestamp) for h in headers]
+        self._write(records, spans, headers[0].base_offset, _now_ms() if now_ms is None else now_ms)
+        return AppendInfo(
+            headers[0].base_offset,
+            headers[-1].last_offset,
+            max(h.max_timestamp for h in headers),
+            -1,
+            self.log_start_offset,
+        )
+
+    def _check_follower_offsets(self, headers: list[BatchHeader]) -> None:
+        next_offset = self.log_end_offset
+        for header in headers:
+            if header.base_offset < next_offset or header.last_offset < header.base_offset:
+                raise UnexpectedAppendOffsetError(
+                    f"batch at offset {header.base_offset} is below next offset {next_offset}",
+                    headers[0].base_offset,
+                    headers[-1].last_offset,
+                )
+            next_offset = header.last_offset + 1
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LogCorruptError(f"log {self.directory} is closed")
+
+    def _check_append_size(self, size_bytes: int) -> None:
+        if size_bytes > self.config.segment_bytes:
+            raise RecordError(
+                RECORD_LIST_TOO_LARGE,
+                f"{size_bytes} bytes of records exceed segment.bytes {self.config.segment_bytes}",
+            )
+
+    def _maybe_stamp_append_time(
+        self, data: bytearray, headers: list[BatchHeader], now_ms: int
+    ) -> int:
+        if self.config.message_timestamp_type != LOG_APPEND_TIME:
+            return -1
+        position = 0
+        for header in headers:
+            set_log_append_time(data, position, now_ms)
+            position += header.size_bytes
+        return now_ms
+
+    def _write(
+        self, data: bytes | bytearray, spans: list[BatchSpan], first_offset: int, now_ms: int
+    ) -> None:
+        segment = self.active_segment
+        max_timestamp = max(span[2] for span in spans)
+        if segment.should_roll(self.config, len(data), max_timestamp, spans[-1][1], now_ms):
+            segment = self.roll(first_offset, now_ms)
+        segment.append(data, spans)
+        self.log_end_offset = spans[-1][1] + 1
+
+    def roll(self, base_offset: int | None = None, now_ms: int | None = None) -> LogSegment:
+        """Start a new active segment at `base_offset` (default: log_end_offset)."""
+        base_offset = self.log_end_offset if base_offset is None else base_offset
+        now_ms = _now_ms() if now_ms is None else now_ms
+        active = self.active_segment
+        if active.base_offset == base_offset and active.size_bytes == 0:
+            return active
+        active.on_become_inactive()
+        self._clear_stale_files(base_offset)
+        segment = LogSegment(self.directory, base_offset, self.config, now_ms)
+        self._segments.append(segment)
+        self._bases.append(base_offset)
+        self._directory_dirty = True
+        return segment
+
+    def _clear_stale_files(self, base_offset: int) -> None:
+        log_path = self.directory / f"{base_offset:020d}{LOG_SUFFIX}"
+        if log_path.exists() and log_path.stat().st_size > 0:
+            raise LogCorruptError(f"cannot roll: {log_path} already holds data")
+        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            (self.directory / f"{base_offset:020d}{suffix}").unlink(missing_ok=True)
+
+    # ---- read ------------------------------------------------------------------------------
+
+    def read(
+        self,
+        start_offset: int,
+        max_bytes: int,
+        max_offset: int | None = None,
+        min_one_batch: bool = True,
+    ) -> bytes:
+        """Whole batches from the one holding `start_offset`, up to `max_bytes` (but at least
+        one batch with `min_one_batch`), none with base offset >= `max_offset`."""
+        if start_offset < self.log_start_offset or start_offset > self.log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"offset {start_offset} outside [{self.log_start_offset}, {self.log_end_offset}]"
+                f" of {self.topic}-{self.partition}"
+            )
+        if start_offset == self.log_end_offset:
+            return b""
+        if max_offset is not None and start_offset >= max_offset:
+            return b""
+        slot = max(bisect.bisect_right(self._bases, start_offset) - 1, 0)
+        for segment in self._segments[slot:]:
+            data = segment.read(start_offset, max_bytes, max_offset, min_one_batch)
+            if data is not None:
+                return data
+        return b""
+
+    def segment_for(self, offset: int) -> LogSegment:
+        """The segment whose range holds `offset` (for zero-copy reads)."""
+        return self._segments[max(bisect.bisect_right(self._bases, offset) - 1, 0)]
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with timestamp >= `timestamp_ms`.
+
+        Also answers ListOffsets' sentinels: -1 (latest) -> (log_end_offset, -1) and
+        -2 (earliest) -> (log_start_offset, -1).
+        """
+        if timestamp_ms == LATEST_TIMESTAMP:
+            return self.log_end_offset, -1
+        if timestamp_ms == EARLIEST_TIMESTAMP:
+            return self.log_start_offset, -1
+        for segment in self._segments:
+            if segment.next_offset <= self.log_start_offset:
+                continue
+            if segment.largest_timestamp >= timestamp_ms:
+                found = segment.find_offset_by_timestamp(timestamp_ms, self.log_start_offset)
+                if found is not None:
+                    return found
+        return None
+
+    # ---- durability ------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """fsync everything appended so far and advance recovery_point (blocking: run it in
+        an executor)."""
+        end_offset = self.log_end_offset
+        with self._lifecycle_lock:
+            if self._closed:
+                return
+            for segment in list(self._segments):
+                if segment.next_offset > self.recovery_point or segment is self.active_segment:
+                    segment.flush()
+            if self._directory_dirty:
+                self._directory_dirty = False
+                fsync_directory(self.directory)
+        self.recovery_point = max(self.recovery_point, end_offset)
+
+    # ---- truncation ------------------------------------------------------------------------
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove everything from `offset` on (a follower diverging from its leader)."""
+        if offset >= self.log_end_offset:
+            return
+        if offset < self._segments[0].base_offset:
+            self.truncate_fully_and_start_at(offset)
+            return
+        with self._lifecycle_lock:
+            doomed = [segment for segment in self._segments if segment.base_offset > offset]
+            for segment in doomed:
+                segment.delete()
+            self._segments = self._segments[: len(self._segments) - len(doomed)]
+            self._bases = self._bases[: len(self._segments)]
+            self.active_segment.truncate_to(offset)
+        self.log_end_offset = self.active_segment.next_offset
+        self.recovery_point = min(self.recovery_point, self.log_end_offset)
+        self.log_start_offset = min(self.log_start_offset, self.log_end_offset)
+        self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
+
+    def truncate_fully_and_start_at(self, offset: int, now_ms: int | None = None) -> None:
+        """Drop all data; the log restarts empty at `offset`."""
+        with self._lifecycle_lock:
+            for segment in self._segments:
+                segment.delete()
+            self._clear_stale_files(offset)
+            now_ms = _now_ms() if now_ms is None else now_ms
+            segment = LogSegment(self.directory, offset, self.config, now_ms)
+            self._segments = [segment]
+            self._bases = [offset]
+            self._directory_dirty = True
+        self.log_end_offset = self.log_start_offset = self.recovery_point = offset
+        self.leader_epoch_cache.clear()
+
+    def increment_log_start_offset(self, offset: int) -> None:
+        """Move the log start forward (DeleteRecords, retention); never past the log end."""
+        offset = min(offset, self.log_end_offset)
+        if offset > self.log_start_offset:
+            self.log_start_offset = offset
+            self.leader_epoch_cache.truncate_from_start(offset)
+
+    def delete_oldest_segments(self, count: int) -> int:
+        """Delete up to `count` oldest segments (never the active one); returns how many."""
+        count = min(count, len(self._segments) - 1)
+        if count <= 0:
+            return 0
+        with self._lifecycle_lock:
+            doomed, self._segments = self._segments[:count], self._segments[count:]
+            self._bases = self._bases[count:]
+            for segment in doomed:
+                segment.delete()
+        self.increment_log_start_offset(self._segments[0].base_offset)
+        return count
+
+    # ---- lifecycle -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        with self._lifecycle_lock:
+            if self._closed:
+                return
+            self._closed = True
+            for segment in self._segments:
+                segment.close()
+
+    def delete(self) -> None:
+        """Close and remove the whole partition directory."""
+        self.close()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def rename_directory(self, directory: Path) -> None:
+        """Point at a renamed directory (the manager renames before deleting, as Kafka)."""
+        self.directory = directory
+
+    def __repr__(self) -> str:
+        return (
+            f"Log({self.topic}-{self.partition}, start={self.log_start_offset}, "
+            f"end={self.log_end_offset}, segments={len(self._segments)})"
+        )
+
+
+def _spans(
+    headers: list[BatchHeader], first_offset: int, log_append_time_ms: int
+) -> list[BatchSpan]:
+    """(size, last offset, max timestamp) of each batch after offset assignment."""
+    spans: list[BatchSpan] = []
+    next_offset = first_offset
+    for header in headers:
+        last_offset = next_offset + header.last_offset_delta
+        timestamp = log_append_time_ms if log_append_time_ms >= 0 else header.max_timestamp
+        spans.append((header.size_bytes, last_offset, timestamp))
+        next_offset = last_offset + 1
+    return spans

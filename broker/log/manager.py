@@ -1,0 +1,163 @@
+"""All partition logs of a broker across its `log.dirs`, plus their checkpoint files."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+
+from broker.log.checkpoints import (
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    CheckpointError,
+    fsync_directory,
+    read_offset_checkpoint,
+    write_offset_checkpoint,
+)
+from broker.log.config import LogConfig
+from broker.log.errors import LogCorruptError
+from broker.log.log import Log, parse_partition_dir
+
+logger = logging.getLogger(__name__)
+
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+DELETE_DIR_SUFFIX = "-delete"
+FUTURE_DIR_SUFFIX = "-future"
+
+TopicPartition = tuple[str, int]
+
+
+def _read_checkpoint(path: Path) -> dict[TopicPartition, int]:
+    try:
+        return read_offset_checkpoint(path)
+    except CheckpointError as error:
+        # Losing a checkpoint only costs recovery time: recover everything instead.
+        logger.warning("ignoring unreadable checkpoint: %s", error)
+        return {}
+
+
+class LogManager:
+    def __init__(self, log_dirs: list[Path], default_config: LogConfig) -> None:
+        self.log_dirs = [Path(log_dir) for log_dir in log_dirs]
+        self.default_config = default_config
+        self._logs: dict[TopicPartition, Log] = {}
+        self._log_dir_of: dict[TopicPartition, Path] = {}
+        for log_dir in self.log_dirs:
+            log_dir.mkdir(parents=True, exist_ok=True)
+
+    def load_logs(
+        self, topic_configs: Mapping[str, LogConfig] | None = None, now_ms: int | None = None
+    ) -> None:
+        """Open every partition directory; a clean-shutdown marker means no full recovery."""
+        for log_dir in self.log_dirs:
+            self._load_log_dir(log_dir, topic_configs or {}, now_ms)
+
+    def _load_log_dir(
+        self, log_dir: Path, topic_configs: Mapping[str, LogConfig], now_ms: int | None
+    ) -> None:
+        marker = log_dir / CLEAN_SHUTDOWN_FILE
+        had_clean_shutdown = marker.exists()
+        recovery_points = _read_checkpoint(log_dir / RECOVERY_POINT_CHECKPOINT)
+        log_start_offsets = _read_checkpoint(log_dir / LOG_START_OFFSET_CHECKPOINT)
+        for child in sorted(log_dir.iterdir()):
+            if not child.is_dir() or child.name.endswith(FUTURE_DIR_SUFFIX):
+                continue
+            if child.name.endswith(DELETE_DIR_SUFFIX):
+                shutil.rmtree(child, ignore_errors=True)  # a deletion interrupted by a crash
+                continue
+            try:
+                key = parse_partition_dir(child.name)
+            except ValueError:
+                continue
+            if key in self._logs:
+                raise LogCorruptError(f"{key[0]}-{key[1]} exists in more than one log dir")
+            self._logs[key] = Log.open(
+                child,
+                topic_configs.get(key[0], self.default_config),
+                recovery_point=recovery_points.get(key, 0),
+                log_start_offset=log_start_offsets.get(key, 0),
+                now_ms=now_ms,
+                had_clean_shutdown=had_clean_shutdown,
+            )
+            self._log_dir_of[key] = log_dir
+        marker.unlink(missing_ok=True)  # from now on, a crash means recovery
+
+    def get_log(self, topic: str, partition: int) -> Log | None:
+        return self._logs.get((topic, partition))
+
+    def get_or_create_log(self, topic: str, partition: int, config: LogConfig | None = None) -> Log:
+        key = (topic, partition)
+        log = self._logs.get(key)
+        if log is not None:
+            return log
+        log_dir = self._least_loaded_log_dir()
+        log = Log.open(log_dir / f"{topic}-{partition}", config or self.default_config)
+        fsync_directory(log_dir)
+        self._logs[key] = log
+        self._log_dir_of[key] = log_dir
+        return log
+
+    def _least_loaded_log_dir(self) -> Path:
+        counts = dict.fromkeys(self.log_dirs, 0)
+        for log_dir in self._log_dir_of.values():
+            counts[log_dir] += 1
+        return min(self.log_dirs, key=lambda log_dir: counts[log_dir])
+
+    def delete_log(self, topic: str, partition: int) -> None:
+        """Rename to `<dir>.<uuid>-delete` (so a crash cannot resurrect it), then remove."""
+        key = (topic, partition)
+        log = self._logs.pop(key, None)
+        log_dir = self._log_dir_of.pop(key, None)
+        if log is None or log_dir is None:
+            return
+        log.close()
+        doomed = log.directory.with_name(
+            f"{log.directory.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+        )
+        log.directory.rename(doomed)
+        log.rename_directory(doomed)
+        fsync_directory(log_dir)
+        shutil.rmtree(doomed, ignore_errors=True)
+        self._checkpoint_log_dir(log_dir)
+
+    def all_logs(self) -> list[Log]:
+        return list(self._logs.values())
+
+    def flush_all(self) -> None:
+        """fsync every log (blocking: run in an executor)."""
+        for log in self.all_logs():
+            log.flush()
+
+    def checkpoint(self) -> None:
+        """Write recovery-point and log-start-offset checkpoints of every log dir."""
+        for log_dir in self.log_dirs:
+            self._checkpoint_log_dir(log_dir)
+
+    def _checkpoint_log_dir(self, log_dir: Path) -> None:
+        logs = {
+            key: log for key, log in list(self._logs.items()) if self._log_dir_of[key] == log_dir
+        }
+        write_offset_checkpoint(
+            log_dir / RECOVERY_POINT_CHECKPOINT,
+            {key: log.recovery_point for key, log in logs.items()},
+        )
+        write_offset_checkpoint(
+            log_dir / LOG_START_OFFSET_CHECKPOINT,
+            {
+                key: log.log_start_offset
+                for key, log in logs.items()
+                if log.log_start_offset > log.segments[0].base_offset
+            },
+        )
+
+    def shutdown(self) -> None:
+        """Flush, checkpoint, close, then mark each log dir as cleanly shut down."""
+        self.flush_all()
+        self.checkpoint()
+        for log in self.all_logs():
+            log.close()
+        for log_dir in self.log_dirs:
+            (log_dir / CLEAN_SHUTDOWN_FILE).touch()
+            fsync_directory(log_dir)

@@ -1,0 +1,332 @@
+"""Integration fixtures: real ZooKeeper and broker processes driven through scripts/cluster.
+
+Tests never import the launcher; they run it as a subprocess, exactly as a person would.
+
+- `cluster` (module scope): 3 brokers, 1 ZooKeeper server, on free ports.
+- `make_cluster(**options)`: a factory for tests that need their own cluster (destructive
+  tests, other sizes). Options are `up` flags: brokers=1, zookeepers=3,
+  overrides={"min.insync.replicas": "2"}.
+
+Every cluster is stopped with `down --wipe` at teardown. When a test fails, the tail of every
+broker log (and ZooKeeper log) of the clusters it used is attached to its report.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CLUSTER_SCRIPT = REPO_ROOT / "scripts" / "cluster"
+# Above the well-known ports, below Linux's ephemeral range (32768+) so that outgoing
+# connections cannot take them; ZooKeeper also uses Z+1000.. and Z+2000.. for quorum traffic.
+BROKER_PORT_RANGE = (10000, 19000)
+ZOOKEEPER_PORT_RANGE = (20000, 29000)
+QUORUM_PORT_OFFSET = 1000
+ELECTION_PORT_OFFSET = 2000
+PORT_PICK_ATTEMPTS = 200
+UP_TIMEOUT_S = 120.0
+COMMAND_TIMEOUT_S = 120.0
+LOG_TAIL_LINES = 40
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
+    """Poll `condition` until true; fail the test with `what` after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() >= deadline:
+            pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {what}")
+        time.sleep(0.1)
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _pick_base(port_range: tuple[int, int], offsets: list[int]) -> int:
+    """A random base whose `base + offset` ports are all free right now. Random bases keep
+    parallel test runs on one machine from choosing the same ports."""
+    for _ in range(PORT_PICK_ATTEMPTS):
+        base = random.randrange(*port_range)
+        if all(_port_free(base + offset) for offset in offsets):
+            return base
+    raise RuntimeError(f"no free ports in {port_range} for offsets {offsets}")
+
+
+def pick_port_bases(broker_count: int, zookeeper_count: int) -> tuple[int, int]:
+    broker_offsets = list(range(broker_count))
+    zookeeper_offsets = list(range(zookeeper_count))
+    if zookeeper_count > 1:
+        zookeeper_offsets += [QUORUM_PORT_OFFSET + n for n in range(zookeeper_count)]
+        zookeeper_offsets += [ELECTION_PORT_OFFSET + n for n in range(zookeeper_count)]
+    return _pick_base(BROKER_PORT_RANGE, broker_offsets), _pick_base(
+        ZOOKEEPER_PORT_RANGE, zookeeper_offsets
+    )
+
+
+def run_cluster_command(
+    *args: str, timeout_s: float = COMMAND_TIMEOUT_S, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(CLUSTER_SCRIPT), *args],
+        cwd=REPO_ROOT,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        env=env,
+        check=False,
+    )
+
+
+@dataclass(frozen=True)
+class ProcessStatus:
+    pid: int | None
+    alive: bool
+    registered: bool | None = None  # brokers only; None when ZooKeeper was unreachable
+    mode: str | None = None  # ZooKeeper servers only
+
+
+@dataclass(frozen=True)
+class ClusterStatus:
+    brokers: dict[int, ProcessStatus]
+    zookeepers: dict[int, ProcessStatus]
+    controller_id: int | None
+    controller_epoch: int | None
+    text: str
+
+
+_STATUS_LINE = re.compile(r"^(broker|zookeeper|controller)\b(.*)$")
+
+
+def _fields(rest: str) -> dict[str, str]:
+    return dict(item.split("=", 1) for item in rest.split() if "=" in item)
+
+
+def _int_or_none(text: str | None) -> int | None:
+    return int(text) if text is not None and text.lstrip("-").isdigit() else None
+
+
+def parse_status(text: str) -> ClusterStatus:
+    """Parse `scripts/cluster status` output: `broker <id> pid= alive= registered=`,
+    `zookeeper <n> pid= alive= mode=`, `controller id= epoch=`."""
+    brokers: dict[int, ProcessStatus] = {}
+    zookeepers: dict[int, ProcessStatus] = {}
+    controller: dict[str, str] = {}
+    for line in text.splitlines():
+        match = _STATUS_LINE.match(line.strip())
+        if match is None:
+            continue
+        kind, rest = match.groups()
+        if kind == "controller":
+            controller = _fields(rest)
+            continue
+        number_text, _, rest = rest.strip().partition(" ")
+        values = _fields(rest)
+        registered = values.get("registered")
+        process = ProcessStatus(
+            pid=_int_or_none(values.get("pid")),
+            alive=values.get("alive") == "yes",
+            registered=None if registered in (None, "unknown") else registered == "yes",
+            mode=values.get("mode"),
+        )
+        (brokers if kind == "broker" else zookeepers)[int(number_text)] = process
+    return ClusterStatus(
+        brokers=brokers,
+        zookeepers=zookeepers,
+        controller_id=_int_or_none(controller.get("id")),
+        controller_epoch=_int_or_none(controller.get("epoch")),
+        text=text,
+    )
+
+
+@dataclass
+class ClusterHandle:
+    """One cluster started by scripts/cluster, and the operations tests need on it."""
+
+    dir: Path
+    broker_count: int
+    zookeeper_count: int
+    port_base: int
+    zk_port_base: int
+    up_stdout: str = ""
+    stopped: bool = field(default=False)
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return list(range(1, self.broker_count + 1))
+
+    def broker_port(self, broker_id: int) -> int:
+        return self.port_base + broker_id - 1
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"127.0.0.1:{self.broker_port(i)}" for i in self.broker_ids)
+
+    @property
+    def zk_connect(self) -> str:
+        ports = [self.zk_port_base + n for n in range(self.zookeeper_count)]
+        return ",".join(f"127.0.0.1:{port}" for port in ports)
+
+    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        result = run_cluster_command(*args, "--dir", str(self.dir))
+        if check and result.returncode != 0:
+            pytest.fail(
+                f"scripts/cluster {' '.join(args)} exited {result.returncode}\n"
+                f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}\n{self.log_tails()}"
+            )
+        return result
+
+    def kill(self, broker_id: int, signal: str = "TERM") -> None:
+        self.run("kill", "--broker", str(broker_id), "--signal", signal)
+
+    def start(self, broker_id: int) -> None:
+        self.run("start", "--broker", str(broker_id))
+
+    def kill_zookeeper(self, server_id: int, signal: str = "TERM") -> None:
+        self.run("kill", "--zookeeper", str(server_id), "--signal", signal)
+
+    def start_zookeeper(self, server_id: int) -> None:
+        self.run("start", "--zookeeper", str(server_id))
+
+    def status(self) -> ClusterStatus:
+        return parse_status(self.run("status").stdout)
+
+    def down(self, wipe: bool = True) -> subprocess.CompletedProcess[str]:
+        result = self.run("down", *(["--wipe"] if wipe else []), check=False)
+        self.stopped = wipe and result.returncode == 0
+        return result
+
+    def broker_log(self, broker_id: int) -> Path:
+        return self.dir / f"broker-{broker_id}" / "broker.log"
+
+    def zookeeper_log(self, server_id: int) -> Path:
+        return self.dir / f"zookeeper-{server_id}" / "zookeeper.log"
+
+    def log_tails(self, line_count: int = LOG_TAIL_LINES) -> str:
+        logs = [self.broker_log(i) for i in self.broker_ids]
+        logs += [self.zookeeper_log(n) for n in range(1, self.zookeeper_count + 1)]
+        sections = []
+        for path in logs:
+            if path.exists():
+                lines = path.read_text(errors="replace").splitlines()[-line_count:]
+                sections.append(f"----- {path} (last {len(lines)} lines)\n" + "\n".join(lines))
+        return "\n".join(sections)
+
+
+def start_cluster(
+    directory: Path,
+    brokers: int = 3,
+    zookeepers: int = 1,
+    overrides: dict[str, str] | None = None,
+) -> ClusterHandle:
+    """`scripts/cluster up` on free ports; fails the test (with logs) if it does not come up."""
+    port_base, zk_port_base = pick_port_bases(brokers, zookeepers)
+    handle = ClusterHandle(directory, brokers, zookeepers, port_base, zk_port_base)
+    args = ["up", "--dir", str(directory), "--brokers", str(brokers)]
+    args += ["--zookeepers", str(zookeepers), "--port-base", str(port_base)]
+    args += ["--zk-port-base", str(zk_port_base)]
+    for key, value in (overrides or {}).items():
+        args += ["--set", f"{key}={value}"]
+    result = run_cluster_command(*args, timeout_s=UP_TIMEOUT_S)
+    if result.returncode != 0:
+        details = handle.log_tails()
+        handle.down()
+        pytest.fail(
+            f"scripts/cluster up exited {result.returncode}\nstderr:\n{result.stderr}\n{details}"
+        )
+    handle.up_stdout = result.stdout
+    return handle
+
+
+class ClusterFactory:
+    """Callable behind `make_cluster`; remembers its clusters for teardown and failure logs."""
+
+    def __init__(self, base_dir: Path) -> None:
+        self.base_dir = base_dir
+        self.handles: list[ClusterHandle] = []
+
+    def __call__(
+        self, brokers: int = 3, zookeepers: int = 1, overrides: dict[str, str] | None = None
+    ) -> ClusterHandle:
+        directory = self.base_dir / f"cluster-{len(self.handles) + 1}"
+        handle = ClusterHandle(directory, brokers, zookeepers, 0, 0)
+        self.handles.append(handle)  # before `up`, so a half-started cluster is torn down too
+        started = start_cluster(directory, brokers, zookeepers, overrides)
+        self.handles[-1] = started
+        return started
+
+    def tear_down(self) -> None:
+        for handle in self.handles:
+            if handle.dir.exists():
+                handle.down()
+        _remove_if_empty(self.base_dir)
+
+
+def _short_tmp_dir(prefix: str) -> Path:
+    # pytest's tmp_path can be long; keep cluster paths short and readable in logs.
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=os.environ.get("CLUSTER_TEST_TMP")))
+
+
+def _remove_if_empty(directory: Path) -> None:
+    with contextlib.suppress(OSError):
+        directory.rmdir()
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[ClusterHandle]:
+    """3 brokers + 1 ZooKeeper server, shared by the tests of one module."""
+    directory = _short_tmp_dir("cluster-") / "cluster"
+    handle = start_cluster(directory)
+    try:
+        yield handle
+    finally:
+        handle.down()
+        _remove_if_empty(directory.parent)
+
+
+@pytest.fixture
+def make_cluster() -> Iterator[ClusterFactory]:
+    factory = ClusterFactory(_short_tmp_dir("clusters-"))
+    try:
+        yield factory
+    finally:
+        factory.tear_down()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[Any]
+) -> Generator[None, Any, None]:
+    outcome = yield
+    report = outcome.get_result()
+    if report.when != "call" or not report.failed:
+        return
+    funcargs = getattr(item, "funcargs", {})
+    handles: list[ClusterHandle] = []
+    if isinstance(funcargs.get("cluster"), ClusterHandle):
+        handles.append(funcargs["cluster"])
+    if isinstance(funcargs.get("make_cluster"), ClusterFactory):
+        handles.extend(funcargs["make_cluster"].handles)
+    for handle in handles:
+        tails = handle.log_tails()
+        if tails:
+            report.sections.append((f"cluster logs ({handle.dir})", tails))

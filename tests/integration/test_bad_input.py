@@ -1,0 +1,196 @@
+"""Bad input gets Kafka's error code or a clean close, and the broker keeps serving."""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from broker.log.record_codec import SimpleRecord, build_batch, decode_records
+from tests.integration.conftest import ClusterHandle
+from tests.integration.wire import WireClient, api_versions_ok
+
+TOPIC = "bad-input"
+SMALL_TOPIC = "bad-input-small"
+PRODUCE, FETCH, METADATA, CREATE_TOPICS = 0, 1, 3, 19
+CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, INVALID_TOPIC_EXCEPTION = 2, 10, 17
+SOCKET_REQUEST_MAX_BYTES = 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def leader(cluster: ClusterHandle) -> Iterator[str]:
+    """Create the test topics (1 partition, RF 1) and return their leader's address."""
+    with WireClient.to(cluster.bootstrap.split(",")[0]) as client:
+        metadata = client.request(METADATA, 9, {"topics": [], "allow_auto_topic_creation": False,
+                                                "include_cluster_authorized_operations": False,
+                                                "include_topic_authorized_operations": False})
+    controller = f"127.0.0.1:{cluster.broker_port(metadata.controller_id)}"
+    with WireClient.to(controller) as client:
+        response = client.request(CREATE_TOPICS, 5, {
+            "topics": [
+                {"name": TOPIC, "num_partitions": 1, "replication_factor": 1, "assignments": [],
+                 "configs": []},
+                {"name": SMALL_TOPIC, "num_partitions": 1, "replication_factor": 1,
+                 "assignments": [], "configs": [{"name": "max.message.bytes", "value": "1000"}]},
+            ],
+            "timeout": 30000, "validate_only": False})
+        assert [int(t.error_code) for t in response.topics] == [0, 0]
+    with WireClient.to(controller) as client:
+        metadata = client.request(METADATA, 9, {"topics": [{"name": TOPIC}],
+                                                "allow_auto_topic_creation": False,
+                                                "include_cluster_authorized_operations": False,
+                                                "include_topic_authorized_operations": False})
+    yield f"127.0.0.1:{cluster.broker_port(metadata.topics[0].partitions[0].leader_id)}"
+
+
+def _produce(client: WireClient, topic: str, records: bytes) -> Any:
+    response = client.request(PRODUCE, 8, {
+        "transactional_id": None, "acks": 1, "timeout": 10000,
+        "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": records}]}]})
+    return response.responses[0].partition_responses[0]
+
+
+def _fetch_all(address: str, topic: str) -> list[bytes | None]:
+    with WireClient.to(address) as client:
+        response = client.request(FETCH, 11, {
+            "replica_id": -1, "max_wait": 0, "min_bytes": 0, "max_bytes": 50_000_000,
+            "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+            "topics": [{"topic": topic, "partitions": [{
+                "partition": 0, "current_leader_epoch": -1, "fetch_offset": 0,
+                "log_start_offset": -1, "partition_max_bytes": 50_000_000}]}],
+            "forgotten_topics_data": [], "rack_id": ""})
+    data = response.responses[0].partitions[0]
+    assert int(data.error_code) == 0
+    return [r.value for r in decode_records(data.records or b"")]
+
+
+def _batch(value: bytes, count: int = 1) -> bytes:
+    return build_batch([SimpleRecord(None, value, (), 1_700_000_000_000) for _ in range(count)])
+
+
+def test_good_records_survive_every_bad_produce(leader: str) -> None:
+    with WireClient.to(leader) as client:
+        assert int(_produce(client, TOPIC, _batch(b"first")).error_code) == 0
+        corrupt = bytearray(_batch(b"corrupted"))
+        corrupt[-1] ^= 0xFF
+        assert int(_produce(client, TOPIC, bytes(corrupt)).error_code) == CORRUPT_MESSAGE
+        bad_magic = bytearray(_batch(b"magic"))
+        bad_magic[16] = 1
+        assert int(_produce(client, TOPIC, bytes(bad_magic)).error_code) == CORRUPT_MESSAGE
+        truncated = _batch(b"truncated")[:-3]
+        assert int(_produce(client, TOPIC, truncated).error_code) == CORRUPT_MESSAGE
+        assert int(_produce(client, TOPIC, _batch(b"second")).error_code) == 0
+    assert _fetch_all(leader, TOPIC)[:1] == [b"first"]
+    assert b"second" in _fetch_all(leader, TOPIC)
+    assert not {b"corrupted", b"magic", b"truncated"} & set(_fetch_all(leader, TOPIC))
+
+
+def test_oversize_batch_gets_message_too_large(cluster: ClusterHandle) -> None:
+    address = _leader_of(cluster, SMALL_TOPIC)
+    with WireClient.to(address) as client:
+        result = _produce(client, SMALL_TOPIC, _batch(b"x" * 2000))
+        assert int(result.error_code) == MESSAGE_TOO_LARGE
+        assert int(_produce(client, SMALL_TOPIC, _batch(b"small")).error_code) == 0
+
+
+def _leader_of(cluster: ClusterHandle, topic: str) -> str:
+    with WireClient.to(cluster.bootstrap.split(",")[0]) as client:
+        metadata = client.request(METADATA, 9, {"topics": [{"name": topic}],
+                                                "allow_auto_topic_creation": False,
+                                                "include_cluster_authorized_operations": False,
+                                                "include_topic_authorized_operations": False})
+    return f"127.0.0.1:{cluster.broker_port(metadata.topics[0].partitions[0].leader_id)}"
+
+
+@pytest.mark.parametrize("name", ["bad name!", "..", "x" * 250, "ünïcode"])
+def test_invalid_topic_names_are_refused(cluster: ClusterHandle, name: str) -> None:
+    address = cluster.bootstrap.split(",")[0]
+    with WireClient.to(address) as client:
+        metadata = client.request(METADATA, 9, {"topics": [{"name": name}],
+                                                "allow_auto_topic_creation": True,
+                                                "include_cluster_authorized_operations": False,
+                                                "include_topic_authorized_operations": False})
+        assert int(metadata.topics[0].error_code) == INVALID_TOPIC_EXCEPTION
+    controller = f"127.0.0.1:{cluster.broker_port(metadata.controller_id)}"
+    with WireClient.to(controller) as client:
+        response = client.request(CREATE_TOPICS, 5, {
+            "topics": [{"name": name, "num_partitions": 1, "replication_factor": 1,
+                        "assignments": [], "configs": []}],
+            "timeout": 10000, "validate_only": False})
+        assert int(response.topics[0].error_code) == INVALID_TOPIC_EXCEPTION
+
+
+def test_oversize_frame_closes_connection(cluster: ClusterHandle) -> None:
+    address = cluster.bootstrap.split(",")[0]
+    with WireClient.to(address) as client:
+        client.send_raw(struct.pack(">i", 200 * 1024 * 1024))
+        assert client.is_closed_by_peer()
+    assert api_versions_ok(address)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        struct.pack(">hhih", 999, 0, 1, -1),  # unknown API key
+        struct.pack(">hhih", METADATA, 99, 1, -1),  # unsupported version
+        struct.pack(">hhih", METADATA, 9, 1, -1) + b"\xff" * 7,  # garbage body
+        b"\x00",  # shorter than a header
+    ],
+    ids=["unknown-api-key", "unsupported-version", "garbage-body", "short-header"],
+)
+def test_unparseable_requests_close_the_connection(cluster: ClusterHandle, payload: bytes) -> None:
+    address = cluster.bootstrap.split(",")[0]
+    with WireClient.to(address) as client:
+        client.send_frame(payload)
+        assert client.is_closed_by_peer()
+    assert api_versions_ok(address)
+
+
+def test_api_versions_of_unknown_version_answers_v0_error(cluster: ClusterHandle) -> None:
+    address = cluster.bootstrap.split(",")[0]
+    with WireClient.to(address) as client:
+        client.send_frame(struct.pack(">hhih", 18, 77, 1, -1) + b"\x00")
+        frame = client.read_frame()
+    assert frame is not None
+    correlation_id, error_code = struct.unpack_from(">ih", frame, 0)
+    assert (correlation_id, error_code) == (1, 35)
+
+
+def _valid_frames() -> list[bytes]:
+    header = struct.pack(">hhih", METADATA, 1, 7, 2) + b"fz"
+    produce_header = struct.pack(">hhih", PRODUCE, 3, 8, 2) + b"fz"
+    topic = TOPIC.encode()
+    records = _batch(b"fuzz")
+    produce_body = (struct.pack(">hhi", -1, 1, 1000) + struct.pack(">ih", 1, len(topic)) + topic
+                    + struct.pack(">iii", 1, 0, len(records)) + records)
+    return [header + struct.pack(">i", -1), produce_header + produce_body]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_fuzzed_frames_never_hurt_the_broker(leader: str, data: st.DataObject) -> None:
+    if data.draw(st.booleans()):
+        payload = data.draw(st.binary(max_size=512))
+    else:
+        payload = bytearray(data.draw(st.sampled_from(_valid_frames())))
+        rng = random.Random(data.draw(st.integers(0, 2**32)))
+        for _ in range(data.draw(st.integers(1, 8))):
+            payload[rng.randrange(len(payload))] = rng.randrange(256)
+        payload = bytes(payload[: data.draw(st.integers(0, len(payload)))])
+    with WireClient.to(leader, timeout_s=5) as client:
+        client.send_frame(payload)
+        with contextlib.suppress(TimeoutError):  # acks=0 mutations get no answer
+            client.read_frame()
+    assert api_versions_ok(leader)
+
+
+def test_log_intact_after_fuzzing(leader: str) -> None:
+    values = _fetch_all(leader, TOPIC)
+    assert values[0] == b"first"
+    assert all(v in (b"first", b"second", b"fuzz") for v in values)
