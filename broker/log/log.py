@@ -25,7 +25,14 @@ from broker.log.errors import (
     UnexpectedAppendOffsetError,
 )
 from broker.log.log_loader import load_segments
-from broker.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, BatchSpan, LogSegment
+from broker.log.segment import (
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    BatchSpan,
+    LogSegment,
+    batch_spans,
+)
 
 __all__ = ["AppendInfo", "Log", "LogConfig", "OffsetOutOfRangeError", "parse_partition_dir"]
 
@@ -136,7 +143,7 @@ class Log:
         first_offset = self.log_end_offset
         last_offset = assign_offsets(data, first_offset, leader_epoch)
         log_append_time_ms = self._maybe_stamp_append_time(data, headers, now_ms)
-        spans = _spans(headers, first_offset, log_append_time_ms)
+        spans = batch_spans(headers, first_offset, log_append_time_ms)
         self.leader_epoch_cache.assign(leader_epoch, first_offset)
         self._write(data, spans, first_offset, now_ms)
         max_timestamp = max(span[2] for span in spans)
@@ -284,6 +291,15 @@ class Log:
                     return found
         return None
 
+    def max_timestamp_and_offset(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record carrying the log's largest timestamp
+        (ListOffsets' MAX_TIMESTAMP, -3); None for an empty log."""
+        live = [s for s in self._segments if s.next_offset > self.log_start_offset]
+        if not live or max(s.largest_timestamp for s in live) < 0:
+            return None
+        newest = max(live, key=lambda segment: segment.largest_timestamp)
+        return newest.find_offset_by_timestamp(newest.largest_timestamp, self.log_start_offset)
+
     # ---- durability ------------------------------------------------------------------------
 
     def flush(self) -> None:
@@ -380,17 +396,3 @@ class Log:
             f"Log({self.topic}-{self.partition}, start={self.log_start_offset}, "
             f"end={self.log_end_offset}, segments={len(self._segments)})"
         )
-
-
-def _spans(
-    headers: list[BatchHeader], first_offset: int, log_append_time_ms: int
-) -> list[BatchSpan]:
-    """(size, last offset, max timestamp) of each batch after offset assignment."""
-    spans: list[BatchSpan] = []
-    next_offset = first_offset
-    for header in headers:
-        last_offset = next_offset + header.last_offset_delta
-        timestamp = log_append_time_ms if log_append_time_ms >= 0 else header.max_timestamp
-        spans.append((header.size_bytes, last_offset, timestamp))
-        next_offset = last_offset + 1
-    return spans

@@ -25,6 +25,20 @@ RECOVERY_CHUNK_BYTES = 1024 * 1024
 BatchSpan = tuple[int, int, int]
 
 
+def batch_spans(
+    headers: list[BatchHeader], first_offset: int, log_append_time_ms: int
+) -> list[BatchSpan]:
+    """(size, last offset, max timestamp) of each batch after offset assignment."""
+    spans: list[BatchSpan] = []
+    next_offset = first_offset
+    for header in headers:
+        last_offset = next_offset + header.last_offset_delta
+        timestamp = log_append_time_ms if log_append_time_ms >= 0 else header.max_timestamp
+        spans.append((header.size_bytes, last_offset, timestamp))
+        next_offset = last_offset + 1
+    return spans
+
+
 def segment_file_name(base_offset: int, suffix: str) -> str:
     return f"{base_offset:020d}{suffix}"
 
