@@ -19,7 +19,6 @@ from broker.log.errors import (
     INVALID_RECORD,
     MESSAGE_TOO_LARGE,
     UNSUPPORTED_COMPRESSION_TYPE,
-    UNSUPPORTED_FOR_MESSAGE_FORMAT,
     RecordError,
 )
 
@@ -113,9 +112,7 @@ def read_batch_header(data: Buffer, position: int) -> BatchHeader:
 def _check_magic(magic: int, position: int) -> None:
     if magic == CURRENT_MAGIC:
         return
-    if magic in (0, 1):
-        # Legacy message sets are a format we do not convert; say so rather than "corrupt".
-        raise RecordError(UNSUPPORTED_FOR_MESSAGE_FORMAT, f"message format v{magic} unsupported")
+    # Produce v3+ may only carry magic 2; legacy v0/v1 message sets are not converted either.
     raise RecordError(CORRUPT_MESSAGE, f"invalid magic {magic} at position {position}")
 
 

@@ -12,7 +12,6 @@ from broker.log.errors import (
     CORRUPT_MESSAGE,
     INVALID_RECORD,
     MESSAGE_TOO_LARGE,
-    UNSUPPORTED_FOR_MESSAGE_FORMAT,
 )
 from broker.log.record_codec import decode_varint, encode_varint
 from broker.log.records import (
@@ -137,12 +136,12 @@ def test_bad_magic_is_corrupt_message() -> None:
     assert error.value.error_code == CORRUPT_MESSAGE
 
 
-def test_legacy_magic_is_unsupported_format() -> None:
+def test_legacy_magic_is_corrupt_message() -> None:
     batch = bytearray(make_batch())
     batch[16] = 1
     with pytest.raises(RecordError) as error:
         validate_batches(batch, 1 << 20)
-    assert error.value.error_code == UNSUPPORTED_FOR_MESSAGE_FORMAT
+    assert error.value.error_code == CORRUPT_MESSAGE
 
 
 @pytest.mark.parametrize("cut", [1, 12, 60, 61, 100])
