@@ -168,7 +168,7 @@ class KafkaConfig:
 
 
 def read_properties(text: str) -> dict[str, str]:
-    """Java .properties subset: `key=value` or `key: value`, `#`/`!` comments, `\\` continuations."""
+    """Java .properties subset: `key=value`, `key: value`, `#`/`!` comments, continuations."""
     result: dict[str, str] = {}
     logical = ""
     for raw in text.splitlines():

@@ -140,7 +140,12 @@ class KafkaServer:
                     continue
                 state = entry[0]
                 self.replica_manager.apply_state(
-                    topic, partition, replicas, state.leader, state.leader_epoch, state.isr,
+                    topic,
+                    partition,
+                    replicas,
+                    state.leader,
+                    state.leader_epoch,
+                    state.isr,
                     log_config,
                 )
         live_topics = set(view.topics)

@@ -14,8 +14,8 @@ from kio.schema.errors import ErrorCode
 from broker.network.context import RequestContext
 from broker.protocol import adapter
 from broker.protocol.registry import response_class
-from controller.topic_creation import NewTopic
 from controller.errors import TopicError
+from controller.topic_creation import NewTopic
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
@@ -43,7 +43,9 @@ def _new_topic(topic: Any) -> NewTopic:
     )
 
 
-async def _wait_for_leaders(context: RequestContext, topics: list[str], timeout_s: float) -> set[str]:
+async def _wait_for_leaders(
+    context: RequestContext, topics: list[str], timeout_s: float
+) -> set[str]:
     cache = context.server.metadata_cache
 
     def pending() -> set[str]:
@@ -58,7 +60,9 @@ async def _wait_for_leaders(context: RequestContext, topics: list[str], timeout_
     return pending()
 
 
-def _result(context: RequestContext, topic: NewTopic, result: TopicError, timed_out: bool) -> dict[str, Any]:
+def _result(
+    context: RequestContext, topic: NewTopic, result: TopicError, timed_out: bool
+) -> dict[str, Any]:
     error = ErrorCode(result.error_code)
     message = result.message
     if timed_out:
@@ -71,7 +75,8 @@ def _result(context: RequestContext, topic: NewTopic, result: TopicError, timed_
         "error_message": message,
         "topic_config_error_code": 0,
         "num_partitions": len(partitions) if partitions else topic.num_partitions,
-        "replication_factor": len(partitions[0].replicas) if partitions else topic.replication_factor,
+        "replication_factor": len(partitions[0].replicas)
+        if partitions
+        else topic.replication_factor,
         "configs": None,
     }
-

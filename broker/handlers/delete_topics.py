@@ -17,7 +17,9 @@ from broker.protocol.registry import response_class
 
 async def handle(context: RequestContext, request: Any) -> Any:
     server = context.server
-    names = [t.name for t in request.topics] if context.api_version >= 6 else list(request.topic_names)
+    names = (
+        [t.name for t in request.topics] if context.api_version >= 6 else list(request.topic_names)
+    )
     unknown_ids = context.api_version >= 6 and any(t.name is None for t in request.topics)
     valid = [n for n in names if n is not None]
     results = await server.controller.delete_topics(valid)
@@ -32,7 +34,9 @@ async def handle(context: RequestContext, request: Any) -> Any:
         error = ErrorCode(results[name])
         if error == ErrorCode.none and server.metadata_cache.has_topic(name):
             error = ErrorCode.request_timed_out
-        responses.append({"name": name, "topic_id": None, "error_code": error, "error_message": None})
+        responses.append(
+            {"name": name, "topic_id": None, "error_code": error, "error_message": None}
+        )
     if unknown_ids:
         responses.append(
             {

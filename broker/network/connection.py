@@ -119,13 +119,12 @@ class Connection:
             + adapter.encode(response)
         )
 
-    def _decode_body(
-        self, spec: ApiSpec, header: RequestHeader, frame: bytes, offset: int
-    ) -> Any:
+    def _decode_body(self, spec: ApiSpec, header: RequestHeader, frame: bytes, offset: int) -> Any:
         try:
             if is_flexible(header.api_key, header.api_version):
                 offset = skip_tagged_fields(frame, offset)
             cls = request_class(header.api_key, header.api_version)
+            request: Any
             request, _size = entity_reader(cls)(frame, offset)
         except Exception as error:  # kio raises a range of decode errors
             raise CloseConnectionError(

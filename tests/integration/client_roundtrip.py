@@ -86,9 +86,7 @@ def roundtrip_kafka_python(
         metadata = future.get(timeout=DEADLINE_S)
         acked[index] = (metadata.partition, metadata.offset)
     producer.close()
-    consumer = KafkaConsumer(
-        bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False
-    )
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False)
     consumer.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
     consumer.seek_to_beginning()
     received: list[Received] = []
@@ -254,8 +252,22 @@ def roundtrip_kcat(
     (the cluster runs with num.partitions=6) and timestamps are the producer's clock."""
     lines = "".join(f"{r.key.decode()}\t{r.value.decode()}\n" for r in records)
     produce = subprocess.run(
-        ["kcat", "-P", "-b", bootstrap, "-t", topic, "-z", codec, "-K", "\t",
-         "-H", "client=kcat", "-X", "topic.request.required.acks=1"],
+        [
+            "kcat",
+            "-P",
+            "-b",
+            bootstrap,
+            "-t",
+            topic,
+            "-z",
+            codec,
+            "-K",
+            "\t",
+            "-H",
+            "client=kcat",
+            "-X",
+            "topic.request.required.acks=1",
+        ],
         input=lines.encode(),
         capture_output=True,
         timeout=DEADLINE_S,
@@ -264,8 +276,20 @@ def roundtrip_kcat(
     received: list[Received] = []
     for partition in range(PARTITIONS):
         consume = subprocess.run(
-            ["kcat", "-C", "-b", bootstrap, "-t", topic, "-p", str(partition),
-             "-o", "beginning", "-e", "-J"],
+            [
+                "kcat",
+                "-C",
+                "-b",
+                bootstrap,
+                "-t",
+                topic,
+                "-p",
+                str(partition),
+                "-o",
+                "beginning",
+                "-e",
+                "-J",
+            ],
             capture_output=True,
             timeout=DEADLINE_S,
         )
@@ -279,9 +303,7 @@ def roundtrip_kcat(
                     message["offset"],
                     None if message["key"] is None else message["key"].encode(),
                     None if message["payload"] is None else message["payload"].encode(),
-                    tuple(
-                        (headers[i], headers[i + 1].encode()) for i in range(0, len(headers), 2)
-                    ),
+                    tuple((headers[i], headers[i + 1].encode()) for i in range(0, len(headers), 2)),
                     message["ts"],
                 )
             )

@@ -27,44 +27,102 @@ SOCKET_REQUEST_MAX_BYTES = 1024 * 1024
 def leader(cluster: ClusterHandle) -> Iterator[str]:
     """Create the test topics (1 partition, RF 1) and return their leader's address."""
     with WireClient.to(cluster.bootstrap.split(",")[0]) as client:
-        metadata = client.request(METADATA, 9, {"topics": [], "allow_auto_topic_creation": False,
-                                                "include_cluster_authorized_operations": False,
-                                                "include_topic_authorized_operations": False})
+        metadata = client.request(
+            METADATA,
+            9,
+            {
+                "topics": [],
+                "allow_auto_topic_creation": False,
+                "include_cluster_authorized_operations": False,
+                "include_topic_authorized_operations": False,
+            },
+        )
     controller = f"127.0.0.1:{cluster.broker_port(metadata.controller_id)}"
     with WireClient.to(controller) as client:
-        response = client.request(CREATE_TOPICS, 5, {
-            "topics": [
-                {"name": TOPIC, "num_partitions": 1, "replication_factor": 1, "assignments": [],
-                 "configs": []},
-                {"name": SMALL_TOPIC, "num_partitions": 1, "replication_factor": 1,
-                 "assignments": [], "configs": [{"name": "max.message.bytes", "value": "1000"}]},
-            ],
-            "timeout": 30000, "validate_only": False})
+        response = client.request(
+            CREATE_TOPICS,
+            5,
+            {
+                "topics": [
+                    {
+                        "name": TOPIC,
+                        "num_partitions": 1,
+                        "replication_factor": 1,
+                        "assignments": [],
+                        "configs": [],
+                    },
+                    {
+                        "name": SMALL_TOPIC,
+                        "num_partitions": 1,
+                        "replication_factor": 1,
+                        "assignments": [],
+                        "configs": [{"name": "max.message.bytes", "value": "1000"}],
+                    },
+                ],
+                "timeout": 30000,
+                "validate_only": False,
+            },
+        )
         assert [int(t.error_code) for t in response.topics] == [0, 0]
     with WireClient.to(controller) as client:
-        metadata = client.request(METADATA, 9, {"topics": [{"name": TOPIC}],
-                                                "allow_auto_topic_creation": False,
-                                                "include_cluster_authorized_operations": False,
-                                                "include_topic_authorized_operations": False})
+        metadata = client.request(
+            METADATA,
+            9,
+            {
+                "topics": [{"name": TOPIC}],
+                "allow_auto_topic_creation": False,
+                "include_cluster_authorized_operations": False,
+                "include_topic_authorized_operations": False,
+            },
+        )
     yield f"127.0.0.1:{cluster.broker_port(metadata.topics[0].partitions[0].leader_id)}"
 
 
 def _produce(client: WireClient, topic: str, records: bytes) -> Any:
-    response = client.request(PRODUCE, 8, {
-        "transactional_id": None, "acks": 1, "timeout": 10000,
-        "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": records}]}]})
+    response = client.request(
+        PRODUCE,
+        8,
+        {
+            "transactional_id": None,
+            "acks": 1,
+            "timeout": 10000,
+            "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": records}]}],
+        },
+    )
     return response.responses[0].partition_responses[0]
 
 
 def _fetch_all(address: str, topic: str) -> list[bytes | None]:
     with WireClient.to(address) as client:
-        response = client.request(FETCH, 11, {
-            "replica_id": -1, "max_wait": 0, "min_bytes": 0, "max_bytes": 50_000_000,
-            "isolation_level": 0, "session_id": 0, "session_epoch": -1,
-            "topics": [{"topic": topic, "partitions": [{
-                "partition": 0, "current_leader_epoch": -1, "fetch_offset": 0,
-                "log_start_offset": -1, "partition_max_bytes": 50_000_000}]}],
-            "forgotten_topics_data": [], "rack_id": ""})
+        response = client.request(
+            FETCH,
+            11,
+            {
+                "replica_id": -1,
+                "max_wait": 0,
+                "min_bytes": 0,
+                "max_bytes": 50_000_000,
+                "isolation_level": 0,
+                "session_id": 0,
+                "session_epoch": -1,
+                "topics": [
+                    {
+                        "topic": topic,
+                        "partitions": [
+                            {
+                                "partition": 0,
+                                "current_leader_epoch": -1,
+                                "fetch_offset": 0,
+                                "log_start_offset": -1,
+                                "partition_max_bytes": 50_000_000,
+                            }
+                        ],
+                    }
+                ],
+                "forgotten_topics_data": [],
+                "rack_id": "",
+            },
+        )
     data = response.responses[0].partitions[0]
     assert int(data.error_code) == 0
     return [r.value for r in decode_records(data.records or b"")]
@@ -101,10 +159,16 @@ def test_oversize_batch_gets_message_too_large(cluster: ClusterHandle) -> None:
 
 def _leader_of(cluster: ClusterHandle, topic: str) -> str:
     with WireClient.to(cluster.bootstrap.split(",")[0]) as client:
-        metadata = client.request(METADATA, 9, {"topics": [{"name": topic}],
-                                                "allow_auto_topic_creation": False,
-                                                "include_cluster_authorized_operations": False,
-                                                "include_topic_authorized_operations": False})
+        metadata = client.request(
+            METADATA,
+            9,
+            {
+                "topics": [{"name": topic}],
+                "allow_auto_topic_creation": False,
+                "include_cluster_authorized_operations": False,
+                "include_topic_authorized_operations": False,
+            },
+        )
     return f"127.0.0.1:{cluster.broker_port(metadata.topics[0].partitions[0].leader_id)}"
 
 
@@ -112,17 +176,36 @@ def _leader_of(cluster: ClusterHandle, topic: str) -> str:
 def test_invalid_topic_names_are_refused(cluster: ClusterHandle, name: str) -> None:
     address = cluster.bootstrap.split(",")[0]
     with WireClient.to(address) as client:
-        metadata = client.request(METADATA, 9, {"topics": [{"name": name}],
-                                                "allow_auto_topic_creation": True,
-                                                "include_cluster_authorized_operations": False,
-                                                "include_topic_authorized_operations": False})
+        metadata = client.request(
+            METADATA,
+            9,
+            {
+                "topics": [{"name": name}],
+                "allow_auto_topic_creation": True,
+                "include_cluster_authorized_operations": False,
+                "include_topic_authorized_operations": False,
+            },
+        )
         assert int(metadata.topics[0].error_code) == INVALID_TOPIC_EXCEPTION
     controller = f"127.0.0.1:{cluster.broker_port(metadata.controller_id)}"
     with WireClient.to(controller) as client:
-        response = client.request(CREATE_TOPICS, 5, {
-            "topics": [{"name": name, "num_partitions": 1, "replication_factor": 1,
-                        "assignments": [], "configs": []}],
-            "timeout": 10000, "validate_only": False})
+        response = client.request(
+            CREATE_TOPICS,
+            5,
+            {
+                "topics": [
+                    {
+                        "name": name,
+                        "num_partitions": 1,
+                        "replication_factor": 1,
+                        "assignments": [],
+                        "configs": [],
+                    }
+                ],
+                "timeout": 10000,
+                "validate_only": False,
+            },
+        )
         assert int(response.topics[0].error_code) == INVALID_TOPIC_EXCEPTION
 
 
@@ -167,8 +250,13 @@ def _valid_frames() -> list[bytes]:
     produce_header = struct.pack(">hhih", PRODUCE, 3, 8, 2) + b"fz"
     topic = TOPIC.encode()
     records = _batch(b"fuzz")
-    produce_body = (struct.pack(">hhi", -1, 1, 1000) + struct.pack(">ih", 1, len(topic)) + topic
-                    + struct.pack(">iii", 1, 0, len(records)) + records)
+    produce_body = (
+        struct.pack(">hhi", -1, 1, 1000)
+        + struct.pack(">ih", 1, len(topic))
+        + topic
+        + struct.pack(">iii", 1, 0, len(records))
+        + records
+    )
     return [header + struct.pack(">i", -1), produce_header + produce_body]
 
 

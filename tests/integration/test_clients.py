@@ -15,7 +15,9 @@ from tests.integration.conftest import ClusterHandle, start_cluster
 
 RECORD_COUNT = 3000
 CODECS = ["gzip", "snappy", "lz4", "zstd"]
-RoundTrip = Callable[[str, str, str, list[rt.Sent]], tuple[dict[int, tuple[int, int]], list[rt.Received]]]
+RoundTrip = Callable[
+    [str, str, str, list[rt.Sent]], tuple[dict[int, tuple[int, int]], list[rt.Received]]
+]
 CLIENTS: dict[str, RoundTrip] = {
     "kafka-python": rt.roundtrip_kafka_python,
     "aiokafka": rt.roundtrip_aiokafka,

@@ -47,9 +47,7 @@ def _create_topic(cluster: ClusterHandle, name: str, partitions: int, replicatio
 
 def _states(zk: KazooClient, topic: str) -> dict[int, dict[str, Any]]:
     partitions = zk.get_children(f"/brokers/topics/{topic}/partitions")
-    return {
-        int(p): _json(zk, f"/brokers/topics/{topic}/partitions/{p}/state") for p in partitions
-    }
+    return {int(p): _json(zk, f"/brokers/topics/{topic}/partitions/{p}/state") for p in partitions}
 
 
 @pytest.mark.parametrize("signal", ["TERM", "KILL"])
@@ -103,9 +101,12 @@ def _produce(bootstrap: str, topic: str, count: int) -> dict[tuple[int, int], by
     return acked
 
 
-def _consume_all(bootstrap: str, topic: str, partitions: int, count: int) -> dict[tuple[int, int], bytes]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused",
-                         "enable.auto.commit": False})
+def _consume_all(
+    bootstrap: str, topic: str, partitions: int, count: int
+) -> dict[tuple[int, int], bytes]:
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False}
+    )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     seen: dict[tuple[int, int], bytes] = {}
 
@@ -134,14 +135,17 @@ def test_broker_restarted_after_kill_9_serves_acknowledged_data(
         victim = states[0]["leader"]
         cluster.kill(victim, "KILL")
         wait_until(
-            lambda: str(victim) not in zk.get_children("/brokers/ids"), TIMEOUT_S,
+            lambda: str(victim) not in zk.get_children("/brokers/ids"),
+            TIMEOUT_S,
             "the killed broker's registration to expire",
         )
         cluster.start(victim)
 
         def led_again() -> bool:
             now = _states(zk, "durable")
-            return all(now[p]["leader"] == victim for p, s in states.items() if s["leader"] == victim)
+            return all(
+                now[p]["leader"] == victim for p, s in states.items() if s["leader"] == victim
+            )
 
         wait_until(led_again, TIMEOUT_S, "the restarted broker leading its partitions again")
     assert _consume_all(cluster.bootstrap, "durable", 6, len(acked)) == acked

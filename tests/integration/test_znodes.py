@@ -64,8 +64,14 @@ def test_broker_registrations(cluster: ClusterHandle, zk: KazooClient) -> None:
         port = cluster.broker_port(broker_id)
         registration = json.loads(data)
         assert set(registration) == {
-            "features", "listener_security_protocol_map", "endpoints", "jmx_port", "port",
-            "host", "version", "timestamp",
+            "features",
+            "listener_security_protocol_map",
+            "endpoints",
+            "jmx_port",
+            "port",
+            "host",
+            "version",
+            "timestamp",
         }
         assert registration["version"] == 5
         assert registration["host"] == "127.0.0.1" and registration["port"] == port
@@ -85,8 +91,14 @@ def test_cluster_id_and_controller(cluster: ClusterHandle, zk: KazooClient) -> N
     assert controller["timestamp"].isdigit() and controller_stat.ephemeralOwner != 0
     epoch_data, _ = zk.get("/controller_epoch")
     assert int(epoch_data) >= 1
-    for path in ("/brokers/topics", "/brokers/seqid", "/config/topics", "/config/changes",
-                 "/admin/delete_topics", "/isr_change_notification"):
+    for path in (
+        "/brokers/topics",
+        "/brokers/seqid",
+        "/config/topics",
+        "/config/changes",
+        "/admin/delete_topics",
+        "/isr_change_notification",
+    ):
         assert zk.exists(path) is not None, path
 
 
@@ -119,13 +131,29 @@ def test_delete_topic_removes_znodes(cluster: ClusterHandle, zk: KazooClient) ->
     name = "znode-delete-me"
     controller_id = _json(zk, "/controller")["brokerid"]
     with WireClient("127.0.0.1", cluster.broker_port(controller_id)) as client:
-        created = client.request(19, 7, {
-            "topics": [{"name": name, "num_partitions": 2, "replication_factor": 1,
-                        "assignments": [], "configs": []}],
-            "timeout": 30000, "validate_only": False})
+        created = client.request(
+            19,
+            7,
+            {
+                "topics": [
+                    {
+                        "name": name,
+                        "num_partitions": 2,
+                        "replication_factor": 1,
+                        "assignments": [],
+                        "configs": [],
+                    }
+                ],
+                "timeout": 30000,
+                "validate_only": False,
+            },
+        )
         assert int(created.topics[0].error_code) == 0
         deleted = client.request(20, 5, {"topic_names": [name], "timeout": 30000})
         assert int(deleted.responses[0].error_code) == 0
-    for path in (f"/brokers/topics/{name}", f"/config/topics/{name}",
-                 f"/admin/delete_topics/{name}"):
+    for path in (
+        f"/brokers/topics/{name}",
+        f"/config/topics/{name}",
+        f"/admin/delete_topics/{name}",
+    ):
         wait_until(lambda p=path: zk.exists(p) is None, 30, f"{path} removed")

@@ -93,6 +93,7 @@ class WireClient:
 
 def api_versions_ok(address: str) -> bool:
     with WireClient.to(address) as client:
-        response = client.request(API_VERSIONS, 3, {"client_software_name": "t",
-                                                    "client_software_version": "1"})
+        response = client.request(
+            API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"}
+        )
         return int(response.error_code) == 0 and len(response.api_keys) > 0
