@@ -1,0 +1,54 @@
+"""DESIGN.md's layering, checked on the import statements of every module."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+OURS = {"broker", "controller", "zk", "pipeline", "scripts"}
+ALLOWED: dict[str, set[str]] = {
+    "zk": set(),
+    "controller": {"zk"},
+    "broker": {"zk", "controller"},
+    "pipeline": set(),
+}
+
+
+def _imported_packages(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found & OURS
+
+
+@pytest.mark.parametrize("package", sorted(ALLOWED))
+def test_package_imports_only_allowed_layers(package: str) -> None:
+    allowed = ALLOWED[package] | {package}
+    for path in sorted((ROOT / package).rglob("*.py")):
+        illegal = _imported_packages(path) - allowed
+        assert not illegal, f"{path.relative_to(ROOT)} imports {sorted(illegal)}"
+
+
+def test_only_zk_client_imports_kazoo() -> None:
+    for package in ALLOWED:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            tree = ast.parse(path.read_text())
+            names = {
+                alias.name.split(".")[0]
+                for node in ast.walk(tree)
+                if isinstance(node, ast.Import)
+                for alias in node.names
+            } | {
+                node.module.split(".")[0]
+                for node in ast.walk(tree)
+                if isinstance(node, ast.ImportFrom) and node.module
+            }
+            if "kazoo" in names:
+                assert path == ROOT / "zk" / "client.py", f"{path} imports kazoo"
