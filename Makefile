@@ -1,0 +1,53 @@
+# Everyday entry points. Every target depends on `setup`, which builds .venv once and
+# re-installs only when pyproject.toml changes (the stamp file records the last install).
+
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+STAMP := $(VENV)/.setup-stamp
+# Extra arguments for scripts/cluster, e.g. make up ARGS="--brokers 1 --set num.partitions=3"
+ARGS ?=
+
+.PHONY: setup up down status test lint
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV)/bin/python -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+up: setup
+	@out="$$(scripts/cluster up $(ARGS))" || exit $$?; \
+	echo "$$out"; \
+	bootstrap="$$(sed -n 's/^bootstrap.servers=//p' <<<"$$out")"; \
+	zookeeper="$$(sed -n 's/^zookeeper.connect=//p' <<<"$$out")"; \
+	jars="$$($(VENV)/bin/python -c 'import importlib.util, pathlib; print(pathlib.Path(importlib.util.find_spec("pyspark").origin).parent / "jars")')"; \
+	echo; \
+	echo "Produce and consume with kcat:"; \
+	echo "  echo hello | kcat -P -b $$bootstrap -t demo"; \
+	echo "  kcat -C -b $$bootstrap -t demo -o beginning -e"; \
+	echo "Or with kafka-python ($(VENV)/bin/python):"; \
+	echo "  from kafka import KafkaProducer, KafkaConsumer"; \
+	echo "  KafkaProducer(bootstrap_servers='$$bootstrap').send('demo', b'hello').get(10)"; \
+	echo "  print(next(iter(KafkaConsumer('demo', bootstrap_servers='$$bootstrap', auto_offset_reset='earliest'))))"; \
+	echo "Inspect ZooKeeper (ls /brokers/ids, get /controller):"; \
+	echo "  java -cp '$$jars/*' org.apache.zookeeper.ZooKeeperMain -server $${zookeeper%%,*}"; \
+	echo "  (or zkCli.sh -server $${zookeeper%%,*} from a ZooKeeper distribution)"; \
+	echo "Status: make status    Stop: make down (ARGS=--wipe also deletes the data)"; \
+	echo "Logs: <dir>/broker-N/broker.log and <dir>/zookeeper-N/zookeeper.log (dir: .cluster)"
+
+down: setup
+	scripts/cluster down $(ARGS)
+
+status: setup
+	scripts/cluster status $(ARGS)
+
+test: setup
+	$(VENV)/bin/pytest -q tests
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy broker controller zk scripts

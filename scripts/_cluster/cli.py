@@ -1,0 +1,109 @@
+"""Argument parsing for scripts/cluster (the form is fixed by CLUSTER_CONTRACT.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from . import commands, restart, up, zk_view
+from .errors import ClusterError
+from .layout import ClusterSpec
+from .processes import SIGNALS_BY_NAME
+
+DEFAULT_DIR = ".cluster"
+MAX_PORT = 65535
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 1 <= value <= MAX_PORT:
+        raise argparse.ArgumentTypeError(f"not a port: {value}")
+    return value
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, separator, value = text.partition("=")
+    if not separator or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value.strip()
+
+
+def _add_target(parser: argparse.ArgumentParser) -> None:
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--broker", type=_positive, metavar="ID")
+    target.add_argument("--zookeeper", type=_positive, metavar="N")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="scripts/cluster", description="Run a local ZooKeeper + broker cluster on 127.0.0.1."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    up = sub.add_parser("up", help="start ZooKeeper and brokers, wait until healthy")
+    up.add_argument("--zookeepers", type=_positive, default=1)
+    up.add_argument("--brokers", type=_positive, default=3)
+    up.add_argument("--port-base", type=_port, default=9092)
+    up.add_argument("--zk-port-base", type=_port, default=2181)
+    up.add_argument("--set", type=_key_value, action="append", default=[], metavar="KEY=VALUE")
+    down = sub.add_parser("down", help="stop every process (TERM, then KILL)")
+    down.add_argument("--wipe", action="store_true", help="also remove DIR")
+    sub.add_parser("status", help="one line per broker, ZooKeeper server and the controller")
+    kill = sub.add_parser("kill", help="send a signal to one process and return")
+    _add_target(kill)
+    kill.add_argument("--signal", choices=sorted(SIGNALS_BY_NAME), default="TERM")
+    start = sub.add_parser("start", help="restart one process and wait until it is up")
+    _add_target(start)
+    for command_parser in (up, down, sub.choices["status"], kill, start):
+        command_parser.add_argument("--dir", default=DEFAULT_DIR, help="cluster directory")
+    return parser
+
+
+def _validate_ports(parser: argparse.ArgumentParser, spec: ClusterSpec) -> None:
+    if max(spec.all_ports()) > MAX_PORT:
+        parser.error("port bases too high for this many brokers / ZooKeeper servers")
+
+
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    directory = Path(args.dir).absolute()
+    if args.command == "up":
+        spec = ClusterSpec(
+            directory=str(directory),
+            broker_count=args.brokers,
+            zookeeper_count=args.zookeepers,
+            port_base=args.port_base,
+            zk_port_base=args.zk_port_base,
+            overrides=dict(args.set),
+        )
+        _validate_ports(parser, spec)
+        up.up(spec)
+    elif args.command == "down":
+        commands.down(directory, args.wipe)
+    elif args.command == "status":
+        commands.status(directory)
+    elif args.command == "kill":
+        commands.kill(directory, args.broker, args.zookeeper, args.signal)
+    elif args.command == "start":
+        restart.start(directory, args.broker, args.zookeeper)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    zk_view.silence_kazoo()
+    try:
+        run(args, parser)
+    except ClusterError as error:
+        print(f"scripts/cluster {args.command}: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"scripts/cluster {args.command}: interrupted", file=sys.stderr)
+        return 130
+    return 0

@@ -1,0 +1,155 @@
+"""Where everything of one cluster lives, which ports it uses, and its cluster.json state.
+
+cluster.json is the single record `down`, `status`, `kill` and `start` work from: the
+settings `up` was given and, per process, the exact command line, log file and pid.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .errors import ClusterError
+
+STATE_FILE_NAME = "cluster.json"
+STATE_VERSION = 1
+# Quorum and election ports sit this far above the client port base, away from both the
+# client ports (Z..) and the broker ports (P..).
+QUORUM_PORT_OFFSET = 1000
+ELECTION_PORT_OFFSET = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSpec:
+    """The settings `up` was run with."""
+
+    directory: str
+    broker_count: int
+    zookeeper_count: int
+    port_base: int
+    zk_port_base: int
+    overrides: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return list(range(1, self.broker_count + 1))
+
+    @property
+    def zookeeper_ids(self) -> list[int]:
+        return list(range(1, self.zookeeper_count + 1))
+
+    def broker_port(self, broker_id: int) -> int:
+        return self.port_base + broker_id - 1
+
+    def zookeeper_client_port(self, server_id: int) -> int:
+        return self.zk_port_base + server_id - 1
+
+    def zookeeper_quorum_port(self, server_id: int) -> int:
+        return self.zk_port_base + QUORUM_PORT_OFFSET + server_id - 1
+
+    def zookeeper_election_port(self, server_id: int) -> int:
+        return self.zk_port_base + ELECTION_PORT_OFFSET + server_id - 1
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"127.0.0.1:{self.broker_port(i)}" for i in self.broker_ids)
+
+    @property
+    def zookeeper_connect(self) -> str:
+        return ",".join(f"127.0.0.1:{self.zookeeper_client_port(n)}" for n in self.zookeeper_ids)
+
+    def all_ports(self) -> list[int]:
+        ports = [self.broker_port(i) for i in self.broker_ids]
+        for n in self.zookeeper_ids:
+            ports.append(self.zookeeper_client_port(n))
+            if self.zookeeper_count > 1:
+                ports.append(self.zookeeper_quorum_port(n))
+                ports.append(self.zookeeper_election_port(n))
+        return ports
+
+
+@dataclass(slots=True)
+class ProcessRecord:
+    """How to (re)start one process and which pid it had last."""
+
+    command: list[str]
+    log_path: str
+    cwd: str
+    pid: int | None = None
+    # /proc start time of `pid`, so a recycled pid is not mistaken for our process.
+    start_ticks: int | None = None
+
+
+@dataclass(slots=True)
+class ClusterState:
+    spec: ClusterSpec
+    processes: dict[str, ProcessRecord] = field(default_factory=dict)
+
+
+def broker_key(broker_id: int) -> str:
+    return f"broker-{broker_id}"
+
+
+def zookeeper_key(server_id: int) -> str:
+    return f"zookeeper-{server_id}"
+
+
+def broker_dir(directory: Path, broker_id: int) -> Path:
+    return directory / broker_key(broker_id)
+
+
+def zookeeper_dir(directory: Path, server_id: int) -> Path:
+    return directory / zookeeper_key(server_id)
+
+
+def state_path(directory: Path) -> Path:
+    return directory / STATE_FILE_NAME
+
+
+def is_cluster_dir(directory: Path) -> bool:
+    return state_path(directory).is_file()
+
+
+def load_state(directory: Path) -> ClusterState:
+    path = state_path(directory)
+    try:
+        raw = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ClusterError(f"no cluster in {directory} (missing {STATE_FILE_NAME})") from None
+    except json.JSONDecodeError as error:
+        raise ClusterError(f"{path} is not valid JSON: {error}") from None
+    if raw.get("version") != STATE_VERSION:
+        raise ClusterError(f"{path} has unsupported version {raw.get('version')!r}")
+    spec = ClusterSpec(**raw["spec"])
+    processes = {key: ProcessRecord(**value) for key, value in raw["processes"].items()}
+    return ClusterState(spec=spec, processes=processes)
+
+
+def save_state(directory: Path, state: ClusterState) -> None:
+    """Write atomically: a crash mid-write must not lose the pids of running processes."""
+    payload = {
+        "version": STATE_VERSION,
+        "spec": asdict(state.spec),
+        "processes": {key: asdict(record) for key, record in state.processes.items()},
+    }
+    path = state_path(directory)
+    temporary = path.with_suffix(".json.tmp")
+    temporary.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
+    os.replace(temporary, path)
+
+
+@contextlib.contextmanager
+def state_lock(directory: Path) -> Iterator[None]:
+    """Serialise read-modify-write of cluster.json between concurrent launcher runs."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / ".cluster.lock", "w") as lock_file:
+        fcntl.flock(lock_file, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock_file, fcntl.LOCK_UN)
