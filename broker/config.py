@@ -9,6 +9,7 @@ property files start cleanly; anything else is a start-up error, as the project 
 from __future__ import annotations
 
 import re
+import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,8 +56,13 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("broker.rack", _str, None),
     ConfigDef("listeners", _list, ["PLAINTEXT://:9092"]),
     ConfigDef("advertised.listeners", _list, None),
-    ConfigDef("listener.security.protocol.map", _str, "PLAINTEXT:PLAINTEXT"),
-    ConfigDef("inter.broker.listener.name", _str, None, used=False),
+    ConfigDef(
+        "listener.security.protocol.map",
+        _str,
+        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+    ),
+    ConfigDef("inter.broker.listener.name", _str, None),
+    ConfigDef("security.inter.broker.protocol", _str, "PLAINTEXT"),
     ConfigDef("log.dirs", _list, None),
     ConfigDef("log.dir", _list, ["/tmp/kafka-logs"]),
     ConfigDef("zookeeper.connect", _str, None),
@@ -149,8 +155,30 @@ class KafkaConfig:
 
     @property
     def advertised_listeners(self) -> list[Endpoint]:
+        """Advertised endpoints; an empty host means this machine's name, as in Kafka."""
         advertised = self.values["advertised.listeners"] or self.values["listeners"]
-        return [parse_endpoint(text) for text in advertised]
+        endpoints = [parse_endpoint(text) for text in advertised]
+        return [Endpoint(e.listener_name, e.host or socket.getfqdn(), e.port) for e in endpoints]
+
+    @property
+    def listener_security_protocol_map(self) -> dict[str, str]:
+        result = {}
+        for entry in _list(self.values["listener.security.protocol.map"]):
+            name, separator, protocol = entry.partition(":")
+            if not separator or not name or not protocol:
+                raise ValueError(f"{entry!r} is not of the form LISTENER_NAME:PROTOCOL")
+            result[name.strip()] = protocol.strip()
+        return result
+
+    @property
+    def inter_broker_listener_name(self) -> str:
+        configured = self.values["inter.broker.listener.name"]
+        if configured:
+            return str(configured)
+        protocol = self.values["security.inter.broker.protocol"]
+        names = [n for n, p in self.listener_security_protocol_map.items() if p == protocol]
+        listener_names = {e.listener_name for e in self.listeners}
+        return next((n for n in names if n in listener_names), protocol)
 
     @property
     def log_dirs(self) -> list[Path]:
@@ -216,6 +244,7 @@ def _validate(config: KafkaConfig) -> None:
         raise ConfigError(f"invalid listener: {error}") from None
     if len({e.listener_name for e in listeners}) != len(listeners):
         raise ConfigError("listeners: each listener name may appear only once")
+    _validate_listener_protocols(config)
     _require_range(config, "num.partitions", 1)
     _require_range(config, "default.replication.factor", 1)
     _require_range(config, "min.insync.replicas", 1)
@@ -228,6 +257,28 @@ def _validate(config: KafkaConfig) -> None:
     _require_range(config, "zookeeper.session.timeout.ms", 1)
     if config["log.message.timestamp.type"] not in ("CreateTime", "LogAppendTime"):
         raise ConfigError("log.message.timestamp.type must be CreateTime or LogAppendTime")
+
+
+def _validate_listener_protocols(config: KafkaConfig) -> None:
+    try:
+        protocols = config.listener_security_protocol_map
+    except ValueError as error:
+        raise ConfigError(f"listener.security.protocol.map: {error}") from None
+    for endpoint in config.listeners + config.advertised_listeners:
+        protocol = protocols.get(endpoint.listener_name)
+        if protocol is None:
+            raise ConfigError(
+                f"listener {endpoint.listener_name} has no entry in listener.security.protocol.map"
+            )
+        if protocol != "PLAINTEXT":
+            raise ConfigError(
+                f"listener {endpoint.listener_name} uses {protocol}; only PLAINTEXT is supported"
+            )
+    names = {e.listener_name for e in config.listeners}
+    if config.inter_broker_listener_name not in names:
+        raise ConfigError(
+            f"inter.broker.listener.name {config.inter_broker_listener_name} is not a listener"
+        )
 
 
 def _require_range(config: KafkaConfig, name: str, minimum: int) -> None:

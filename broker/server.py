@@ -92,7 +92,10 @@ class KafkaServer:
         return BrokerRegistration.create(
             broker_id=self.broker_id,
             endpoints=[str(e) for e in endpoints],
-            listener_security_protocol_map={e.listener_name: e.listener_name for e in endpoints},
+            listener_security_protocol_map={
+                e.listener_name: self.config.listener_security_protocol_map[e.listener_name]
+                for e in endpoints
+            },
             timestamp_ms=int(time.time() * 1000),
             rack=self.config["broker.rack"],
         )

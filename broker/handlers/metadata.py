@@ -23,10 +23,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
     names = cache.topic_names() if requested is None else requested
     allow_auto_create = getattr(request, "allow_auto_topic_creation", True)
     topics = [await _topic(context, cache, name, allow_auto_create) for name in names]
-    brokers = [
-        {"node_id": b.broker_id, "host": b.host or "", "port": b.port, "rack": b.rack}
-        for b in sorted(cache.live_brokers().values(), key=lambda b: b.broker_id)
-    ]
+    brokers = _brokers(cache, context.listener_name)
     cls = response_class(3, context.api_version)
     return adapter.build(
         cls,
@@ -39,6 +36,19 @@ async def handle(context: RequestContext, request: Any) -> Any:
             "cluster_authorized_operations": -2147483648,
         },
     )
+
+
+def _brokers(cache: MetadataCache, listener_name: str) -> list[dict[str, Any]]:
+    """Live brokers' endpoints on the listener this request came in on (others are omitted)."""
+    brokers = []
+    for broker in sorted(cache.live_brokers().values(), key=lambda b: b.broker_id):
+        endpoint = broker.endpoint_for(listener_name)
+        if endpoint is not None:
+            host, port = endpoint
+            brokers.append(
+                {"node_id": broker.broker_id, "host": host, "port": port, "rack": broker.rack}
+            )
+    return brokers
 
 
 def _requested_topics(context: RequestContext, request: Any) -> list[str] | None:

@@ -43,9 +43,14 @@ class CloseConnectionError(Exception):
 
 class Connection:
     def __init__(
-        self, server: KafkaServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        self,
+        server: KafkaServer,
+        listener_name: str,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
     ) -> None:
         self._server = server
+        self._listener_name = listener_name
         self._reader = reader
         self._writer = writer
         peer = writer.get_extra_info("peername") or ("?", 0)
@@ -103,7 +108,7 @@ class Connection:
                 f" but not implemented (lowest implemented: v{spec.min_decodable_version})"
             )
         request = self._decode_body(spec, header, frame, offset)
-        context = RequestContext(header, self._client_host, self._server)
+        context = RequestContext(header, self._client_host, self._listener_name, self._server)
         try:
             response = await spec.handler(context, request)
         except Exception:

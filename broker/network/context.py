@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 class RequestContext:
     header: RequestHeader
     client_host: str
+    listener_name: str
     server: KafkaServer
 
     @property

@@ -39,7 +39,7 @@ class Listener:
         assert task is not None
         self._connections.add(task)
         try:
-            await Connection(self._server, reader, writer).serve()
+            await Connection(self._server, self._endpoint.listener_name, reader, writer).serve()
         finally:
             self._connections.discard(task)
 

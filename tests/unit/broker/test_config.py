@@ -75,3 +75,40 @@ def test_overrides_win_over_file(tmp_path: Path) -> None:
     assert config.log_dirs == [Path("/x")]
     with pytest.raises(ConfigError, match="key=value"):
         load_config(path, ["num.partitions"])
+
+
+def test_named_listeners_map_to_protocols() -> None:
+    config = build_config(
+        {
+            **BASE,
+            "listeners": "INTERNAL://127.0.0.1:19092,EXTERNAL://127.0.0.1:9092",
+            "advertised.listeners": "INTERNAL://kafka1:19092,EXTERNAL://localhost:9092",
+            "listener.security.protocol.map": "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT",
+            "inter.broker.listener.name": "INTERNAL",
+        }
+    )
+    assert config.listener_security_protocol_map == {
+        "INTERNAL": "PLAINTEXT",
+        "EXTERNAL": "PLAINTEXT",
+    }
+    assert [str(e) for e in config.advertised_listeners] == [
+        "INTERNAL://kafka1:19092",
+        "EXTERNAL://localhost:9092",
+    ]
+    assert config.inter_broker_listener_name == "INTERNAL"
+
+
+def test_listener_without_protocol_mapping_is_rejected() -> None:
+    with pytest.raises(ConfigError, match="no entry in listener.security.protocol.map"):
+        build_config({**BASE, "listeners": "CLIENT://127.0.0.1:9092"})
+
+
+def test_only_plaintext_listeners_are_supported() -> None:
+    with pytest.raises(ConfigError, match="only PLAINTEXT"):
+        build_config({**BASE, "listeners": "SSL://127.0.0.1:9093"})
+
+
+def test_empty_advertised_host_means_this_machine() -> None:
+    config = build_config(BASE)
+    assert config.advertised_listeners[0].host != ""
+    assert config.inter_broker_listener_name == "PLAINTEXT"
