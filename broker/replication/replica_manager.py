@@ -73,10 +73,10 @@ class ReplicaManager:
             replica_log = self._log_manager.get_or_create_log(topic, partition, log_config)
             current = Partition(topic, partition, replica_log, list(replicas))
             self._partitions[key] = current
-        current.replicas = list(replicas)
-        current.isr = list(isr)
         if leader_epoch < current.leader_epoch:
             return  # a stale notification; the newer state has already been applied
+        current.replicas = list(replicas)
+        current.isr = list(isr)
         was_leader = current.is_leader
         current.leader_id = leader_id
         current.leader_epoch = leader_epoch
