@@ -43,7 +43,9 @@ class KafkaServer:
         self.kafka_zk = KafkaZk(self.zk_client)
         self.default_log_config = _default_log_config(config)
         self.log_manager = LogManager(config.log_dirs, self.default_log_config)
-        self.replica_manager = ReplicaManager(self.broker_id, self.log_manager)
+        self.replica_manager = ReplicaManager(
+            self.broker_id, self.log_manager, self._partition_exists
+        )
         self.topic_configs = TopicConfigs(self.kafka_zk)
         self.cluster_watch = ClusterWatch(self.kafka_zk, self._on_cluster_change)
         self.metadata_cache = MetadataCache(self.cluster_watch.view)
@@ -174,6 +176,10 @@ class KafkaServer:
             except TimeoutError:
                 return condition()
         return True
+
+    def _partition_exists(self, topic: str, partition: int) -> bool:
+        assignment = self.cluster_watch.view.topics.get(topic)
+        return assignment is not None and partition in assignment.partitions
 
     def topic_config_int(self, topic: str, name: str) -> int:
         value = self.topic_configs.cached(topic).get(name)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
@@ -40,9 +40,17 @@ class ReadResult:
 
 
 class ReplicaManager:
-    def __init__(self, broker_id: int, log_manager: LogManager) -> None:
+    def __init__(
+        self,
+        broker_id: int,
+        log_manager: LogManager,
+        partition_exists: Callable[[str, int], bool],
+    ) -> None:
         self._broker_id = broker_id
         self._log_manager = log_manager
+        # Whether cluster metadata knows the partition: a partition that exists but is not
+        # hosted here is NOT_LEADER_OR_FOLLOWER (clients refresh metadata), not UNKNOWN.
+        self._partition_exists = partition_exists
         self._partitions: dict[tuple[str, int], Partition] = {}
         self._topic_ids: dict[str, str] = {}
 
@@ -113,6 +121,8 @@ class ReplicaManager:
     def _leader(self, topic: str, partition: int) -> tuple[Partition | None, ErrorCode]:
         current = self._partitions.get((topic, partition))
         if current is None:
+            if self._partition_exists(topic, partition):
+                return None, ErrorCode.not_leader_or_follower
             return None, ErrorCode.unknown_topic_or_partition
         if not current.is_leader:
             return None, ErrorCode.not_leader_or_follower

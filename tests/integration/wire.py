@@ -59,6 +59,7 @@ class WireClient:
         offset = 4
         if is_flexible(api_key, version) and api_key != API_VERSIONS:
             offset += 1  # empty tagged fields of response header v1
+        response: Any
         response, _ = entity_reader(response_class(api_key, version))(payload, offset)
         return response
 
