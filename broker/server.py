@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 
 from broker.config import KafkaConfig
+from broker.coordinator.transaction.producer_id_manager import ProducerIdManager
 from broker.handlers import build_registry
 from broker.log.log import LogConfig
 from broker.log.manager import LogManager
@@ -47,6 +48,7 @@ class KafkaServer:
             self.broker_id, self.log_manager, self._partition_exists
         )
         self.topic_configs = TopicConfigs(self.kafka_zk)
+        self.producer_ids = ProducerIdManager(self.kafka_zk, self.broker_id)
         self.cluster_watch = ClusterWatch(self.kafka_zk, self._on_cluster_change)
         self.metadata_cache = MetadataCache(self.cluster_watch.view)
         self.controller = Controller(

@@ -8,6 +8,7 @@ from broker.handlers import (
     delete_topics,
     fetch,
     find_coordinator,
+    init_producer_id,
     list_offsets,
     metadata,
     produce,
@@ -27,5 +28,6 @@ def build_registry() -> Registry:
             ApiSpec(18, "ApiVersions", 0, 3, 0, api_versions.handle),
             ApiSpec(19, "CreateTopics", 0, 7, 2, create_topics.handle),
             ApiSpec(20, "DeleteTopics", 0, 6, 1, delete_topics.handle),
+            ApiSpec(22, "InitProducerId", 0, 4, 0, init_producer_id.handle),
         ]
     )

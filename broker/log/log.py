@@ -18,6 +18,7 @@ from broker.log.checkpoints import LEADER_EPOCH_CHECKPOINT, fsync_directory
 from broker.log.config import LOG_APPEND_TIME, LogConfig
 from broker.log.epoch_cache import LeaderEpochCache
 from broker.log.errors import (
+    INVALID_RECORD,
     RECORD_LIST_TOO_LARGE,
     LogCorruptError,
     OffsetOutOfRangeError,
@@ -25,6 +26,7 @@ from broker.log.errors import (
     UnexpectedAppendOffsetError,
 )
 from broker.log.log_loader import load_segments
+from broker.log.producer_state import NO_PRODUCER_ID, ProducerStateManager
 from broker.log.segment import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -81,6 +83,8 @@ class Log:
         self.recovery_point = min(recovery_point, self.log_end_offset)
         self.leader_epoch_cache = LeaderEpochCache(directory / LEADER_EPOCH_CHECKPOINT)
         self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
+        self.producer_state = ProducerStateManager()
+        self._rebuild_producer_state()
         # fsync of file handles from an executor must not race with them being closed.
         self._lifecycle_lock = threading.Lock()
         self._directory_dirty = False
@@ -130,15 +134,30 @@ class Log:
     # ---- append ----------------------------------------------------------------------------
 
     def append_as_leader(
-        self, records: bytes | bytearray, leader_epoch: int, now_ms: int
+        self,
+        records: bytes | bytearray,
+        leader_epoch: int,
+        now_ms: int,
+        require_single_batch: bool = False,
     ) -> AppendInfo:
         """Validate, assign offsets from log_end_offset, stamp LogAppendTime if configured,
-        write. Raises RecordError."""
+        write. A retried idempotent batch is not written again: its original offsets are
+        returned. Raises RecordError."""
         self._check_open()
         data = records if isinstance(records, bytearray) else bytearray(records)
         headers = validate_batches(data, self.config.max_message_bytes)
         if not headers:
             return AppendInfo(-1, -1, -1, -1, self.log_start_offset)
+        self._check_single_batch(headers, require_single_batch)
+        duplicate = self.producer_state.check(headers[0])
+        if duplicate is not None:
+            return AppendInfo(
+                duplicate.first_offset,
+                duplicate.last_offset,
+                duplicate.max_timestamp,
+                -1,
+                self.log_start_offset,
+            )
         self._check_append_size(len(data))
         first_offset = self.log_end_offset
         last_offset = assign_offsets(data, first_offset, leader_epoch)
@@ -146,6 +165,7 @@ class Log:
         spans = batch_spans(headers, first_offset, log_append_time_ms)
         self.leader_epoch_cache.assign(leader_epoch, first_offset)
         self._write(data, spans, first_offset, now_ms)
+        self.producer_state.update(headers[0], first_offset)
         max_timestamp = max(span[2] for span in spans)
         return AppendInfo(
             first_offset, last_offset, max_timestamp, log_append_time_ms, self.log_start_offset
@@ -186,6 +206,24 @@ class Log:
                     headers[-1].last_offset,
                 )
             next_offset = header.last_offset + 1
+
+    @staticmethod
+    def _check_single_batch(headers: list[BatchHeader], required: bool) -> None:
+        # Produce v3+ carries exactly one batch per partition; batches of idempotent producers
+        # are always checked one at a time, so the sequence rules see each in turn.
+        producer_batches = any(h.producer_id != NO_PRODUCER_ID for h in headers)
+        if len(headers) > 1 and (required or producer_batches):
+            raise RecordError(
+                INVALID_RECORD, f"expected exactly one record batch, got {len(headers)}"
+            )
+
+    def _rebuild_producer_state(self) -> None:
+        self.producer_state.rebuild(
+            header
+            for segment in self._segments
+            for _, header in segment.iter_batches(0)
+            if header.producer_id != NO_PRODUCER_ID
+        )
 
     def _check_open(self) -> None:
         if self._closed:
@@ -337,6 +375,7 @@ class Log:
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
         self.log_start_offset = min(self.log_start_offset, self.log_end_offset)
         self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
+        self._rebuild_producer_state()
 
     def truncate_fully_and_start_at(self, offset: int, now_ms: int | None = None) -> None:
         """Drop all data; the log restarts empty at `offset`."""
@@ -351,6 +390,7 @@ class Log:
             self._directory_dirty = True
         self.log_end_offset = self.log_start_offset = self.recovery_point = offset
         self.leader_epoch_cache.clear()
+        self.producer_state.rebuild(())
 
     def increment_log_start_offset(self, offset: int) -> None:
         """Move the log start forward (DeleteRecords, retention); never past the log end."""

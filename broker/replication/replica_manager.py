@@ -134,7 +134,10 @@ class ReplicaManager:
             return AppendResult(error)
         try:
             info = current.log.append_as_leader(
-                bytearray(records), current.leader_epoch, int(time.time() * 1000)
+                bytearray(records),
+                current.leader_epoch,
+                int(time.time() * 1000),
+                require_single_batch=True,
             )
         except RecordError as record_error:
             log.warning("rejected produce to %s-%d: %s", topic, partition, record_error)

@@ -9,7 +9,17 @@ from broker.handlers.api_versions import unsupported_version_response
 from broker.protocol import adapter
 from broker.protocol.registry import request_class, response_class
 
-KAFKA_30_RANGES = {0: (0, 9), 1: (0, 12), 2: (0, 7), 3: (0, 11), 18: (0, 3), 19: (0, 7), 20: (0, 6)}
+KAFKA_30_RANGES = {
+    0: (0, 9),
+    1: (0, 12),
+    2: (0, 7),
+    3: (0, 11),
+    10: (0, 3),
+    18: (0, 3),
+    19: (0, 7),
+    20: (0, 6),
+    22: (0, 4),
+}
 
 
 def test_advertised_ranges_match_kafka_3_0() -> None:
