@@ -21,7 +21,7 @@ from broker.log.meta_properties import ensure_meta_properties
 from broker.metadata_cache import MetadataCache
 from broker.network.listener import Listener
 from broker.replication.replica_manager import ReplicaManager
-from broker.topic_config import TopicConfigs, log_config_for
+from broker.topic_config import TopicConfigs
 from controller.config import ControllerConfig
 from controller.controller import Controller
 from zk.client import ZkClient
@@ -139,7 +139,7 @@ class KafkaServer:
                 continue
             topic_id = assignment.topic_id or ""
             configs = await self.topic_configs.get(topic, topic_id)
-            log_config = log_config_for(self.default_log_config, configs)
+            log_config = self.default_log_config.with_overrides(configs)
             self.replica_manager.ensure_topic_id(topic, topic_id)
             for partition, replicas in assignment.partitions.items():
                 entry = view.partition_states.get((topic, partition))

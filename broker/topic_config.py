@@ -1,30 +1,8 @@
-"""Per-topic config overrides (/config/topics/<t>) and how they shape a partition's log."""
+"""Per-topic config overrides (/config/topics/<t>), cached per topic incarnation."""
 
 from __future__ import annotations
 
-import dataclasses
-
-from broker.log.log import LogConfig
 from zk.kafka_zk import KafkaZk
-
-# topic config name -> LogConfig field (broker-wide defaults come from server.properties)
-_LOG_FIELDS: dict[str, str] = {
-    "segment.bytes": "segment_bytes",
-    "segment.ms": "segment_ms",
-    "index.interval.bytes": "index_interval_bytes",
-    "segment.index.bytes": "segment_index_bytes",
-    "max.message.bytes": "max_message_bytes",
-    "message.timestamp.type": "message_timestamp_type",
-}
-
-
-def log_config_for(default: LogConfig, topic_configs: dict[str, str]) -> LogConfig:
-    changes: dict[str, object] = {}
-    for name, field_name in _LOG_FIELDS.items():
-        if name in topic_configs:
-            text = topic_configs[name]
-            changes[field_name] = text if name == "message.timestamp.type" else int(text)
-    return dataclasses.replace(default, **changes)  # type: ignore[arg-type]
 
 
 class TopicConfigs:

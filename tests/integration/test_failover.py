@@ -176,3 +176,44 @@ def test_torn_tail_and_corrupt_indexes_are_repaired_on_restart(
     more = _produce(cluster.bootstrap, "torn", 10)
     assert sorted(offset for _, offset in more) == list(range(len(acked), len(acked) + 10))
     assert segment.with_suffix(".timeindex").exists()
+
+
+def test_paused_controller_is_replaced_and_rejoins_as_a_plain_broker(
+    make_cluster: ClusterFactory,
+) -> None:
+    """SIGSTOP the controller past its session timeout: its ZooKeeper session expires, another
+    broker wins a higher epoch, and on SIGCONT the old one must notice, stop acting as
+    controller (its epoch is fenced), re-register and serve again."""
+    cluster = make_cluster(overrides={"zookeeper.session.timeout.ms": SESSION_TIMEOUT_MS})
+    _create_topic(cluster, "paused", 6, 1)
+    with kazoo(cluster) as zk:
+        old_controller, old_epoch = _controller(zk)
+        assert old_controller is not None
+        cluster.kill(old_controller, "STOP")
+        try:
+            wait_until(
+                lambda: _controller(zk)[0] not in (None, old_controller),
+                TIMEOUT_S,
+                "another controller while the old one is paused",
+            )
+        finally:
+            cluster.kill(old_controller, "CONT")
+        new_controller, new_epoch = _controller(zk)
+        assert new_epoch > old_epoch
+        wait_until(
+            lambda: str(old_controller) in zk.get_children("/brokers/ids"),
+            TIMEOUT_S,
+            "the resumed broker to re-register",
+        )
+
+        def all_led() -> bool:
+            states = _states(zk, "paused")
+            live = {int(b) for b in zk.get_children("/brokers/ids")}
+            return len(states) == 6 and all(s["leader"] in live for s in states.values())
+
+        wait_until(all_led, TIMEOUT_S, "every partition led by a live broker")
+        assert _controller(zk) == (new_controller, new_epoch)
+        for state in _states(zk, "paused").values():
+            assert state["controller_epoch"] <= new_epoch
+    acked = _produce(cluster.bootstrap, "paused", 600)
+    assert len(acked) == 600
