@@ -89,11 +89,11 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("log.flush.interval.ms", _optional_int, None),
     ConfigDef("log.flush.scheduler.interval.ms", _int, 9223372036854775807, used=False),
     ConfigDef("log.flush.interval.messages", _int, 9223372036854775807, used=False),
-    ConfigDef("log.retention.hours", _int, 168, used=False),
-    ConfigDef("log.retention.minutes", _optional_int, None, used=False),
-    ConfigDef("log.retention.ms", _optional_int, None, used=False),
-    ConfigDef("log.retention.bytes", _int, -1, used=False),
-    ConfigDef("log.retention.check.interval.ms", _int, 300000, used=False),
+    ConfigDef("log.retention.hours", _int, 168),
+    ConfigDef("log.retention.minutes", _optional_int, None),
+    ConfigDef("log.retention.ms", _optional_int, None),
+    ConfigDef("log.retention.bytes", _int, -1),
+    ConfigDef("log.retention.check.interval.ms", _int, 300000),
     ConfigDef("log.cleanup.policy", _str, "delete", used=False),
     ConfigDef("log.cleaner.enable", _bool, True, used=False),
     ConfigDef("compression.type", _str, "producer", used=False),
@@ -190,6 +190,15 @@ class KafkaConfig:
         return int(roll_ms) if roll_ms is not None else int(self.values["log.roll.hours"]) * 3600000
 
     @property
+    def log_retention_ms(self) -> int:
+        """log.retention.ms, else .minutes, else .hours (Kafka's precedence); -1: forever."""
+        if self.values["log.retention.ms"] is not None:
+            return int(self.values["log.retention.ms"])
+        if self.values["log.retention.minutes"] is not None:
+            return int(self.values["log.retention.minutes"]) * 60000
+        return int(self.values["log.retention.hours"]) * 3600000
+
+    @property
     def zookeeper_connection_timeout_ms(self) -> int:
         timeout_ms = self.values["zookeeper.connection.timeout.ms"]
         return int(timeout_ms or self.values["zookeeper.session.timeout.ms"])
@@ -255,6 +264,7 @@ def _validate(config: KafkaConfig) -> None:
     _require_range(config, "socket.request.max.bytes", 1)
     _require_range(config, "queued.max.requests", 1)
     _require_range(config, "zookeeper.session.timeout.ms", 1)
+    _require_range(config, "log.retention.check.interval.ms", 1)
     if config["log.message.timestamp.type"] not in ("CreateTime", "LogAppendTime"):
         raise ConfigError("log.message.timestamp.type must be CreateTime or LogAppendTime")
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from broker.config import KafkaConfig
 from broker.coordinator.transaction.producer_id_manager import ProducerIdManager
 from broker.handlers import build_registry
+from broker.log.cleaner import delete_retained_segments
 from broker.log.log import LogConfig
 from broker.log.manager import LogManager
 from broker.log.meta_properties import ensure_meta_properties
@@ -88,6 +89,7 @@ class KafkaServer:
         self._background = [
             asyncio.create_task(self._reconcile_loop(), name="reconcile"),
             asyncio.create_task(self._checkpoint_loop(), name="checkpoint"),
+            asyncio.create_task(self._retention_loop(), name="retention"),
         ]
         log.info("broker %d started (cluster id %s)", self.broker_id, self.cluster_id)
 
@@ -198,6 +200,28 @@ class KafkaServer:
                 await loop.run_in_executor(None, replica_log.flush)
             await loop.run_in_executor(None, self.log_manager.checkpoint)
 
+    async def _retention_loop(self) -> None:
+        interval_s = self.config["log.retention.check.interval.ms"] / 1000
+        while True:
+            await asyncio.sleep(interval_s)
+            self.apply_retention(int(time.time() * 1000))
+
+    def apply_retention(self, now_ms: int) -> None:
+        """Delete segments past retention.ms / retention.bytes, never above what consumers
+        may still need (the high watermark)."""
+        for partition in self.replica_manager.all_partitions():
+            replica_log = partition.log
+            limit = partition.high_watermark if partition.is_leader else replica_log.log_end_offset
+            deleted = delete_retained_segments(replica_log, now_ms, limit)
+            if deleted:
+                log.info(
+                    "%s-%d: retention deleted %d segment(s); log start offset now %d",
+                    partition.topic,
+                    partition.partition,
+                    deleted,
+                    replica_log.log_start_offset,
+                )
+
     # -- shutdown -------------------------------------------------------------------------
 
     def request_stop(self) -> None:
@@ -233,4 +257,6 @@ def _default_log_config(config: KafkaConfig) -> LogConfig:
         segment_index_bytes=config["log.index.size.max.bytes"],
         max_message_bytes=config["message.max.bytes"],
         message_timestamp_type=config["log.message.timestamp.type"],
+        retention_ms=config.log_retention_ms,
+        retention_bytes=config["log.retention.bytes"],
     )

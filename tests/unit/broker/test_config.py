@@ -112,3 +112,11 @@ def test_empty_advertised_host_means_this_machine() -> None:
     config = build_config(BASE)
     assert config.advertised_listeners[0].host != ""
     assert config.inter_broker_listener_name == "PLAINTEXT"
+
+
+def test_retention_precedence_ms_over_minutes_over_hours() -> None:
+    assert build_config(BASE).log_retention_ms == 168 * 3600000
+    assert build_config({**BASE, "log.retention.hours": "1"}).log_retention_ms == 3600000
+    with_minutes = {**BASE, "log.retention.hours": "1", "log.retention.minutes": "2"}
+    assert build_config(with_minutes).log_retention_ms == 120000
+    assert build_config({**with_minutes, "log.retention.ms": "-1"}).log_retention_ms == -1
