@@ -6,6 +6,8 @@ Tests never import the launcher; they run it as a subprocess, exactly as a perso
 - `make_cluster(**options)`: a factory for tests that need their own cluster (destructive
   tests, other sizes). Options are `up` flags: brokers=1, zookeepers=3,
   overrides={"min.insync.replicas": "2"}.
+- `zk` (module scope): a kazoo client on `cluster`'s ZooKeeper; `zk_session(handle)` is the
+  same as a context manager, for any cluster.
 
 Every cluster is stopped with `down --wipe` at teardown. When a test fails, the tail of every
 broker log (and ZooKeeper log) of the clusters it used is attached to its report.
@@ -28,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kazoo.client import KazooClient
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CLUSTER_SCRIPT = REPO_ROOT / "scripts" / "cluster"
@@ -301,6 +304,24 @@ def cluster() -> Iterator[ClusterHandle]:
     finally:
         handle.down()
         _remove_if_empty(directory.parent)
+
+
+@contextlib.contextmanager
+def zk_session(cluster: ClusterHandle) -> Iterator[KazooClient]:
+    """A kazoo client connected to the cluster's ZooKeeper, stopped and closed on exit."""
+    client = KazooClient(hosts=cluster.zk_connect)
+    client.start(timeout=30)
+    try:
+        yield client
+    finally:
+        client.stop()
+        client.close()
+
+
+@pytest.fixture(scope="module")
+def zk(cluster: ClusterHandle) -> Iterator[KazooClient]:
+    with zk_session(cluster) as client:
+        yield client
 
 
 @pytest.fixture

@@ -14,11 +14,22 @@ from hypothesis import strategies as st
 
 from broker.log.record_codec import SimpleRecord, build_batch, decode_records
 from tests.integration.conftest import ClusterHandle
-from tests.integration.wire import WireClient, api_versions_ok
+from tests.integration.requests import METADATA, PRODUCE, topic_spec
+from tests.integration.wire import (
+    WireClient,
+    api_versions_ok,
+    broker_address,
+    controller_address,
+    create_topics,
+    fetch,
+    first_broker,
+    leader_address,
+    metadata,
+    produce,
+)
 
 TOPIC = "bad-input"
 SMALL_TOPIC = "bad-input-small"
-PRODUCE, FETCH, METADATA, CREATE_TOPICS = 0, 1, 3, 19
 CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, INVALID_TOPIC_EXCEPTION = 2, 10, 17
 SOCKET_REQUEST_MAX_BYTES = 1024 * 1024
 
@@ -26,104 +37,21 @@ SOCKET_REQUEST_MAX_BYTES = 1024 * 1024
 @pytest.fixture(scope="module")
 def leader(cluster: ClusterHandle) -> Iterator[str]:
     """Create the test topics (1 partition, RF 1) and return their leader's address."""
-    with WireClient.to(cluster.bootstrap.split(",")[0]) as client:
-        metadata = client.request(
-            METADATA,
-            9,
-            {
-                "topics": [],
-                "allow_auto_topic_creation": False,
-                "include_cluster_authorized_operations": False,
-                "include_topic_authorized_operations": False,
-            },
-        )
-    controller = f"127.0.0.1:{cluster.broker_port(metadata.controller_id)}"
+    controller = controller_address(cluster)
+    specs = [topic_spec(TOPIC), topic_spec(SMALL_TOPIC, configs={"max.message.bytes": "1000"})]
     with WireClient.to(controller) as client:
-        response = client.request(
-            CREATE_TOPICS,
-            5,
-            {
-                "topics": [
-                    {
-                        "name": TOPIC,
-                        "num_partitions": 1,
-                        "replication_factor": 1,
-                        "assignments": [],
-                        "configs": [],
-                    },
-                    {
-                        "name": SMALL_TOPIC,
-                        "num_partitions": 1,
-                        "replication_factor": 1,
-                        "assignments": [],
-                        "configs": [{"name": "max.message.bytes", "value": "1000"}],
-                    },
-                ],
-                "timeout": 30000,
-                "validate_only": False,
-            },
-        )
+        response = create_topics(client, specs, version=5)
         assert [int(t.error_code) for t in response.topics] == [0, 0]
-    with WireClient.to(controller) as client:
-        metadata = client.request(
-            METADATA,
-            9,
-            {
-                "topics": [{"name": TOPIC}],
-                "allow_auto_topic_creation": False,
-                "include_cluster_authorized_operations": False,
-                "include_topic_authorized_operations": False,
-            },
-        )
-    yield f"127.0.0.1:{cluster.broker_port(metadata.topics[0].partitions[0].leader_id)}"
+    yield leader_address(cluster, TOPIC, via=controller)
 
 
 def _produce(client: WireClient, topic: str, records: bytes) -> Any:
-    response = client.request(
-        PRODUCE,
-        8,
-        {
-            "transactional_id": None,
-            "acks": 1,
-            "timeout": 10000,
-            "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": records}]}],
-        },
-    )
-    return response.responses[0].partition_responses[0]
+    return produce(client, topic, 0, records, acks=1, version=8)
 
 
 def _fetch_all(address: str, topic: str) -> list[bytes | None]:
     with WireClient.to(address) as client:
-        response = client.request(
-            FETCH,
-            11,
-            {
-                "replica_id": -1,
-                "max_wait": 0,
-                "min_bytes": 0,
-                "max_bytes": 50_000_000,
-                "isolation_level": 0,
-                "session_id": 0,
-                "session_epoch": -1,
-                "topics": [
-                    {
-                        "topic": topic,
-                        "partitions": [
-                            {
-                                "partition": 0,
-                                "current_leader_epoch": -1,
-                                "fetch_offset": 0,
-                                "log_start_offset": -1,
-                                "partition_max_bytes": 50_000_000,
-                            }
-                        ],
-                    }
-                ],
-                "forgotten_topics_data": [],
-                "rack_id": "",
-            },
-        )
-    data = response.responses[0].partitions[0]
+        data = fetch(client, topic, 0, 0, version=11)
     assert int(data.error_code) == 0
     return [r.value for r in decode_records(data.records or b"")]
 
@@ -150,67 +78,25 @@ def test_good_records_survive_every_bad_produce(leader: str) -> None:
 
 
 def test_oversize_batch_gets_message_too_large(cluster: ClusterHandle) -> None:
-    address = _leader_of(cluster, SMALL_TOPIC)
+    address = leader_address(cluster, SMALL_TOPIC)
     with WireClient.to(address) as client:
         result = _produce(client, SMALL_TOPIC, _batch(b"x" * 2000))
         assert int(result.error_code) == MESSAGE_TOO_LARGE
         assert int(_produce(client, SMALL_TOPIC, _batch(b"small")).error_code) == 0
 
 
-def _leader_of(cluster: ClusterHandle, topic: str) -> str:
-    with WireClient.to(cluster.bootstrap.split(",")[0]) as client:
-        metadata = client.request(
-            METADATA,
-            9,
-            {
-                "topics": [{"name": topic}],
-                "allow_auto_topic_creation": False,
-                "include_cluster_authorized_operations": False,
-                "include_topic_authorized_operations": False,
-            },
-        )
-    return f"127.0.0.1:{cluster.broker_port(metadata.topics[0].partitions[0].leader_id)}"
-
-
 @pytest.mark.parametrize("name", ["bad name!", "..", "x" * 250, "ünïcode"])
 def test_invalid_topic_names_are_refused(cluster: ClusterHandle, name: str) -> None:
-    address = cluster.bootstrap.split(",")[0]
-    with WireClient.to(address) as client:
-        metadata = client.request(
-            METADATA,
-            9,
-            {
-                "topics": [{"name": name}],
-                "allow_auto_topic_creation": True,
-                "include_cluster_authorized_operations": False,
-                "include_topic_authorized_operations": False,
-            },
-        )
-        assert int(metadata.topics[0].error_code) == INVALID_TOPIC_EXCEPTION
-    controller = f"127.0.0.1:{cluster.broker_port(metadata.controller_id)}"
-    with WireClient.to(controller) as client:
-        response = client.request(
-            CREATE_TOPICS,
-            5,
-            {
-                "topics": [
-                    {
-                        "name": name,
-                        "num_partitions": 1,
-                        "replication_factor": 1,
-                        "assignments": [],
-                        "configs": [],
-                    }
-                ],
-                "timeout": 10000,
-                "validate_only": False,
-            },
-        )
+    with WireClient.to(first_broker(cluster)) as client:
+        response = metadata(client, [name], auto_create=True)
         assert int(response.topics[0].error_code) == INVALID_TOPIC_EXCEPTION
+    with WireClient.to(broker_address(cluster, response.controller_id)) as client:
+        created = create_topics(client, [topic_spec(name)], version=5, timeout_ms=10000)
+        assert int(created.topics[0].error_code) == INVALID_TOPIC_EXCEPTION
 
 
 def test_oversize_frame_closes_connection(cluster: ClusterHandle) -> None:
-    address = cluster.bootstrap.split(",")[0]
+    address = first_broker(cluster)
     with WireClient.to(address) as client:
         client.send_raw(struct.pack(">i", 200 * 1024 * 1024))
         assert client.is_closed_by_peer()
@@ -228,7 +114,7 @@ def test_oversize_frame_closes_connection(cluster: ClusterHandle) -> None:
     ids=["unknown-api-key", "unsupported-version", "garbage-body", "short-header"],
 )
 def test_unparseable_requests_close_the_connection(cluster: ClusterHandle, payload: bytes) -> None:
-    address = cluster.bootstrap.split(",")[0]
+    address = first_broker(cluster)
     with WireClient.to(address) as client:
         client.send_frame(payload)
         assert client.is_closed_by_peer()
@@ -236,7 +122,7 @@ def test_unparseable_requests_close_the_connection(cluster: ClusterHandle, paylo
 
 
 def test_api_versions_of_unknown_version_answers_v0_error(cluster: ClusterHandle) -> None:
-    address = cluster.bootstrap.split(",")[0]
+    address = first_broker(cluster)
     with WireClient.to(address) as client:
         client.send_frame(struct.pack(">hhih", 18, 77, 1, -1) + b"\x00")
         frame = client.read_frame()

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -12,21 +10,10 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
-from tests.integration.conftest import ClusterFactory, ClusterHandle, wait_until
+from tests.integration.conftest import ClusterFactory, ClusterHandle, wait_until, zk_session
 
 SESSION_TIMEOUT_MS = "6000"  # bounds how long a SIGKILLed broker's ephemeral znodes linger
 TIMEOUT_S = 60
-
-
-@contextmanager
-def kazoo(cluster: ClusterHandle) -> Iterator[KazooClient]:
-    client = KazooClient(hosts=cluster.zk_connect)
-    client.start(timeout=30)
-    try:
-        yield client
-    finally:
-        client.stop()
-        client.close()
 
 
 def _json(zk: KazooClient, path: str) -> Any:
@@ -56,7 +43,7 @@ def test_killing_the_controller_elects_another_with_higher_epoch(
 ) -> None:
     cluster = make_cluster(overrides={"zookeeper.session.timeout.ms": SESSION_TIMEOUT_MS})
     _create_topic(cluster, "failover", 6, 3)
-    with kazoo(cluster) as zk:
+    with zk_session(cluster) as zk:
         wait_until(lambda: len(_states(zk, "failover")) == 6, TIMEOUT_S, "partition states")
         old_controller, old_epoch = _controller(zk)
         assert old_controller is not None
@@ -130,7 +117,7 @@ def test_broker_restarted_after_kill_9_serves_acknowledged_data(
     _create_topic(cluster, "durable", 6, 1)
     acked = _produce(cluster.bootstrap, "durable", 5000)
     assert len(acked) == 5000
-    with kazoo(cluster) as zk:
+    with zk_session(cluster) as zk:
         states = _states(zk, "durable")
         victim = states[0]["leader"]
         cluster.kill(victim, "KILL")
@@ -167,7 +154,7 @@ def test_torn_tail_and_corrupt_indexes_are_repaired_on_restart(
         torn.write((0).to_bytes(8, "big") + (4096).to_bytes(4, "big") + b"\x00" * 30)
     segment.with_suffix(".index").write_bytes(b"\xff" * 64)
     segment.with_suffix(".timeindex").unlink(missing_ok=True)
-    with kazoo(cluster) as zk:
+    with zk_session(cluster) as zk:
         wait_until(
             lambda: "1" not in zk.get_children("/brokers/ids"), TIMEOUT_S, "registration expiry"
         )
@@ -186,7 +173,7 @@ def test_paused_controller_is_replaced_and_rejoins_as_a_plain_broker(
     controller (its epoch is fenced), re-register and serve again."""
     cluster = make_cluster(overrides={"zookeeper.session.timeout.ms": SESSION_TIMEOUT_MS})
     _create_topic(cluster, "paused", 6, 1)
-    with kazoo(cluster) as zk:
+    with zk_session(cluster) as zk:
         old_controller, old_epoch = _controller(zk)
         assert old_controller is not None
         cluster.kill(old_controller, "STOP")

@@ -11,18 +11,31 @@ import uuid
 from typing import Any
 
 from broker.log.record_codec import DecodedRecord, SimpleRecord, build_batch, decode_records
-from broker.protocol import adapter
-from broker.protocol.registry import request_class
 from tests.integration.conftest import ClusterHandle, wait_until
-from tests.integration.wire import WireClient
+from tests.integration.requests import (
+    FETCH,
+    HUGE,
+    PRODUCE,
+    fetch_request,
+    produce_request,
+    topic_spec,
+)
+from tests.integration.wire import (
+    WireClient,
+    broker_address,
+    controller_address,
+    create_topics,
+    first_broker,
+    list_offsets,
+    metadata,
+    produce,
+)
 
-PRODUCE, FETCH, LIST_OFFSETS, METADATA, CREATE_TOPICS = 0, 1, 2, 3, 19
 NONE, OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER = 0, 1, 3, 6
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
 FETCH_VERSION = 12
 BASE_TS = 1_700_000_000_000
 TIMEOUT_S = 30
-HUGE = 50_000_000
 
 
 # -- helpers ------------------------------------------------------------------------------
@@ -32,55 +45,18 @@ def _unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-def _address(cluster: ClusterHandle, broker_id: int) -> str:
-    return f"127.0.0.1:{cluster.broker_port(broker_id)}"
-
-
-def _metadata(address: str, topics: list[str] | None) -> Any:
-    with WireClient.to(address) as client:
-        return client.request(
-            METADATA,
-            9,
-            {
-                "topics": None if topics is None else [{"name": t} for t in topics],
-                "allow_auto_topic_creation": False,
-                "include_cluster_authorized_operations": False,
-                "include_topic_authorized_operations": False,
-            },
-        )
-
-
 def _partition_metadata(address: str, topic: str, partition: int = 0) -> Any | None:
-    topics = _metadata(address, [topic]).topics
+    with WireClient.to(address) as client:
+        topics = metadata(client, [topic]).topics
     if not topics or int(topics[0].error_code) != NONE:
         return None
     by_index = {int(p.partition_index): p for p in topics[0].partitions}
     return by_index.get(partition)
 
 
-def _list_offsets(address: str, topic: str, timestamp: int, partition: int = 0) -> Any:
+def _list_offsets(address: str, topic: str, timestamp: int) -> Any:
     with WireClient.to(address) as client:
-        response = client.request(
-            LIST_OFFSETS,
-            7,
-            {
-                "replica_id": -1,
-                "isolation_level": 0,
-                "topics": [
-                    {
-                        "name": topic,
-                        "partitions": [
-                            {
-                                "partition_index": partition,
-                                "current_leader_epoch": -1,
-                                "timestamp": timestamp,
-                            }
-                        ],
-                    }
-                ],
-            },
-        )
-    return response.topics[0].partitions[0]
+        return list_offsets(client, topic, 0, timestamp)
 
 
 def _create_topic(
@@ -91,96 +67,30 @@ def _create_topic(
 ) -> tuple[str, int]:
     """Create a 1-partition topic; return its name and leader id once the leader serves it."""
     name = _unique(prefix)
-    controller_id = int(_metadata(cluster.bootstrap.split(",")[0], []).controller_id)
-    with WireClient.to(_address(cluster, controller_id)) as client:
-        response = client.request(
-            CREATE_TOPICS,
-            5,
-            {
-                "topics": [
-                    {
-                        "name": name,
-                        "num_partitions": 1,
-                        "replication_factor": replication_factor,
-                        "assignments": [],
-                        "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()],
-                    }
-                ],
-                "timeout": 30000,
-                "validate_only": False,
-            },
-        )
+    spec = topic_spec(name, 1, replication_factor, configs)
+    with WireClient.to(controller_address(cluster)) as client:
+        response = create_topics(client, [spec], version=5)
     assert int(response.topics[0].error_code) == NONE, response
     leader: list[int] = []
 
     def leader_serves() -> bool:
         for broker_id in cluster.broker_ids:
-            partition = _partition_metadata(_address(cluster, broker_id), name)
+            partition = _partition_metadata(broker_address(cluster, broker_id), name)
             if partition is None or int(partition.leader_id) < 0:
                 return False
-        partition = _partition_metadata(cluster.bootstrap.split(",")[0], name)
+        partition = _partition_metadata(first_broker(cluster), name)
         assert partition is not None
         leader[:] = [int(partition.leader_id)]
-        result = _list_offsets(_address(cluster, leader[0]), name, LATEST)
+        result = _list_offsets(broker_address(cluster, leader[0]), name, LATEST)
         return int(result.error_code) == NONE
 
     wait_until(leader_serves, TIMEOUT_S, f"a serving leader for {name}")
     return name, leader[0]
 
 
-def _produce_request(topic: str, records: bytes, acks: int = 1, partition: int = 0) -> Any:
-    return {
-        "transactional_id": None,
-        "acks": acks,
-        "timeout": 10000,
-        "topic_data": [
-            {"name": topic, "partition_data": [{"index": partition, "records": records}]}
-        ],
-    }
-
-
 def _produce(address: str, topic: str, records: bytes, partition: int = 0) -> Any:
     with WireClient.to(address) as client:
-        response = client.request(PRODUCE, 9, _produce_request(topic, records, 1, partition))
-    return response.responses[0].partition_responses[0]
-
-
-def _fetch_request(
-    topic: str,
-    offset: int,
-    *,
-    max_wait_ms: int = 0,
-    min_bytes: int = 0,
-    max_bytes: int = HUGE,
-    partition_max_bytes: int = HUGE,
-    partition: int = 0,
-) -> dict[str, Any]:
-    return {
-        "replica_id": -1,
-        "max_wait": max_wait_ms,
-        "min_bytes": min_bytes,
-        "max_bytes": max_bytes,
-        "isolation_level": 0,
-        "session_id": 0,
-        "session_epoch": -1,
-        "topics": [
-            {
-                "topic": topic,
-                "partitions": [
-                    {
-                        "partition": partition,
-                        "current_leader_epoch": -1,
-                        "fetch_offset": offset,
-                        "last_fetched_epoch": -1,
-                        "log_start_offset": -1,
-                        "partition_max_bytes": partition_max_bytes,
-                    }
-                ],
-            }
-        ],
-        "forgotten_topics_data": [],
-        "rack_id": "",
-    }
+        return produce(client, topic, partition, records, acks=1, version=9)
 
 
 def _fetch(
@@ -188,7 +98,7 @@ def _fetch(
 ) -> Any:
     """One Fetch for one partition (top-level error checked); returns its partition data."""
     with WireClient.to(address, timeout_s=30) as client:
-        response = client.request(FETCH, version, _fetch_request(topic, offset, **limits))
+        response = client.request(FETCH, version, fetch_request(topic, 0, offset, **limits))
     assert int(response.error_code) == NONE
     return response.responses[0].partitions[0]
 
@@ -215,12 +125,11 @@ def _produce_ok(address: str, topic: str, records: bytes) -> int:
 
 def test_long_poll_fetch_returns_promptly_when_a_record_arrives(cluster: ClusterHandle) -> None:
     topic, leader = _create_topic(cluster)
-    address = _address(cluster, leader)
-    fields = _fetch_request(topic, 0, max_wait_ms=10_000, min_bytes=1)
-    body = adapter.encode(adapter.build(request_class(FETCH, FETCH_VERSION), fields))
+    address = broker_address(cluster, leader)
+    fields = fetch_request(topic, 0, 0, max_wait_ms=10_000, min_bytes=1)
     with WireClient.to(address, timeout_s=30) as waiting:
         started = time.monotonic()
-        waiting.send_frame(waiting.header(FETCH, FETCH_VERSION) + body)
+        waiting.send(FETCH, FETCH_VERSION, fields)
         # Nothing to read yet: the broker must park the fetch rather than answer empty.
         readable, _, _ = select.select([waiting.sock], [], [], 0.5)
         assert not readable, "fetch at the log end with min_bytes=1 answered before any data"
@@ -242,7 +151,7 @@ def test_long_poll_fetch_returns_promptly_when_a_record_arrives(cluster: Cluster
 
 def test_fetch_with_unmet_min_bytes_waits_for_max_wait(cluster: ClusterHandle) -> None:
     topic, leader = _create_topic(cluster)
-    address = _address(cluster, leader)
+    address = broker_address(cluster, leader)
     _produce_ok(address, topic, _batch([b"small"]))
     started = time.monotonic()
     data = _fetch(address, topic, 0, max_wait_ms=500, min_bytes=HUGE)
@@ -257,22 +166,29 @@ def test_fetch_with_unmet_min_bytes_waits_for_max_wait(cluster: ClusterHandle) -
 # -- byte limits (KIP-74) -----------------------------------------------------------------
 
 
-def test_small_partition_max_bytes_returns_exactly_the_first_whole_batch(
-    cluster: ClusterHandle,
-) -> None:
+def _topic_with_five_batches(cluster: ClusterHandle) -> tuple[str, str, int]:
+    """A new topic holding 5 batches of 3 records (200 x "A", then "B" ... "E"); returns its
+    name, its leader's address and the size of one batch."""
     topic, leader = _create_topic(cluster)
-    address = _address(cluster, leader)
+    address = broker_address(cluster, leader)
     batches = [_batch([bytes([65 + n]) * 200 for _ in range(3)]) for n in range(5)]
     for batch in batches:
         _produce_ok(address, topic, batch)
+    return topic, address, len(batches[0])
+
+
+def test_small_partition_max_bytes_returns_exactly_the_first_whole_batch(
+    cluster: ClusterHandle,
+) -> None:
+    topic, address, size = _topic_with_five_batches(cluster)
     data = _fetch(address, topic, 0, partition_max_bytes=10)
     assert int(data.error_code) == NONE
-    assert len(data.records) == len(batches[0])
+    assert len(data.records) == size
     assert [r.offset for r in _records(data)] == [0, 1, 2]
     assert {r.value for r in _records(data)} == {b"A" * 200}
     # The request-level max_bytes works the same way: the first batch always comes back.
     data = _fetch(address, topic, 0, max_bytes=10)
-    assert len(data.records) == len(batches[0])
+    assert len(data.records) == size
     assert [r.offset for r in _records(data)] == [0, 1, 2]
     # From the middle of the log the first batch at or after the offset is returned whole.
     data = _fetch(address, topic, 4, partition_max_bytes=1)
@@ -282,12 +198,7 @@ def test_small_partition_max_bytes_returns_exactly_the_first_whole_batch(
 def test_larger_byte_limits_return_more_batches_but_never_a_partial_one(
     cluster: ClusterHandle,
 ) -> None:
-    topic, leader = _create_topic(cluster)
-    address = _address(cluster, leader)
-    batches = [_batch([bytes([65 + n]) * 200 for _ in range(3)]) for n in range(5)]
-    for batch in batches:
-        _produce_ok(address, topic, batch)
-    size = len(batches[0])
+    topic, address, size = _topic_with_five_batches(cluster)
     for limit_name in ("partition_max_bytes", "max_bytes"):
         data = _fetch(address, topic, 0, **{limit_name: size * 2 + size // 2})
         assert int(data.error_code) == NONE
@@ -305,7 +216,7 @@ def test_larger_byte_limits_return_more_batches_but_never_a_partial_one(
 
 def test_fetch_offsets_out_of_range_and_at_log_end(cluster: ClusterHandle) -> None:
     topic, leader = _create_topic(cluster)
-    address = _address(cluster, leader)
+    address = broker_address(cluster, leader)
     _produce_ok(address, topic, _batch([b"a", b"b", b"c"]))
     for bad_offset in (4, 1000, -1, -5):
         data = _fetch(address, topic, bad_offset)
@@ -329,7 +240,7 @@ def test_fetch_and_produce_to_a_follower_get_not_leader_or_follower(
 ) -> None:
     topic, leader = _create_topic(cluster, replication_factor=3)
     follower = next(b for b in cluster.broker_ids if b != leader)
-    follower_address = _address(cluster, follower)
+    follower_address = broker_address(cluster, follower)
 
     def follower_knows_leader() -> bool:
         partition = _partition_metadata(follower_address, topic)
@@ -354,7 +265,7 @@ def test_fetch_and_produce_to_a_broker_without_a_replica_get_not_leader_or_follo
     # partition exists in the broker's metadata but the broker holds no replica of it.
     topic, leader = _create_topic(cluster, replication_factor=1)
     other = next(b for b in cluster.broker_ids if b != leader)
-    other_address = _address(cluster, other)
+    other_address = broker_address(cluster, other)
     wait_until(
         lambda: _partition_metadata(other_address, topic) is not None,
         TIMEOUT_S,
@@ -371,7 +282,7 @@ def test_fetch_and_produce_to_an_unknown_topic_get_unknown_topic_or_partition(
 ) -> None:
     topic = _unique("never-created")
     for broker_id in cluster.broker_ids:
-        address = _address(cluster, broker_id)
+        address = broker_address(cluster, broker_id)
         produced = _produce(address, topic, _batch([b"lost"]))
         assert int(produced.error_code) == UNKNOWN_TOPIC_OR_PARTITION
         data = _fetch(address, topic, 0)
@@ -380,7 +291,7 @@ def test_fetch_and_produce_to_an_unknown_topic_get_unknown_topic_or_partition(
         assert int(listed.error_code) == UNKNOWN_TOPIC_OR_PARTITION
     # An unknown partition of an existing topic is unknown too.
     existing, leader = _create_topic(cluster)
-    produced = _produce(_address(cluster, leader), existing, _batch([b"x"]), partition=7)
+    produced = _produce(broker_address(cluster, leader), existing, _batch([b"x"]), partition=7)
     assert int(produced.error_code) == UNKNOWN_TOPIC_OR_PARTITION
 
 
@@ -391,7 +302,7 @@ def test_list_offsets_earliest_latest_by_timestamp_and_max_timestamp(
     cluster: ClusterHandle,
 ) -> None:
     topic, leader = _create_topic(cluster)
-    address = _address(cluster, leader)
+    address = broker_address(cluster, leader)
     empty_latest = _list_offsets(address, topic, LATEST)
     assert (int(empty_latest.error_code), int(empty_latest.offset)) == (NONE, 0)
     assert int(_list_offsets(address, topic, EARLIEST).offset) == 0
@@ -425,26 +336,14 @@ def test_list_offsets_earliest_latest_by_timestamp_and_max_timestamp(
 
 def test_acks_zero_produce_gets_no_response_but_records_land(cluster: ClusterHandle) -> None:
     topic, leader = _create_topic(cluster)
-    address = _address(cluster, leader)
+    address = broker_address(cluster, leader)
     with WireClient.to(address) as client:
         for n in range(3):
-            request = adapter.build(
-                request_class(PRODUCE, 9), _produce_request(topic, _batch([b"fire-%d" % n]), 0)
-            )
-            client.send_frame(client.header(PRODUCE, 9) + adapter.encode(request))
+            client.send(PRODUCE, 9, produce_request(topic, 0, _batch([b"fire-%d" % n]), acks=0))
         # The next frame on this connection must be the Metadata answer (read_response checks
         # its correlation id), so no Produce response was sent in between.
-        metadata = client.request(
-            METADATA,
-            9,
-            {
-                "topics": [{"name": topic}],
-                "allow_auto_topic_creation": False,
-                "include_cluster_authorized_operations": False,
-                "include_topic_authorized_operations": False,
-            },
-        )
-        assert metadata.topics[0].name == topic
+        answer = metadata(client, [topic])
+        assert answer.topics[0].name == topic
         readable, _, _ = select.select([client.sock], [], [], 0.3)
         assert not readable, "a response arrived for an acks=0 produce"
 
@@ -464,7 +363,7 @@ SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index|timeindex)$")
 
 def test_small_segment_bytes_rolls_segments_and_reads_span_them(cluster: ClusterHandle) -> None:
     topic, leader = _create_topic(cluster, configs={"segment.bytes": "2000"})
-    address = _address(cluster, leader)
+    address = broker_address(cluster, leader)
     expected: list[bytes] = []
     for n in range(30):
         values = [b"%04d-" % (2 * n + i) + b"x" * 100 for i in range(2)]

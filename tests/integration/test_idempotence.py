@@ -7,50 +7,30 @@ import asyncio
 import json
 from typing import Any
 
-from kazoo.client import KazooClient
-
 from broker.log.batch import read_batch_header
 from broker.log.record_codec import SimpleRecord, build_batch
-from tests.integration.conftest import ClusterHandle
-from tests.integration.wire import WireClient
+from tests.integration.conftest import ClusterHandle, zk_session
+from tests.integration.requests import INIT_PRODUCER_ID, topic_spec
+from tests.integration.wire import (
+    WireClient,
+    controller_address,
+    create_topics,
+    fetch,
+    leader_address,
+    produce,
+)
 
-PRODUCE, FETCH, METADATA, CREATE_TOPICS, INIT_PRODUCER_ID = 0, 1, 3, 19, 22
 OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH = 45, 47
 COUNT = 2000
 
 
-def _metadata(client: WireClient, topics: list[str] | None) -> Any:
-    return client.request(
-        METADATA,
-        9,
-        {
-            "topics": None if topics is None else [{"name": t} for t in topics],
-            "allow_auto_topic_creation": False,
-            "include_cluster_authorized_operations": False,
-            "include_topic_authorized_operations": False,
-        },
-    )
-
-
 def _create(cluster: ClusterHandle, topic: str, partitions: int) -> str:
     """Create `topic` (RF 1) and return the address of partition 0's leader."""
-    first = cluster.bootstrap.split(",")[0]
-    with WireClient.to(first) as client:
-        controller_id = _metadata(client, []).controller_id
-    with WireClient("127.0.0.1", cluster.broker_port(controller_id)) as client:
-        topic_spec = {
-            "name": topic,
-            "num_partitions": partitions,
-            "replication_factor": 1,
-            "assignments": [],
-            "configs": [],
-        }
-        response = client.request(
-            CREATE_TOPICS, 5, {"topics": [topic_spec], "timeout": 30000, "validate_only": False}
-        )
+    controller = controller_address(cluster)
+    with WireClient.to(controller) as client:
+        response = create_topics(client, [topic_spec(topic, partitions)], version=5)
         assert int(response.topics[0].error_code) == 0
-        leader = _metadata(client, [topic]).topics[0].partitions[0].leader_id
-    return f"127.0.0.1:{cluster.broker_port(leader)}"
+    return leader_address(cluster, topic, via=controller)
 
 
 def _init_producer_id(address: str) -> int:
@@ -70,17 +50,7 @@ def _init_producer_id(address: str) -> int:
 
 
 def _produce(client: WireClient, topic: str, batch: bytes) -> Any:
-    response = client.request(
-        PRODUCE,
-        8,
-        {
-            "transactional_id": None,
-            "acks": -1,
-            "timeout": 10000,
-            "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
-        },
-    )
-    return response.responses[0].partition_responses[0]
+    return produce(client, topic, 0, batch, acks=-1, version=8)
 
 
 def _batch(producer_id: int, epoch: int, sequence: int) -> bytes:
@@ -93,12 +63,8 @@ def _batch(producer_id: int, epoch: int, sequence: int) -> bytes:
 def test_producer_ids_are_unique_across_brokers(cluster: ClusterHandle) -> None:
     ids = [_init_producer_id(address) for address in cluster.bootstrap.split(",") * 2]
     assert len(set(ids)) == len(ids)
-    client = KazooClient(hosts=cluster.zk_connect)
-    client.start(timeout=30)
-    try:
-        block = json.loads(client.get("/latest_producer_id_block")[0])
-    finally:
-        client.stop()
+    with zk_session(cluster) as zk:
+        block = json.loads(zk.get("/latest_producer_id_block")[0])
     assert set(block) == {"version", "broker", "block_start", "block_end"}
     assert block["version"] == 1 and block["broker"] in cluster.broker_ids
     assert int(block["block_end"]) - int(block["block_start"]) == 999
@@ -122,36 +88,7 @@ def test_retries_are_deduplicated_and_gaps_refused(cluster: ClusterHandle) -> No
         assert int(bumped.error_code) == 0
         stale = _produce(client, "idempotent-wire", _batch(producer_id, 0, 9))
         assert int(stale.error_code) == INVALID_PRODUCER_EPOCH
-        fetched = client.request(
-            FETCH,
-            11,
-            {
-                "replica_id": -1,
-                "max_wait": 0,
-                "min_bytes": 0,
-                "max_bytes": 1 << 20,
-                "isolation_level": 0,
-                "session_id": 0,
-                "session_epoch": -1,
-                "topics": [
-                    {
-                        "topic": "idempotent-wire",
-                        "partitions": [
-                            {
-                                "partition": 0,
-                                "current_leader_epoch": -1,
-                                "fetch_offset": 0,
-                                "log_start_offset": -1,
-                                "partition_max_bytes": 1 << 20,
-                            }
-                        ],
-                    }
-                ],
-                "forgotten_topics_data": [],
-                "rack_id": "",
-            },
-        )
-    data = fetched.responses[0].partitions[0]
+        data = fetch(client, "idempotent-wire", 0, 0, version=11)
     assert data.high_watermark == 12  # 4 batches of 3: the retry was not written again
     header = read_batch_header(data.records, 0)
     assert (header.producer_id, header.producer_epoch, header.base_sequence) == (producer_id, 0, 0)

@@ -7,8 +7,6 @@ from __future__ import annotations
 import base64
 import json
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -16,10 +14,23 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from broker.log.record_codec import SimpleRecord, build_batch, decode_records
-from tests.integration.conftest import ClusterFactory, ClusterHandle, wait_until
-from tests.integration.wire import WireClient
+from tests.integration.conftest import ClusterFactory, ClusterHandle, wait_until, zk_session
+from tests.integration.requests import topic_spec
+from tests.integration.wire import (
+    WireClient,
+    broker_address,
+    controller_address,
+    controller_id,
+    create_topics,
+    delete_topics,
+    fetch,
+    first_broker,
+    leader_address,
+    list_offsets,
+    metadata,
+    produce,
+)
 
-PRODUCE, FETCH, LIST_OFFSETS, METADATA, CREATE_TOPICS, DELETE_TOPICS = 0, 1, 2, 3, 19, 20
 NONE, UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE = 0, 3, 5
 TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR = 36, 37, 38
 INVALID_REPLICA_ASSIGNMENT, INVALID_CONFIG, NOT_CONTROLLER = 39, 40, 41
@@ -34,44 +45,14 @@ def _unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-def _address(cluster: ClusterHandle, broker_id: int) -> str:
-    return f"127.0.0.1:{cluster.broker_port(broker_id)}"
-
-
-@contextmanager
-def _kazoo(cluster: ClusterHandle) -> Iterator[KazooClient]:
-    client = KazooClient(hosts=cluster.zk_connect)
-    client.start(timeout=30)
-    try:
-        yield client
-    finally:
-        client.stop()
-        client.close()
-
-
 def _metadata(
     address: str,
     topics: list[str] | None,
     version: int = 9,
     allow_auto_create: bool = False,
 ) -> Any:
-    if topics is None:
-        entries = None
-    elif version >= 10:
-        entries = [{"name": t, "topic_id": None} for t in topics]
-    else:
-        entries = [{"name": t} for t in topics]
     with WireClient.to(address) as client:
-        return client.request(
-            METADATA,
-            version,
-            {
-                "topics": entries,
-                "allow_auto_topic_creation": allow_auto_create,
-                "include_cluster_authorized_operations": False,
-                "include_topic_authorized_operations": False,
-            },
-        )
+        return metadata(client, topics, version, allow_auto_create)
 
 
 def _topic_metadata(address: str, topic: str, version: int = 9) -> Any:
@@ -80,56 +61,26 @@ def _topic_metadata(address: str, topic: str, version: int = 9) -> Any:
     return topics[0]
 
 
-def _controller_id(cluster: ClusterHandle) -> int:
-    return int(_metadata(cluster.bootstrap.split(",")[0], []).controller_id)
-
-
 def _non_controller_id(cluster: ClusterHandle) -> int:
-    controller = _controller_id(cluster)
+    controller = controller_id(cluster)
     return next(b for b in cluster.broker_ids if b != controller)
-
-
-def _topic_spec(
-    name: str,
-    partitions: int = 1,
-    replication_factor: int = 1,
-    configs: dict[str, str] | None = None,
-    assignments: dict[int, list[int]] | None = None,
-) -> dict[str, Any]:
-    return {
-        "name": name,
-        "num_partitions": partitions,
-        "replication_factor": replication_factor,
-        "assignments": [
-            {"partition_index": p, "broker_ids": brokers}
-            for p, brokers in (assignments or {}).items()
-        ],
-        "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()],
-    }
 
 
 def _create_topics(address: str, specs: list[dict[str, Any]], validate_only: bool = False) -> Any:
     with WireClient.to(address, timeout_s=40) as client:
-        response = client.request(
-            CREATE_TOPICS, 7, {"topics": specs, "timeout": 30000, "validate_only": validate_only}
-        )
+        response = create_topics(client, specs, version=7, validate_only=validate_only)
     return {t.name: t for t in response.topics}
 
 
 def _create_topic(cluster: ClusterHandle, name: str, partitions: int = 1, rf: int = 1) -> Any:
-    controller = _address(cluster, _controller_id(cluster))
-    result = _create_topics(controller, [_topic_spec(name, partitions, rf)])[name]
+    result = _create_topics(controller_address(cluster), [topic_spec(name, partitions, rf)])[name]
     assert int(result.error_code) == NONE, result
     return result
 
 
 def _delete_topics(address: str, names: list[str]) -> dict[str, int]:
     with WireClient.to(address, timeout_s=40) as client:
-        response = client.request(
-            DELETE_TOPICS,
-            6,
-            {"topics": [{"name": n, "topic_id": None} for n in names], "timeout": 30000},
-        )
+        response = delete_topics(client, names, version=6)
     return {r.name: int(r.error_code) for r in response.responses}
 
 
@@ -161,7 +112,7 @@ def _leader_is_none(address: str, topic: str) -> bool:
 def _leaders_ready(cluster: ClusterHandle, topic: str, partitions: int) -> bool:
     """Every broker's metadata shows `partitions` partitions, each with a live leader."""
     for broker_id in cluster.broker_ids:
-        metadata = _metadata(_address(cluster, broker_id), [topic])
+        metadata = _metadata(broker_address(cluster, broker_id), [topic])
         live = {int(b.node_id) for b in metadata.brokers}
         entry = metadata.topics[0]
         if int(entry.error_code) != NONE or len(entry.partitions) != partitions:
@@ -185,84 +136,21 @@ def _partition_dirs(cluster: ClusterHandle, topic: str) -> list[Path]:
     return found
 
 
-def _leader_address(cluster: ClusterHandle, topic: str) -> str:
-    partition = _topic_metadata(cluster.bootstrap.split(",")[0], topic).partitions[0]
-    return _address(cluster, int(partition.leader_id))
-
-
 def _latest_offset(address: str, topic: str) -> tuple[int, int]:
     with WireClient.to(address) as client:
-        response = client.request(
-            LIST_OFFSETS,
-            7,
-            {
-                "replica_id": -1,
-                "isolation_level": 0,
-                "topics": [
-                    {
-                        "name": topic,
-                        "partitions": [
-                            {"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}
-                        ],
-                    }
-                ],
-            },
-        )
-    result = response.topics[0].partitions[0]
+        result = list_offsets(client, topic, 0, -1)
     return int(result.error_code), int(result.offset)
 
 
 def _produce(address: str, topic: str, values: list[bytes]) -> int:
     records = build_batch([SimpleRecord(None, v, (), 1_700_000_000_000) for v in values])
     with WireClient.to(address) as client:
-        response = client.request(
-            PRODUCE,
-            9,
-            {
-                "transactional_id": None,
-                "acks": -1,
-                "timeout": 10000,
-                "topic_data": [
-                    {"name": topic, "partition_data": [{"index": 0, "records": records}]}
-                ],
-            },
-        )
-    return int(response.responses[0].partition_responses[0].error_code)
+        return int(produce(client, topic, 0, records, acks=-1, version=9).error_code)
 
 
 def _fetch_from_start(address: str, topic: str) -> Any:
     with WireClient.to(address) as client:
-        response = client.request(
-            FETCH,
-            12,
-            {
-                "replica_id": -1,
-                "max_wait": 0,
-                "min_bytes": 0,
-                "max_bytes": 10_000_000,
-                "isolation_level": 0,
-                "session_id": 0,
-                "session_epoch": -1,
-                "topics": [
-                    {
-                        "topic": topic,
-                        "partitions": [
-                            {
-                                "partition": 0,
-                                "current_leader_epoch": -1,
-                                "fetch_offset": 0,
-                                "last_fetched_epoch": -1,
-                                "log_start_offset": -1,
-                                "partition_max_bytes": 10_000_000,
-                            }
-                        ],
-                    }
-                ],
-                "forgotten_topics_data": [],
-                "rack_id": "",
-            },
-        )
-    return response.responses[0].partitions[0]
+        return fetch(client, topic, 0, 0, version=12)
 
 
 # -- CreateTopics / DeleteTopics on a non-controller --------------------------------------
@@ -271,9 +159,9 @@ def _fetch_from_start(address: str, topic: str) -> Any:
 def test_create_and_delete_topics_on_a_non_controller_get_not_controller(
     cluster: ClusterHandle,
 ) -> None:
-    other = _address(cluster, _non_controller_id(cluster))
+    other = broker_address(cluster, _non_controller_id(cluster))
     names = [_unique("nc-a"), _unique("nc-b")]
-    results = _create_topics(other, [_topic_spec(n) for n in names])
+    results = _create_topics(other, [topic_spec(n) for n in names])
     assert {n: int(r.error_code) for n, r in results.items()} == dict.fromkeys(
         names, NOT_CONTROLLER
     )
@@ -292,7 +180,7 @@ def test_create_and_delete_topics_on_a_non_controller_get_not_controller(
         names[0]: NOT_CONTROLLER,
     }
     assert int(_topic_metadata(other, existing).error_code) == NONE
-    with _kazoo(cluster) as zk:
+    with zk_session(cluster) as zk:
         assert zk.exists(f"/admin/delete_topics/{existing}") is None
         assert _zk_topic(zk, existing) is not None
 
@@ -301,23 +189,23 @@ def test_create_and_delete_topics_on_a_non_controller_get_not_controller(
 
 
 def test_create_topics_errors_on_the_controller(cluster: ClusterHandle) -> None:
-    controller = _address(cluster, _controller_id(cluster))
+    controller = controller_address(cluster)
     existing = _unique("exists")
     _create_topic(cluster, existing)
     cases = {
-        existing: (_topic_spec(existing), TOPIC_ALREADY_EXISTS),
-        _unique("zero-partitions"): (_topic_spec("", partitions=0), INVALID_PARTITIONS),
-        _unique("rf4"): (_topic_spec("", replication_factor=4), INVALID_REPLICATION_FACTOR),
+        existing: (topic_spec(existing), TOPIC_ALREADY_EXISTS),
+        _unique("zero-partitions"): (topic_spec("", partitions=0), INVALID_PARTITIONS),
+        _unique("rf4"): (topic_spec("", replication_factor=4), INVALID_REPLICATION_FACTOR),
         _unique("unknown-config"): (
-            _topic_spec("", configs={"no.such.config": "1"}),
+            topic_spec("", configs={"no.such.config": "1"}),
             INVALID_CONFIG,
         ),
         _unique("bad-value"): (
-            _topic_spec("", configs={"retention.ms": "not-a-number"}),
+            topic_spec("", configs={"retention.ms": "not-a-number"}),
             INVALID_CONFIG,
         ),
         _unique("bad-policy"): (
-            _topic_spec("", configs={"cleanup.policy": "shred"}),
+            topic_spec("", configs={"cleanup.policy": "shred"}),
             INVALID_CONFIG,
         ),
     }
@@ -329,45 +217,43 @@ def test_create_topics_errors_on_the_controller(cluster: ClusterHandle) -> None:
     for name in cases:
         if name != existing:
             assert _is_unknown(controller, name), name
-    with _kazoo(cluster) as zk:
+    with zk_session(cluster) as zk:
         for name in cases:
             if name != existing:
                 assert _zk_topic(zk, name) is None, name
 
 
 def test_validate_only_creates_nothing(cluster: ClusterHandle) -> None:
-    controller = _address(cluster, _controller_id(cluster))
+    controller = controller_address(cluster)
     name = _unique("validate-only")
-    results = _create_topics(controller, [_topic_spec(name, 4, 2)], validate_only=True)
+    results = _create_topics(controller, [topic_spec(name, 4, 2)], validate_only=True)
     assert int(results[name].error_code) == NONE
     assert int(results[name].num_partitions) == 4
     assert int(results[name].replication_factor) == 2
     # validate_only still reports errors.
     bad = _unique("validate-only-bad")
-    results = _create_topics(controller, [_topic_spec(bad, 0)], validate_only=True)
+    results = _create_topics(controller, [topic_spec(bad, 0)], validate_only=True)
     assert int(results[bad].error_code) == INVALID_PARTITIONS
     for broker_id in cluster.broker_ids:
-        assert _is_unknown(_address(cluster, broker_id), name)
-    with _kazoo(cluster) as zk:
+        assert _is_unknown(broker_address(cluster, broker_id), name)
+    with zk_session(cluster) as zk:
         assert _zk_topic(zk, name) is None
         assert zk.exists(f"/config/topics/{name}") is None
     assert _partition_dirs(cluster, name) == []
 
 
 def test_explicit_assignments_are_honoured(cluster: ClusterHandle) -> None:
-    controller = _address(cluster, _controller_id(cluster))
+    controller = controller_address(cluster)
     name = _unique("assigned")
     # Kafka wants the same replica count for every partition (else INVALID_REPLICA_ASSIGNMENT).
     uneven = _unique("uneven")
-    spec = _topic_spec(
-        uneven, partitions=-1, replication_factor=-1, assignments={0: [1, 2], 1: [3]}
-    )
+    spec = topic_spec(uneven, partitions=-1, replication_factor=-1, assignments={0: [1, 2], 1: [3]})
     assert int(_create_topics(controller, [spec])[uneven].error_code) == INVALID_REPLICA_ASSIGNMENT
     assignments = {0: [2, 3], 1: [3, 1], 2: [1, 2]}
-    spec = _topic_spec(name, partitions=-1, replication_factor=-1, assignments=assignments)
+    spec = topic_spec(name, partitions=-1, replication_factor=-1, assignments=assignments)
     results = _create_topics(controller, [spec])
     assert int(results[name].error_code) == NONE
-    with _kazoo(cluster) as zk:
+    with zk_session(cluster) as zk:
         znode = _zk_topic(zk, name)
     assert znode is not None
     assert znode["partitions"] == {str(p): brokers for p, brokers in assignments.items()}
@@ -384,27 +270,27 @@ def test_explicit_assignments_are_honoured(cluster: ClusterHandle) -> None:
 
 def test_metadata_auto_creates_topics_with_num_partitions(make_cluster: ClusterFactory) -> None:
     cluster = make_cluster(overrides={"num.partitions": "3"})
-    address = cluster.bootstrap.split(",")[0]
+    address = first_broker(cluster)
     name = _unique("auto")
     first = _metadata(address, [name], version=9, allow_auto_create=True).topics[0]
     assert first.name == name
     assert int(first.error_code) in (LEADER_NOT_AVAILABLE, NONE)
     wait_until(lambda: _leaders_ready(cluster, name, 3), TIMEOUT_S, "the auto-created topic")
-    with _kazoo(cluster) as zk:
+    with zk_session(cluster) as zk:
         znode = _zk_topic(zk, name)
     assert znode is not None
     assert sorted(znode["partitions"]) == ["0", "1", "2"]
 
 
 def test_metadata_without_allow_auto_create_does_not_create(cluster: ClusterHandle) -> None:
-    address = cluster.bootstrap.split(",")[0]
+    address = first_broker(cluster)
     name = _unique("no-auto")
     entry = _metadata(address, [name], version=9, allow_auto_create=False).topics[0]
     assert int(entry.error_code) == UNKNOWN_TOPIC_OR_PARTITION
     assert list(entry.partitions) == []
     # Ask again so any (wrong) creation started by the first request would have shown up.
     assert _is_unknown(address, name)
-    with _kazoo(cluster) as zk:
+    with zk_session(cluster) as zk:
         assert _zk_topic(zk, name) is None
 
 
@@ -412,13 +298,13 @@ def test_auto_create_disabled_in_broker_config_does_not_create(
     make_cluster: ClusterFactory,
 ) -> None:
     cluster = make_cluster(overrides={"auto.create.topics.enable": "false"})
-    address = cluster.bootstrap.split(",")[0]
+    address = first_broker(cluster)
     name = _unique("auto-off")
     for version in (3, 9, 11):
         entry = _metadata(address, [name], version=version, allow_auto_create=True).topics[0]
         assert int(entry.error_code) == UNKNOWN_TOPIC_OR_PARTITION, version
     assert _is_unknown(address, name)
-    with _kazoo(cluster) as zk:
+    with zk_session(cluster) as zk:
         assert _zk_topic(zk, name) is None
 
 
@@ -433,7 +319,7 @@ def test_delete_topics_removes_metadata_and_logs_and_recreate_starts_empty(
     old_id = created.topic_id
     assert old_id not in (None, ZERO_UUID)
     wait_until(lambda: _leaders_ready(cluster, name, 2), TIMEOUT_S, "leaders of the new topic")
-    leader = _leader_address(cluster, name)
+    leader = leader_address(cluster, name)
     assert _produce(leader, name, [b"old-1", b"old-2"]) == NONE
     wait_until(
         lambda: len(_partition_dirs(cluster, name)) == 6,
@@ -441,17 +327,17 @@ def test_delete_topics_removes_metadata_and_logs_and_recreate_starts_empty(
         "2 partition directories on each of the 3 brokers",
     )
 
-    controller = _address(cluster, _controller_id(cluster))
+    controller = controller_address(cluster)
     assert _delete_topics(controller, [name]) == {name: NONE}
     for broker_id in cluster.broker_ids:
-        address = _address(cluster, broker_id)
+        address = broker_address(cluster, broker_id)
         wait_until(partial(_is_unknown, address, name), TIMEOUT_S, f"{name} gone at {address}")
     wait_until(
         lambda: _partition_dirs(cluster, name) == [],
         TIMEOUT_S,
         "partition directories removed from every broker",
     )
-    with _kazoo(cluster) as zk:
+    with zk_session(cluster) as zk:
         wait_until(
             lambda: (
                 _zk_topic(zk, name) is None and zk.exists(f"/admin/delete_topics/{name}") is None
@@ -466,7 +352,7 @@ def test_delete_topics_removes_metadata_and_logs_and_recreate_starts_empty(
     assert recreated.topic_id not in (None, ZERO_UUID, old_id)
     wait_until(lambda: _leaders_ready(cluster, name, 1), TIMEOUT_S, "leaders of the new topic")
     assert _topic_metadata(controller, name, version=11).topic_id == recreated.topic_id
-    leader = _leader_address(cluster, name)
+    leader = leader_address(cluster, name)
 
     def empty_log_served() -> bool:
         return _latest_offset(leader, name) == (NONE, 0)
@@ -487,7 +373,7 @@ def test_metadata_lists_all_topics_brokers_controller_and_topic_ids(
     names = [_unique("listed-a"), _unique("listed-b")]
     results = {name: _create_topic(cluster, name, partitions=2) for name in names}
     for broker_id in cluster.broker_ids:
-        address = _address(cluster, broker_id)
+        address = broker_address(cluster, broker_id)
         wait_until(
             partial(_knows_all, address, names),
             TIMEOUT_S,
@@ -507,16 +393,16 @@ def test_metadata_lists_all_topics_brokers_controller_and_topic_ids(
             assert brokers == {
                 b: ("127.0.0.1", cluster.broker_port(b)) for b in cluster.broker_ids
             }, version
-            with _kazoo(cluster) as zk:
+            with zk_session(cluster) as zk:
                 controller = json.loads(zk.get("/controller")[0])["brokerid"]
             assert int(metadata.controller_id) == controller
 
-    with _kazoo(cluster) as zk:
+    with zk_session(cluster) as zk:
         for name in names:
             znode = _zk_topic(zk, name)
             assert znode is not None
             for version in (10, 11):
-                entry = _topic_metadata(cluster.bootstrap.split(",")[0], name, version)
+                entry = _topic_metadata(first_broker(cluster), name, version)
                 assert entry.topic_id not in (None, ZERO_UUID)
                 assert _kafka_uuid(entry.topic_id) == znode["topic_id"]
                 assert len(znode["topic_id"]) == 22
@@ -530,11 +416,11 @@ def test_metadata_reports_offline_partition_when_its_only_replica_dies(
     make_cluster: ClusterFactory,
 ) -> None:
     cluster = make_cluster(overrides={"zookeeper.session.timeout.ms": "6000"})
-    controller_id = _controller_id(cluster)
-    victim = next(b for b in cluster.broker_ids if b != controller_id)
-    survivor = _address(cluster, controller_id)
+    controller = controller_id(cluster)
+    victim = next(b for b in cluster.broker_ids if b != controller)
+    survivor = broker_address(cluster, controller)
     name = _unique("offline")
-    spec = _topic_spec(name, partitions=-1, replication_factor=-1, assignments={0: [victim]})
+    spec = topic_spec(name, partitions=-1, replication_factor=-1, assignments={0: [victim]})
     assert int(_create_topics(survivor, [spec])[name].error_code) == NONE
     wait_until(lambda: _leaders_ready(cluster, name, 1), TIMEOUT_S, "the topic's leader")
     assert int(_topic_metadata(survivor, name).partitions[0].leader_id) == victim
@@ -549,7 +435,7 @@ def test_metadata_reports_offline_partition_when_its_only_replica_dies(
     for broker_id in cluster.broker_ids:
         if broker_id == victim:
             continue
-        address = _address(cluster, broker_id)
+        address = broker_address(cluster, broker_id)
         wait_until(
             partial(_leader_is_none, address, name),
             TIMEOUT_S,

@@ -4,28 +4,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from kazoo.client import KazooClient
 
 from tests.integration.conftest import ClusterHandle, wait_until
-from tests.integration.wire import WireClient
+from tests.integration.requests import topic_spec
+from tests.integration.wire import WireClient, controller_address, create_topics, delete_topics
 
 TOPIC = "znode-format"
 BASE64_UUID = re.compile(r"^[A-Za-z0-9_-]{22}$")
-
-
-@pytest.fixture(scope="module")
-def zk(cluster: ClusterHandle) -> Iterator[KazooClient]:
-    client = KazooClient(hosts=cluster.zk_connect)
-    client.start(timeout=30)
-    try:
-        yield client
-    finally:
-        client.stop()
-        client.close()
 
 
 def _json(zk: KazooClient, path: str) -> Any:
@@ -33,26 +21,10 @@ def _json(zk: KazooClient, path: str) -> Any:
     return json.loads(data)
 
 
-def _create_topic(cluster: ClusterHandle, zk: KazooClient) -> None:
-    controller_id = _json(zk, "/controller")["brokerid"]
-    with WireClient("127.0.0.1", cluster.broker_port(controller_id)) as client:
-        response = client.request(
-            19,
-            7,
-            {
-                "topics": [
-                    {
-                        "name": TOPIC,
-                        "num_partitions": 6,
-                        "replication_factor": 3,
-                        "assignments": [],
-                        "configs": [{"name": "retention.ms", "value": "3600000"}],
-                    }
-                ],
-                "timeout": 30000,
-                "validate_only": False,
-            },
-        )
+def _create_topic(cluster: ClusterHandle) -> None:
+    spec = topic_spec(TOPIC, 6, 3, configs={"retention.ms": "3600000"})
+    with WireClient.to(controller_address(cluster)) as client:
+        response = create_topics(client, [spec])
     assert int(response.topics[0].error_code) == 0, response
 
 
@@ -103,7 +75,7 @@ def test_cluster_id_and_controller(cluster: ClusterHandle, zk: KazooClient) -> N
 
 
 def test_topic_znodes(cluster: ClusterHandle, zk: KazooClient) -> None:
-    _create_topic(cluster, zk)
+    _create_topic(cluster)
     topic = _json(zk, f"/brokers/topics/{TOPIC}")
     assert topic["version"] == 3 and BASE64_UUID.match(topic["topic_id"])
     assert topic["adding_replicas"] == {} and topic["removing_replicas"] == {}
@@ -129,27 +101,10 @@ def test_topic_znodes(cluster: ClusterHandle, zk: KazooClient) -> None:
 
 def test_delete_topic_removes_znodes(cluster: ClusterHandle, zk: KazooClient) -> None:
     name = "znode-delete-me"
-    controller_id = _json(zk, "/controller")["brokerid"]
-    with WireClient("127.0.0.1", cluster.broker_port(controller_id)) as client:
-        created = client.request(
-            19,
-            7,
-            {
-                "topics": [
-                    {
-                        "name": name,
-                        "num_partitions": 2,
-                        "replication_factor": 1,
-                        "assignments": [],
-                        "configs": [],
-                    }
-                ],
-                "timeout": 30000,
-                "validate_only": False,
-            },
-        )
+    with WireClient.to(controller_address(cluster)) as client:
+        created = create_topics(client, [topic_spec(name, 2)])
         assert int(created.topics[0].error_code) == 0
-        deleted = client.request(20, 5, {"topic_names": [name], "timeout": 30000})
+        deleted = delete_topics(client, [name], version=5)
         assert int(deleted.responses[0].error_code) == 0
     for path in (
         f"/brokers/topics/{name}",

@@ -1,4 +1,6 @@
-"""A minimal Kafka wire client for tests: exact requests, raw bytes, and clean-close checks."""
+"""A minimal Kafka wire client for tests: exact requests, raw bytes, and clean-close checks;
+plus the few one-request operations (Metadata, CreateTopics, Produce, Fetch, ...) and address
+look-ups the wire tests share. Request bodies are built in `requests.py`."""
 
 from __future__ import annotations
 
@@ -10,8 +12,25 @@ from kio.serial import entity_reader
 
 from broker.protocol import adapter
 from broker.protocol.registry import is_flexible, request_class, response_class
+from tests.integration.conftest import ClusterHandle, wait_until
+from tests.integration.requests import (
+    CREATE_TOPICS,
+    DELETE_TOPICS,
+    FETCH,
+    HUGE,
+    LIST_OFFSETS,
+    METADATA,
+    PRODUCE,
+    create_topics_request,
+    delete_topics_request,
+    fetch_request,
+    list_offsets_request,
+    metadata_request,
+    produce_request,
+)
 
 API_VERSIONS = 18
+LEADER_WAIT_S = 30
 
 
 class WireClient:
@@ -45,9 +64,13 @@ class WireClient:
         fixed = struct.pack(">hhih", api_key, version, self._correlation_id, len(raw_id)) + raw_id
         return fixed + (b"\x00" if is_flexible(api_key, version) else b"")
 
-    def request(self, api_key: int, version: int, fields: dict[str, Any]) -> Any:
+    def send(self, api_key: int, version: int, fields: dict[str, Any]) -> None:
+        """Send one request without reading its response (acks=0, long polls)."""
         body = adapter.encode(adapter.build(request_class(api_key, version), fields))
         self.send_frame(self.header(api_key, version) + body)
+
+    def request(self, api_key: int, version: int, fields: dict[str, Any]) -> Any:
+        self.send(api_key, version, fields)
         return self.read_response(api_key, version)
 
     def read_response(self, api_key: int, version: int) -> Any:
@@ -98,3 +121,120 @@ def api_versions_ok(address: str) -> bool:
             API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"}
         )
         return int(response.error_code) == 0 and len(response.api_keys) > 0
+
+
+# -- one-request operations ---------------------------------------------------------------
+
+
+def metadata(
+    client: WireClient, topics: list[str] | None = None, version: int = 9, auto_create: bool = False
+) -> Any:
+    """Metadata for `topics` (None: every topic; []: none, or every topic at v0)."""
+    return client.request(METADATA, version, metadata_request(topics, auto_create))
+
+
+def create_topics(
+    client: WireClient,
+    specs: list[dict[str, Any]],
+    version: int = 7,
+    timeout_ms: int = 30000,
+    validate_only: bool = False,
+) -> Any:
+    """CreateTopics for `specs` (see `requests.topic_spec`); returns the whole response."""
+    return client.request(
+        CREATE_TOPICS, version, create_topics_request(specs, timeout_ms, validate_only)
+    )
+
+
+def delete_topics(
+    client: WireClient, names: list[str], version: int = 6, timeout_ms: int = 30000
+) -> Any:
+    return client.request(DELETE_TOPICS, version, delete_topics_request(names, timeout_ms))
+
+
+def produce(
+    client: WireClient,
+    topic: str,
+    partition: int,
+    records: bytes,
+    acks: int = 1,
+    version: int = 9,
+) -> Any:
+    """Produce one batch to one partition (acks 1 or -1); returns that partition's result."""
+    response = client.request(PRODUCE, version, produce_request(topic, partition, records, acks))
+    return response.responses[0].partition_responses[0]
+
+
+def fetch(
+    client: WireClient,
+    topic: str,
+    partition: int,
+    offset: int,
+    version: int = 12,
+    *,
+    max_wait_ms: int = 0,
+    min_bytes: int = 0,
+    max_bytes: int = HUGE,
+    partition_max_bytes: int = HUGE,
+) -> Any:
+    """Fetch one partition from `offset` (no waiting by default); returns its data."""
+    fields = fetch_request(
+        topic,
+        partition,
+        offset,
+        max_wait_ms=max_wait_ms,
+        min_bytes=min_bytes,
+        max_bytes=max_bytes,
+        partition_max_bytes=partition_max_bytes,
+    )
+    return client.request(FETCH, version, fields).responses[0].partitions[0]
+
+
+def list_offsets(
+    client: WireClient, topic: str, partition: int, timestamp: int, version: int = 7
+) -> Any:
+    """ListOffsets for one partition; returns that partition's result."""
+    response = client.request(
+        LIST_OFFSETS, version, list_offsets_request(topic, partition, timestamp)
+    )
+    return response.topics[0].partitions[0]
+
+
+# -- addresses ----------------------------------------------------------------------------
+
+
+def broker_address(cluster: ClusterHandle, broker_id: int) -> str:
+    return f"127.0.0.1:{cluster.broker_port(broker_id)}"
+
+
+def first_broker(cluster: ClusterHandle) -> str:
+    return cluster.bootstrap.split(",")[0]
+
+
+def controller_id(cluster: ClusterHandle) -> int:
+    """The controller, as the first broker's Metadata names it."""
+    with WireClient.to(first_broker(cluster)) as client:
+        return int(metadata(client, []).controller_id)
+
+
+def controller_address(cluster: ClusterHandle) -> str:
+    return broker_address(cluster, controller_id(cluster))
+
+
+def leader_address(
+    cluster: ClusterHandle, topic: str, partition: int = 0, via: str | None = None
+) -> str:
+    """The leader of `topic`-`partition` as broker `via` (default: the first) reports it,
+    once that broker knows one."""
+    leader: list[int] = []
+
+    def known() -> bool:
+        with WireClient.to(via or first_broker(cluster)) as client:
+            topics = metadata(client, [topic]).topics
+        partitions = {int(p.partition_index): p for p in topics[0].partitions}
+        found = partitions.get(partition)
+        leader[:] = [] if found is None else [int(found.leader_id)]
+        return bool(leader) and leader[0] >= 0
+
+    wait_until(known, LEADER_WAIT_S, f"a leader for {topic}-{partition}")
+    return broker_address(cluster, leader[0])
