@@ -32,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         log.error("invalid configuration: %s", error)
         return 2
+    if config.ignored_keys:
+        log.info("accepted but not acted on yet: %s", ", ".join(config.ignored_keys))
     try:
         import uvloop
     except ImportError:

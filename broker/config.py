@@ -86,7 +86,7 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("max.connections", _int, 2147483647),
     ConfigDef("connections.max.idle.ms", _int, 600000),
     ConfigDef("log.flush.offset.checkpoint.interval.ms", _int, 60000),
-    ConfigDef("log.flush.interval.ms", _optional_int, None),
+    ConfigDef("log.flush.interval.ms", _optional_int, None, used=False),
     ConfigDef("log.flush.scheduler.interval.ms", _int, 9223372036854775807, used=False),
     ConfigDef("log.flush.interval.messages", _int, 9223372036854775807, used=False),
     ConfigDef("log.retention.hours", _int, 168),
@@ -141,6 +141,8 @@ class KafkaConfig:
     """Parsed, validated broker settings; `values` holds every declared key."""
 
     values: Mapping[str, Any]
+    # Keys that were set but that this broker accepts without acting on them (yet).
+    ignored_keys: tuple[str, ...] = ()
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
@@ -236,7 +238,8 @@ def build_config(raw: Mapping[str, str]) -> KafkaConfig:
             values[name] = definition.parse(raw[name])
         except ValueError as error:
             raise ConfigError(f"invalid value {raw[name]!r} for {name}: {error}") from None
-    config = KafkaConfig(values)
+    ignored = tuple(sorted(name for name in raw if not CONFIG_DEFS[name].used))
+    config = KafkaConfig(values, ignored)
     _validate(config)
     return config
 

@@ -5,12 +5,12 @@ Everything answers from the latest `ClusterView` snapshot; nothing here talks to
 
 from __future__ import annotations
 
-import base64
 import uuid
 from dataclasses import dataclass
 
 from zk.cluster_watch import ClusterView
 from zk.kafka_zk import BrokerRegistration
+from zk.znodes import kafka_string_to_uuid
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,10 +24,7 @@ class PartitionMetadata:
 
 
 def topic_id_to_uuid(topic_id: str | None) -> uuid.UUID | None:
-    if not topic_id:
-        return None
-    padded = topic_id + "=" * (-len(topic_id) % 4)
-    return uuid.UUID(bytes=base64.urlsafe_b64decode(padded))
+    return kafka_string_to_uuid(topic_id) if topic_id else None
 
 
 class MetadataCache:

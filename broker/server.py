@@ -27,9 +27,13 @@ from controller.config import ControllerConfig
 from controller.controller import Controller
 from zk.client import ZkClient
 from zk.cluster_watch import ClusterChange, ClusterWatch
-from zk.kafka_zk import BrokerRegistration, KafkaZk
+from zk.errors import ZkError
+from zk.kafka_zk import BrokerRegistration, KafkaZk, TopicAssignment
 
 log = logging.getLogger(__name__)
+
+REREGISTER_BACKOFF_MIN_S = 0.5
+REREGISTER_BACKOFF_MAX_S = 10.0
 
 
 class KafkaServer:
@@ -68,6 +72,8 @@ class KafkaServer:
         self._metadata_changed = asyncio.Event()
         self._reconcile_needed = asyncio.Event()
         self._background: list[asyncio.Task[None]] = []
+        self._session_lost = False
+        self._reregister_task: asyncio.Task[None] | None = None
         self._stopped = asyncio.Event()
 
     # -- start-up -------------------------------------------------------------------------
@@ -114,9 +120,22 @@ class KafkaServer:
         if state == "LOST":
             log.warning("ZooKeeper session expired; will re-register on the new session")
             self._session_lost = True
-        elif state == "CONNECTED" and getattr(self, "_session_lost", False):
+        elif state == "CONNECTED" and self._session_lost:
             self._session_lost = False
-            self._background.append(asyncio.create_task(self._register(), name="re-register"))
+            if self._reregister_task is None or self._reregister_task.done():
+                self._reregister_task = asyncio.create_task(self._reregister(), name="re-register")
+
+    async def _reregister(self) -> None:
+        """Register again until it works: an unregistered broker looks dead to the controller."""
+        delay_s = REREGISTER_BACKOFF_MIN_S
+        while True:
+            try:
+                await self._register()
+                return
+            except ZkError as error:
+                log.warning("re-registration failed (%s); retrying in %.1f s", error, delay_s)
+                await asyncio.sleep(delay_s)
+                delay_s = min(delay_s * 2, REREGISTER_BACKOFF_MAX_S)
 
     # -- following the cluster ------------------------------------------------------------
 
@@ -137,32 +156,32 @@ class KafkaServer:
         """Make local replicas match the view: roles from partition states, deleted topics."""
         view = self.cluster_watch.view
         for topic, assignment in list(view.topics.items()):
-            if self.broker_id not in {b for r in assignment.partitions.values() for b in r}:
-                continue
-            topic_id = assignment.topic_id or ""
-            configs = await self.topic_configs.get(topic, topic_id)
-            log_config = self.default_log_config.with_overrides(configs)
-            self.replica_manager.ensure_topic_id(topic, topic_id)
-            for partition, replicas in assignment.partitions.items():
-                entry = view.partition_states.get((topic, partition))
-                if entry is None:
-                    continue
-                state = entry[0]
-                self.replica_manager.apply_state(
-                    topic,
-                    partition,
-                    replicas,
-                    state.leader,
-                    state.leader_epoch,
-                    state.isr,
-                    log_config,
-                )
+            if self.broker_id in {b for r in assignment.partitions.values() for b in r}:
+                try:
+                    await self._reconcile_topic(topic, assignment)
+                except Exception:
+                    # One topic's trouble (a bad config value, a disk error) must not keep
+                    # every other topic from getting its leaders.
+                    log.exception("applying metadata of topic %s failed", topic)
         live_topics = set(view.topics)
         for topic in {replica_log.topic for replica_log in self.log_manager.all_logs()}:
             if topic not in live_topics:
                 self.replica_manager.delete_topic(topic)
                 self.topic_configs.forget(topic)
         self._signal_metadata_changed()
+
+    async def _reconcile_topic(self, topic: str, assignment: TopicAssignment) -> None:
+        topic_id = assignment.topic_id or ""
+        configs = await self.topic_configs.get(topic, topic_id)
+        log_config = self.default_log_config.with_overrides(configs)
+        self.replica_manager.ensure_topic_id(topic, topic_id)
+        view = self.cluster_watch.view
+        for partition, replicas in assignment.partitions.items():
+            entry = view.partition_states.get((topic, partition))
+            if entry is not None:
+                self.replica_manager.apply_state(
+                    topic, topic_id, partition, replicas, entry[0], log_config
+                )
 
     def _signal_metadata_changed(self) -> None:
         event, self._metadata_changed = self._metadata_changed, asyncio.Event()
@@ -193,18 +212,28 @@ class KafkaServer:
 
     async def _checkpoint_loop(self) -> None:
         interval_s = self.config["log.flush.offset.checkpoint.interval.ms"] / 1000
-        loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(interval_s)
-            for replica_log in self.log_manager.all_logs():
-                await loop.run_in_executor(None, replica_log.flush)
-            await loop.run_in_executor(None, self.log_manager.checkpoint)
+            try:
+                await self._flush_and_checkpoint()
+            except Exception:
+                log.exception("flushing or checkpointing logs failed; will retry")
+
+    async def _flush_and_checkpoint(self) -> None:
+        loop = asyncio.get_running_loop()
+        for replica_log in self.log_manager.all_logs():
+            await loop.run_in_executor(None, replica_log.flush)
+        snapshot = self.log_manager.checkpoint_snapshot()
+        await loop.run_in_executor(None, self.log_manager.write_checkpoints, snapshot)
 
     async def _retention_loop(self) -> None:
         interval_s = self.config["log.retention.check.interval.ms"] / 1000
         while True:
             await asyncio.sleep(interval_s)
-            self.apply_retention(int(time.time() * 1000))
+            try:
+                self.apply_retention(int(time.time() * 1000))
+            except Exception:
+                log.exception("applying retention failed; will retry")
 
     def apply_retention(self, now_ms: int) -> None:
         """Delete segments past retention.ms / retention.bytes, never above what consumers
@@ -232,8 +261,10 @@ class KafkaServer:
 
     async def shutdown(self) -> None:
         log.info("broker %d shutting down", self.broker_id)
-        for task in self._background:
+        tasks = [*self._background, *([self._reregister_task] if self._reregister_task else [])]
+        for task in tasks:
             task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         await _quietly(self.controller.stop())
         for listener in self.listeners:
             await _quietly(listener.stop())

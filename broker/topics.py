@@ -6,9 +6,7 @@ znodes; the controller then notices the new topic and elects its leaders.
 
 from __future__ import annotations
 
-import base64
 import logging
-import uuid
 from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
@@ -16,16 +14,12 @@ from kio.schema.errors import ErrorCode
 from controller.assignment import assign_replicas_to_brokers, validate_topic_name
 from controller.errors import ApiError
 from zk.errors import TopicExistsError
+from zk.znodes import new_kafka_uuid
 
 if TYPE_CHECKING:
     from broker.server import KafkaServer
 
 log = logging.getLogger(__name__)
-
-
-def new_topic_id() -> str:
-    """Kafka's Uuid.toString(): URL-safe base64 of the 16 bytes, without padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
 
 
 async def auto_create_topic(server: KafkaServer, topic: str) -> ErrorCode:
@@ -41,7 +35,7 @@ async def auto_create_topic(server: KafkaServer, topic: str) -> ErrorCode:
         log.info("not auto-creating topic %r: %s", topic, error.message)
         return ErrorCode(error.error_code)
     try:
-        await server.kafka_zk.create_topic(topic, assignment, {}, new_topic_id())
+        await server.kafka_zk.create_topic(topic, assignment, {}, new_kafka_uuid())
         log.info("auto-created topic %s with assignment %s", topic, assignment)
     except TopicExistsError:
         pass  # another broker created it first; its leaders are on their way

@@ -67,16 +67,36 @@ def _result(
     message = result.message
     if timed_out:
         error, message = ErrorCode.request_timed_out, "timed out waiting for partition leaders"
-    partitions = context.server.metadata_cache.partitions(topic.name) or []
+    if error != ErrorCode.none:
+        # Kafka leaves the topic's details unset on errors (even TOPIC_ALREADY_EXISTS).
+        return _details(topic.name, error, message, None, -1, -1)
+    cache = context.server.metadata_cache
+    partitions = cache.partitions(topic.name) or []
+    return _details(
+        topic.name,
+        error,
+        message,
+        cache.topic_id(topic.name),
+        len(partitions) if partitions else topic.num_partitions,
+        len(partitions[0].replicas) if partitions else topic.replication_factor,
+    )
+
+
+def _details(
+    name: str,
+    error: ErrorCode,
+    message: str | None,
+    topic_id: Any,
+    num_partitions: int,
+    replication_factor: int,
+) -> dict[str, Any]:
     return {
-        "name": topic.name,
-        "topic_id": context.server.metadata_cache.topic_id(topic.name),
+        "name": name,
+        "topic_id": topic_id,
         "error_code": error,
         "error_message": message,
         "topic_config_error_code": 0,
-        "num_partitions": len(partitions) if partitions else topic.num_partitions,
-        "replication_factor": len(partitions[0].replicas)
-        if partitions
-        else topic.replication_factor,
+        "num_partitions": num_partitions,
+        "replication_factor": replication_factor,
         "configs": None,
     }

@@ -42,7 +42,12 @@ def _list_partition(context: RequestContext, topic: str, request: Any) -> dict[s
     if found is None:
         return _result(request.partition_index, ErrorCode.none, -1, -1, -1)
     offset, timestamp = found
-    return _result(request.partition_index, ErrorCode.none, offset, timestamp, current.leader_epoch)
+    # The epoch of the leader that wrote that offset (KIP-320 clients validate with it).
+    if request.timestamp == LATEST_TIMESTAMP:
+        epoch = current.log.leader_epoch_cache.latest_epoch
+    else:
+        epoch = current.log.leader_epoch_cache.epoch_for_offset(offset)
+    return _result(request.partition_index, ErrorCode.none, offset, timestamp, epoch)
 
 
 def _lookup(current: Partition, timestamp: int) -> tuple[int, int] | None:

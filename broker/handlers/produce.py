@@ -12,6 +12,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.network.context import RequestContext
+from broker.network.errors import CloseConnectionError
 from broker.protocol import adapter
 from broker.protocol.registry import response_class
 from broker.replication.replica_manager import AppendResult
@@ -32,6 +33,9 @@ async def handle(context: RequestContext, request: Any) -> Any:
         for topic in request.topic_data
     ]
     if acks == 0:
+        # An acks=0 producer reads no responses; Kafka signals a failed append by closing the
+        # connection, so the client refreshes its metadata (e.g. after a leader change).
+        _close_on_error(responses)
         return None
     cls = response_class(0, context.api_version)
     return adapter.build(cls, {"responses": responses, "throttle_time": 0})
@@ -60,6 +64,16 @@ def _produce_partition(
         "record_errors": [],
         "error_message": None,
     }
+
+
+def _close_on_error(responses: list[dict[str, Any]]) -> None:
+    for topic in responses:
+        for partition in topic["partition_responses"]:
+            if partition["error_code"] != ErrorCode.none:
+                raise CloseConnectionError(
+                    f"acks=0 produce to {topic['name']}-{partition['index']} failed:"
+                    f" {ErrorCode(partition['error_code']).name}"
+                )
 
 
 def _check_min_isr(context: RequestContext, topic: str, partition: int) -> ErrorCode | None:

@@ -37,6 +37,15 @@ class LeaderEpochCache:
         self.entries = [*kept, (epoch, start_offset)]
         self._write()
 
+    def epoch_for_offset(self, offset: int) -> int:
+        """The epoch whose range holds `offset` (-1 if the cache knows none that early)."""
+        epoch = UNDEFINED_EPOCH
+        for entry_epoch, start_offset in self.entries:
+            if start_offset > offset:
+                break
+            epoch = entry_epoch
+        return epoch
+
     def end_offset_for(self, requested_epoch: int, log_end_offset: int) -> tuple[int, int]:
         """(largest epoch <= requested, start offset of the next epoch), as Kafka answers."""
         if requested_epoch == UNDEFINED_EPOCH or not self.entries:

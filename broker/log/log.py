@@ -163,8 +163,8 @@ class Log:
         last_offset = assign_offsets(data, first_offset, leader_epoch)
         log_append_time_ms = self._maybe_stamp_append_time(data, headers, now_ms)
         spans = batch_spans(headers, first_offset, log_append_time_ms)
-        self.leader_epoch_cache.assign(leader_epoch, first_offset)
         self._write(data, spans, first_offset, now_ms)
+        self.leader_epoch_cache.assign(leader_epoch, first_offset)
         self.producer_state.update(headers[0], first_offset)
         max_timestamp = max(span[2] for span in spans)
         return AppendInfo(
@@ -353,7 +353,8 @@ class Log:
             if self._directory_dirty:
                 self._directory_dirty = False
                 fsync_directory(self.directory)
-        self.recovery_point = max(self.recovery_point, end_offset)
+        # A truncation while fsync ran may have moved the end below what was flushed.
+        self.recovery_point = min(max(self.recovery_point, end_offset), self.log_end_offset)
 
     # ---- truncation ------------------------------------------------------------------------
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import threading
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
@@ -38,12 +39,17 @@ def _read_checkpoint(path: Path) -> dict[TopicPartition, int]:
         return {}
 
 
+OffsetMap = dict[TopicPartition, int]
+CheckpointSnapshot = dict[Path, tuple[OffsetMap, OffsetMap]]
+
+
 class LogManager:
     def __init__(self, log_dirs: list[Path], default_config: LogConfig) -> None:
         self.log_dirs = [Path(log_dir) for log_dir in log_dirs]
         self.default_config = default_config
         self._logs: dict[TopicPartition, Log] = {}
         self._log_dir_of: dict[TopicPartition, Path] = {}
+        self._checkpoint_lock = threading.Lock()
         for log_dir in self.log_dirs:
             log_dir.mkdir(parents=True, exist_ok=True)
 
@@ -120,7 +126,7 @@ class LogManager:
         log.rename_directory(doomed)
         fsync_directory(log_dir)
         shutil.rmtree(doomed, ignore_errors=True)
-        self._checkpoint_log_dir(log_dir)
+        self.write_checkpoints({log_dir: self._snapshot_log_dir(log_dir)})
 
     def all_logs(self) -> list[Log]:
         return list(self._logs.values())
@@ -132,25 +138,29 @@ class LogManager:
 
     def checkpoint(self) -> None:
         """Write recovery-point and log-start-offset checkpoints of every log dir."""
-        for log_dir in self.log_dirs:
-            self._checkpoint_log_dir(log_dir)
+        self.write_checkpoints(self.checkpoint_snapshot())
 
-    def _checkpoint_log_dir(self, log_dir: Path) -> None:
-        logs = {
-            key: log for key, log in list(self._logs.items()) if self._log_dir_of[key] == log_dir
+    def checkpoint_snapshot(self) -> CheckpointSnapshot:
+        """The offsets to checkpoint, read on the thread that changes the logs (the loop);
+        `write_checkpoints` may then run in an executor without touching live state."""
+        return {log_dir: self._snapshot_log_dir(log_dir) for log_dir in self.log_dirs}
+
+    def _snapshot_log_dir(self, log_dir: Path) -> tuple[OffsetMap, OffsetMap]:
+        logs = {key: log for key, log in self._logs.items() if self._log_dir_of[key] == log_dir}
+        recovery_points = {key: log.recovery_point for key, log in logs.items()}
+        log_start_offsets = {
+            key: log.log_start_offset
+            for key, log in logs.items()
+            if log.log_start_offset > log.segments[0].base_offset
         }
-        write_offset_checkpoint(
-            log_dir / RECOVERY_POINT_CHECKPOINT,
-            {key: log.recovery_point for key, log in logs.items()},
-        )
-        write_offset_checkpoint(
-            log_dir / LOG_START_OFFSET_CHECKPOINT,
-            {
-                key: log.log_start_offset
-                for key, log in logs.items()
-                if log.log_start_offset > log.segments[0].base_offset
-            },
-        )
+        return recovery_points, log_start_offsets
+
+    def write_checkpoints(self, snapshot: CheckpointSnapshot) -> None:
+        # One writer at a time: each file goes through the same .tmp name.
+        with self._checkpoint_lock:
+            for log_dir, (recovery_points, log_start_offsets) in snapshot.items():
+                write_offset_checkpoint(log_dir / RECOVERY_POINT_CHECKPOINT, recovery_points)
+                write_offset_checkpoint(log_dir / LOG_START_OFFSET_CHECKPOINT, log_start_offsets)
 
     def shutdown(self) -> None:
         """Flush, checkpoint, close, then mark each log dir as cleanly shut down."""

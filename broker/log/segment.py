@@ -12,6 +12,7 @@ from pathlib import Path
 
 from broker.log.batch import BatchHeader, walk_headers
 from broker.log.config import LogConfig
+from broker.log.errors import RecordError
 from broker.log.index import INT32_MAX, OffsetIndex, TimeIndex
 from broker.log.record_codec import decode_records
 from broker.log.segment_scan import read_one_header, scan_chunk
@@ -131,8 +132,14 @@ class LogSegment:
         position = self.size_bytes
         view = memoryview(data)
         written = 0
-        while written < len(view):
-            written += os.write(self._fd, view[written:])
+        try:
+            while written < len(view):
+                written += os.write(self._fd, view[written:])
+        except OSError:
+            # A partial write (disk full, I/O error) must not leave torn bytes that the next
+            # append would land after; put the file back as it was, then report.
+            os.ftruncate(self._fd, position)
+            raise
         for size_bytes, last_offset, max_timestamp in batches:
             if self._rolling_based_timestamp is None:
                 self._rolling_based_timestamp = max_timestamp
@@ -244,7 +251,13 @@ class LogSegment:
             if header.timestamp_type == 1:  # LogAppendTime: every record carries max_timestamp
                 return max(header.base_offset, start_offset), header.max_timestamp
             batch = self.read_bytes(batch_position, header.size_bytes)
-            for record in decode_records(batch):
+            try:
+                records = decode_records(batch)
+            except RecordError:
+                # Stored batches are only CRC-checked; if the records inside cannot be read,
+                # answer at batch granularity rather than fail the request.
+                return max(header.base_offset, start_offset), header.max_timestamp
+            for record in records:
                 if record.timestamp_ms >= timestamp_ms and record.offset >= start_offset:
                     return record.offset, record.timestamp_ms
         return None

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from kio.serial import entity_reader
 
 from broker.network.context import RequestContext
+from broker.network.errors import CloseConnectionError
 from broker.protocol import adapter
 from broker.protocol.framing import (
     FrameDecoder,
@@ -35,10 +36,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 READ_CHUNK_BYTES = 256 * 1024
-
-
-class CloseConnectionError(Exception):
-    """The peer sent something we will not answer; log it and hang up."""
 
 
 class Connection:
@@ -111,6 +108,8 @@ class Connection:
         context = RequestContext(header, self._client_host, self._listener_name, self._server)
         try:
             response = await spec.handler(context, request)
+        except CloseConnectionError:
+            raise
         except Exception:
             log.exception("%s v%d from %s failed", spec.name, header.api_version, self._peer)
             raise CloseConnectionError("handler failed; see the log above") from None

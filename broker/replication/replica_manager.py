@@ -17,8 +17,10 @@ from kio.schema.errors import ErrorCode
 
 from broker.log.log import AppendInfo, Log, LogConfig, OffsetOutOfRangeError
 from broker.log.manager import LogManager
+from broker.log.partition_metadata import read_topic_id, write_topic_id
 from broker.log.records import RecordError
 from broker.replication.partition import Partition
+from zk.kafka_zk import PartitionState
 
 log = logging.getLogger(__name__)
 
@@ -65,11 +67,10 @@ class ReplicaManager:
     def apply_state(
         self,
         topic: str,
+        topic_id: str,
         partition: int,
         replicas: list[int],
-        leader_id: int,
-        leader_epoch: int,
-        isr: list[int],
+        state: PartitionState,
         log_config: LogConfig,
     ) -> None:
         key = (topic, partition)
@@ -78,21 +79,41 @@ class ReplicaManager:
             return
         current = self._partitions.get(key)
         if current is None:
-            replica_log = self._log_manager.get_or_create_log(topic, partition, log_config)
-            current = Partition(topic, partition, replica_log, list(replicas))
+            current = Partition(topic, partition, self._open_log(topic, topic_id, partition), [])
             self._partitions[key] = current
-        if leader_epoch < current.leader_epoch:
+        if current.log.config != log_config:
+            current.log.update_config(log_config)
+        if state.leader_epoch < current.leader_epoch:
             return  # a stale notification; the newer state has already been applied
         current.replicas = list(replicas)
-        current.isr = list(isr)
+        current.isr = list(state.isr)
         was_leader = current.is_leader
-        current.leader_id = leader_id
-        current.leader_epoch = leader_epoch
-        current.is_leader = leader_id == self._broker_id
+        current.leader_id = state.leader
+        current.leader_epoch = state.leader_epoch
+        current.is_leader = state.leader == self._broker_id
         if current.is_leader != was_leader:
             role = "leader" if current.is_leader else "follower"
-            log.info("%s-%d: now %s at epoch %d", topic, partition, role, leader_epoch)
+            log.info("%s-%d: now %s at epoch %d", topic, partition, role, state.leader_epoch)
         current.wake_waiters()
+
+    def _open_log(self, topic: str, topic_id: str, partition: int) -> Log:
+        """This partition's log, after dropping one left over from a deleted incarnation."""
+        replica_log = self._log_manager.get_or_create_log(topic, partition)
+        stored_id = read_topic_id(replica_log.directory)
+        if topic_id and stored_id is not None and stored_id != topic_id:
+            log.info(
+                "%s-%d: log belongs to topic id %s, not %s: deleting it",
+                topic,
+                partition,
+                stored_id,
+                topic_id,
+            )
+            self._log_manager.delete_log(topic, partition)
+            replica_log = self._log_manager.get_or_create_log(topic, partition)
+            stored_id = None
+        if topic_id and stored_id != topic_id:
+            write_topic_id(replica_log.directory, topic_id)
+        return replica_log
 
     def _stop_replica(self, key: tuple[str, int]) -> None:
         stopped = self._partitions.pop(key, None)
@@ -100,9 +121,10 @@ class ReplicaManager:
             stopped.wake_waiters()
 
     def ensure_topic_id(self, topic: str, topic_id: str) -> None:
-        """A topic re-created under the same name must not reuse the old incarnation's logs."""
+        """A topic re-created under the same name must not reuse the old incarnation's logs;
+        an id given to a topic that had none (older tools) is adopted, not a re-creation."""
         known = self._topic_ids.get(topic)
-        if known is not None and known != topic_id:
+        if known and topic_id and known != topic_id:
             log.info("topic %s was re-created (id %s -> %s)", topic, known, topic_id)
             self.delete_topic(topic)
         self._topic_ids[topic] = topic_id
@@ -118,12 +140,19 @@ class ReplicaManager:
 
     # -- data path ----------------------------------------------------------------------
 
-    def _leader(self, topic: str, partition: int) -> tuple[Partition | None, ErrorCode]:
+    def _leader(
+        self, topic: str, partition: int, current_leader_epoch: int = -1
+    ) -> tuple[Partition | None, ErrorCode]:
         current = self._partitions.get((topic, partition))
         if current is None:
             if self._partition_exists(topic, partition):
                 return None, ErrorCode.not_leader_or_follower
             return None, ErrorCode.unknown_topic_or_partition
+        # As in Kafka, a known replica answers a stale or future epoch before its role, so the
+        # client retries without refreshing metadata.
+        epoch_error = _check_leader_epoch(current, current_leader_epoch)
+        if epoch_error is not None:
+            return None, epoch_error
         if not current.is_leader:
             return None, ErrorCode.not_leader_or_follower
         return current, ErrorCode.none
@@ -142,6 +171,9 @@ class ReplicaManager:
         except RecordError as record_error:
             log.warning("rejected produce to %s-%d: %s", topic, partition, record_error)
             return AppendResult(ErrorCode(record_error.error_code), None, str(record_error))
+        except OSError as error:
+            log.error("write to %s-%d failed: %s", topic, partition, error)
+            return AppendResult(ErrorCode.kafka_storage_error, None, str(error))
         current.wake_waiters()
         return AppendResult(ErrorCode.none, info)
 
@@ -154,12 +186,9 @@ class ReplicaManager:
         min_one_batch: bool,
         current_leader_epoch: int = -1,
     ) -> ReadResult:
-        current, error = self._leader(topic, partition)
+        current, error = self._leader(topic, partition, current_leader_epoch)
         if current is None:
             return ReadResult(error)
-        epoch_error = _check_leader_epoch(current, current_leader_epoch)
-        if epoch_error is not None:
-            return ReadResult(epoch_error)
         replica_log = current.log
         high_watermark = current.high_watermark
         try:
@@ -177,12 +206,7 @@ class ReplicaManager:
     def leader_partition(
         self, topic: str, partition: int, current_leader_epoch: int = -1
     ) -> tuple[Partition | None, ErrorCode]:
-        current, error = self._leader(topic, partition)
-        if current is not None:
-            epoch_error = _check_leader_epoch(current, current_leader_epoch)
-            if epoch_error is not None:
-                return None, epoch_error
-        return current, error
+        return self._leader(topic, partition, current_leader_epoch)
 
     async def wait_for_data(self, keys: Iterable[tuple[str, int]], timeout_s: float) -> None:
         """Return when any of these partitions changes (append or role), or at the timeout."""

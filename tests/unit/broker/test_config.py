@@ -120,3 +120,8 @@ def test_retention_precedence_ms_over_minutes_over_hours() -> None:
     with_minutes = {**BASE, "log.retention.hours": "1", "log.retention.minutes": "2"}
     assert build_config(with_minutes).log_retention_ms == 120000
     assert build_config({**with_minutes, "log.retention.ms": "-1"}).log_retention_ms == -1
+
+
+def test_keys_accepted_but_not_acted_on_are_reported() -> None:
+    config = build_config({**BASE, "num.network.threads": "8", "num.partitions": "3"})
+    assert config.ignored_keys == ("num.network.threads",)

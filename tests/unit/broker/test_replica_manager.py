@@ -1,0 +1,85 @@
+from pathlib import Path
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from broker.log.config import LogConfig
+from broker.log.manager import LogManager
+from broker.log.partition_metadata import read_topic_id
+from broker.log.record_codec import SimpleRecord, build_batch
+from broker.replication.replica_manager import ReplicaManager
+from zk.kafka_zk import PartitionState
+
+ME = 1
+TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"
+OTHER_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAg"
+
+
+def _manager(tmp_path: Path, known: set[tuple[str, int]] | None = None) -> ReplicaManager:
+    logs = LogManager([tmp_path], LogConfig())
+    logs.load_logs()  # what is already on disk, as at broker start-up
+    return ReplicaManager(ME, logs, lambda t, p: (t, p) in (known or set()))
+
+
+def _state(leader: int, epoch: int) -> PartitionState:
+    return PartitionState(leader=leader, leader_epoch=epoch, isr=[1, 2], controller_epoch=1)
+
+
+def _records(value: bytes) -> bytes:
+    return build_batch([SimpleRecord(None, value, (), 1000)])
+
+
+def test_partition_known_to_metadata_but_not_hosted_is_not_leader(tmp_path: Path) -> None:
+    manager = _manager(tmp_path, known={("t", 0)})
+    assert manager.append("t", 0, _records(b"x")).error_code == ErrorCode.not_leader_or_follower
+    assert manager.append("t", 1, _records(b"x")).error_code == (
+        ErrorCode.unknown_topic_or_partition
+    )
+
+
+def test_leader_epoch_is_checked_before_the_role(tmp_path: Path) -> None:
+    manager = _manager(tmp_path)
+    manager.apply_state("t", TOPIC_ID, 0, [2, 1], _state(leader=2, epoch=5), LogConfig())
+    assert manager.read("t", 0, 0, 100, True, 4).error_code == ErrorCode.fenced_leader_epoch
+    assert manager.read("t", 0, 0, 100, True, 6).error_code == ErrorCode.unknown_leader_epoch
+    assert manager.read("t", 0, 0, 100, True, 5).error_code == ErrorCode.not_leader_or_follower
+
+
+def test_stale_state_is_ignored(tmp_path: Path) -> None:
+    manager = _manager(tmp_path)
+    manager.apply_state("t", TOPIC_ID, 0, [1, 2], _state(leader=1, epoch=3), LogConfig())
+    manager.apply_state("t", TOPIC_ID, 0, [1, 2], _state(leader=2, epoch=2), LogConfig())
+    partition = manager.get("t", 0)
+    assert partition is not None and partition.is_leader and partition.leader_epoch == 3
+
+
+def test_topic_config_reaches_an_existing_log(tmp_path: Path) -> None:
+    manager = _manager(tmp_path)
+    small = LogConfig(max_message_bytes=100)
+    manager.apply_state("t", TOPIC_ID, 0, [1], _state(leader=1, epoch=0), small)
+    result = manager.append("t", 0, _records(b"x" * 500))
+    assert result.error_code == ErrorCode.message_too_large
+
+
+def test_log_of_a_deleted_incarnation_is_replaced(tmp_path: Path) -> None:
+    manager = _manager(tmp_path)
+    manager.apply_state("t", TOPIC_ID, 0, [1], _state(leader=1, epoch=0), LogConfig())
+    assert manager.append("t", 0, _records(b"old")).error_code == ErrorCode.none
+    partition_dir = tmp_path / "t-0"
+    assert read_topic_id(partition_dir) == TOPIC_ID
+    restarted = _manager(tmp_path)
+    restarted.apply_state("t", OTHER_TOPIC_ID, 0, [1], _state(leader=1, epoch=0), LogConfig())
+    partition = restarted.get("t", 0)
+    assert partition is not None and partition.log.log_end_offset == 0
+    assert read_topic_id(tmp_path / "t-0") == OTHER_TOPIC_ID
+
+
+@pytest.mark.parametrize("stored", [None, TOPIC_ID])
+def test_same_or_missing_topic_id_keeps_the_log(tmp_path: Path, stored: str | None) -> None:
+    manager = _manager(tmp_path)
+    manager.apply_state("t", stored or "", 0, [1], _state(leader=1, epoch=0), LogConfig())
+    manager.append("t", 0, _records(b"kept"))
+    restarted = _manager(tmp_path)
+    restarted.apply_state("t", TOPIC_ID, 0, [1], _state(leader=1, epoch=0), LogConfig())
+    partition = restarted.get("t", 0)
+    assert partition is not None and partition.log.log_end_offset == 1
