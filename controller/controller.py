@@ -12,8 +12,10 @@ back through the watches.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
+from collections.abc import Awaitable, Callable
 
 from controller.config import ControllerConfig
 from controller.context import ControllerContext, load_context, read_topics
@@ -23,6 +25,7 @@ from controller.events import (
     BrokerChange,
     ControllerChange,
     ControllerEvent,
+    Reconcile,
     Resign,
     Startup,
     TopicChange,
@@ -33,7 +36,7 @@ from controller.topic_admin import create_topics, delete_topics
 from controller.topic_creation import NewTopic
 from controller.topic_deletion import delete_marked_topics
 from controller.zk_api import ControllerZk
-from zk.errors import ControllerMovedError, ZkError
+from zk.errors import ConnectionLossError, ControllerMovedError, SessionExpiredError, ZkError
 from zk.znodes import (
     BrokerIdsZNode,
     ControllerZNode,
@@ -43,6 +46,18 @@ from zk.znodes import (
 
 log = logging.getLogger(__name__)
 
+# After a failed failover, hold /controller this long before resigning: a broker elected at
+# once would likely fail the same way (the cause is usually in ZooKeeper's data, not in this
+# broker), and every election bumps the controller epoch. Bounds the rate of such elections.
+FAILED_FAILOVER_BACKOFF_S = 1.0
+# After an event handler failed part-way (e.g. connection loss), reconcile everything again this
+# long later, rather than waiting for a ZooKeeper change that may never come.
+RECONCILE_RETRY_BACKOFF_S = 1.0
+# Between attempts to delete /controller after a connection loss left the outcome unknown.
+RESIGN_RETRY_DELAY_S = 0.1
+
+Sleep = Callable[[float], Awaitable[None]]
+
 
 class Controller:
     def __init__(
@@ -51,11 +66,13 @@ class Controller:
         broker_id: int,
         config: ControllerConfig,
         rng: random.Random | None = None,
+        sleep: Sleep = asyncio.sleep,
     ) -> None:
         self._zk = kafka_zk
         self.broker_id = broker_id
         self._config = config
         self._rng = rng or random.Random()
+        self._sleep = sleep  # tests substitute one they control
         self._events = ControllerEventManager(self._process)
         self._context: ControllerContext | None = None
         self._partitions: PartitionStateMachine | None = None
@@ -65,6 +82,10 @@ class Controller:
         self._elected_generation = -1
         # /brokers/ids, /brokers/topics and /admin/delete_topics are watched only while active.
         self._watching_active_paths = False
+        # An active-event handler failed part-way: the context may hold changes that never
+        # reached ZooKeeper, so the next event also reconciles every partition.
+        self._reconcile_pending = False
+        self._reconcile_retry: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -97,13 +118,17 @@ class Controller:
             return
         self._started = False
         await self._events.stop()
+        self._cancel_reconcile_retry()
         self._zk.client.unwatch_data(ControllerZNode.path(), self._enqueue_controller_change)
-        if self.is_active:
-            self._deactivate()
-            try:
-                await self._zk.resign_controller(self.broker_id)
-            except ZkError:
-                log.warning("could not delete /controller at shutdown", exc_info=True)
+        self._deactivate()
+        # Also when not active: a stop during the back-off after a failed failover leaves
+        # /controller ours (resign_controller deletes only this session's znode). One attempt
+        # only: shutdown must not wait for ZooKeeper, and closing the session right after
+        # removes the ephemeral znode anyway.
+        try:
+            await self._zk.resign_controller(self.broker_id)
+        except ZkError:
+            log.warning("could not delete /controller at shutdown", exc_info=True)
 
     def idle(self) -> bool:
         """No controller event waiting to be handled (tests wait on this)."""
@@ -139,6 +164,13 @@ class Controller:
             self._deactivate()
             # Another broker bumped the epoch; re-read /controller in case it is gone again.
             self._events.enqueue(ControllerChange())
+        except Exception:
+            if self.is_active:
+                # The handler may have updated the context before its writes failed, so the same
+                # event retried would find nothing to do: reconcile everything instead.
+                self._reconcile_pending = True
+                self._retry_reconcile_later()
+            raise
 
     async def _dispatch(self, event: ControllerEvent) -> None:
         match event:
@@ -146,14 +178,43 @@ class Controller:
                 await self._on_controller_change()
             case Resign() if self._elected_generation != self._session_generation:
                 self._deactivate()
-            case BrokerChange() if self._context is not None:
-                await self._on_broker_change(self._context)
-            case TopicChange() if self._context is not None:
-                await self._on_topic_change(self._context)
-            case TopicDeletion() if self._context is not None:
-                await self._on_topic_deletion(self._context)
+            case BrokerChange() | TopicChange() | TopicDeletion() | Reconcile() if (
+                self._context is not None
+            ):
+                await self._on_active_event(event, self._context)
             case _:
                 pass  # an active-only event that arrived after resignation
+
+    async def _on_active_event(self, event: ControllerEvent, context: ControllerContext) -> None:
+        match event:
+            case BrokerChange() | Reconcile():
+                # Reconcile re-reads brokers too: a failed broker change is seen again (broker
+                # epochs are only recorded once its writes succeeded).
+                await self._on_broker_change(context)
+            case TopicChange():
+                await self._on_topic_change(context)
+            case TopicDeletion():
+                await self._on_topic_deletion(context)
+        if self._reconcile_pending:
+            await self._reconcile_all(context)
+            self._reconcile_pending = False
+            log.info("controller state reconciled after an earlier failure")
+
+    def _retry_reconcile_later(self) -> None:
+        if self._reconcile_retry is not None and not self._reconcile_retry.done():
+            return
+        self._reconcile_retry = asyncio.get_running_loop().create_task(
+            self._enqueue_reconcile_after(RECONCILE_RETRY_BACKOFF_S)
+        )
+
+    async def _enqueue_reconcile_after(self, delay_s: float) -> None:
+        await self._sleep(delay_s)
+        self._events.enqueue(Reconcile())
+
+    def _cancel_reconcile_retry(self) -> None:
+        retry, self._reconcile_retry = self._reconcile_retry, None
+        if retry is not None:
+            retry.cancel()
 
     async def _on_controller_change(self) -> None:
         controller_id = await self._zk.get_controller_id()
@@ -162,6 +223,13 @@ class Controller:
             self._deactivate()
         if controller_id is None:
             await self._elect()
+        elif controller_id == self.broker_id and not self.is_active:
+            # /controller names us but we do not act: a failed failover whose resignation did
+            # not get through, or our previous session's znode. Nobody else will elect while
+            # it stays, so delete it if this session owns it; another session's znode is left
+            # to expire (resign_controller checks the owner), as Kafka waits for it.
+            log.info("/controller names broker %d, which is not acting: resigning", controller_id)
+            await self._resign()
 
     async def _elect(self) -> None:
         generation = self._session_generation
@@ -177,10 +245,30 @@ class Controller:
         except ControllerMovedError:
             raise
         except Exception:
-            # Half a failover is worse than none: hand the role to whoever wins next.
-            log.exception("controller failover failed: resigning")
+            # Half a failover is worse than none: hand the role to whoever wins next, after a
+            # pause so that a failure every broker hits does not become an election storm.
+            log.exception(
+                "controller failover failed: resigning in %.1f s", FAILED_FAILOVER_BACKOFF_S
+            )
             self._deactivate()
-            await self._zk.resign_controller(self.broker_id)
+            await self._sleep(FAILED_FAILOVER_BACKOFF_S)
+            await self._resign()
+
+    async def _resign(self) -> None:
+        """Delete /controller if this session holds it. A connection loss leaves the outcome
+        unknown and the znode possibly still ours, which would leave the cluster without a
+        controller until the session expires: retry until the delete is confirmed or the
+        session (and the ephemeral znode with it) is gone."""
+        generation = self._session_generation
+        while generation == self._session_generation:
+            try:
+                await self._zk.resign_controller(self.broker_id)
+                return
+            except SessionExpiredError:
+                return
+            except ConnectionLossError:
+                log.warning("connection lost while deleting /controller: retrying")
+                await self._sleep(RESIGN_RETRY_DELAY_S)
 
     async def _on_controller_failover(self, epoch: int, epoch_zk_version: int) -> None:
         # Watch before reading, so that no change between the reads and the watches is missed;
@@ -191,13 +279,22 @@ class Controller:
         self._partitions = PartitionStateMachine(
             self._zk, context, self._config.unclean_leader_election_enable
         )
+        await self._reconcile_all(context)
+
+    async def _reconcile_all(self, context: ControllerContext) -> None:
+        """Create missing partition states, fix every leader and ISR, carry out deletions:
+        what a failover does, and what repairs a context that got ahead of ZooKeeper."""
+        partitions = self._require_partitions()
         all_topics = sorted(context.assignments)
-        await self._partitions.initialize_partitions(context.partitions_without_state(all_topics))
-        await self._partitions.reconcile(context.all_partitions())
+        await partitions.initialize_partitions(context.partitions_without_state(all_topics))
+        await partitions.reconcile(context.all_partitions())
         await self._delete_marked_topics(context)
 
     def _deactivate(self) -> None:
         self._unwatch_active_paths()
+        # A new failover reconciles everything anyway.
+        self._reconcile_pending = False
+        self._cancel_reconcile_retry()
         if self._context is None:
             return
         log.info("broker %d stops acting as controller", self.broker_id)
@@ -226,10 +323,11 @@ class Controller:
             context.live_brokers = set(epochs) - bounced
             await partitions.reconcile(context.all_partitions())
         context.live_brokers = set(epochs)
-        context.broker_epochs = epochs
         all_topics = sorted(context.assignments)
         await partitions.initialize_partitions(context.partitions_without_state(all_topics))
         await partitions.reconcile(context.all_partitions())
+        # Recorded last: if a write above fails, the next read sees the same difference again.
+        context.broker_epochs = epochs
 
     async def _on_topic_change(self, context: ControllerContext) -> None:
         topics = set(await self._zk.get_all_topics())
@@ -252,10 +350,12 @@ class Controller:
         if not context.topics_queued_for_deletion:
             return
         if not self._config.delete_topic_enable:
-            log.warning(
-                "delete.topic.enable=false: ignoring deletion of %s",
-                sorted(context.topics_queued_for_deletion),
-            )
+            # Kafka's controller removes the markers rather than leaving them to be re-read
+            # (and logged) on every event.
+            topics = sorted(context.topics_queued_for_deletion)
+            log.info("delete.topic.enable=false: removing deletion markers of %s", topics)
+            await self._zk.delete_topic_deletion_markers(context.epoch_zk_version, topics)
+            context.topics_queued_for_deletion.clear()
             return
         await delete_marked_topics(
             self._zk,

@@ -43,3 +43,9 @@ class TopicDeletion(ControllerEvent):
 @dataclass(frozen=True, slots=True)
 class Resign(ControllerEvent):
     """The ZooKeeper session expired: our /controller is gone, stop acting as controller."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reconcile(ControllerEvent):
+    """An earlier event failed part-way (e.g. ZooKeeper connection loss): re-read the brokers
+    and bring every partition in line, without waiting for another ZooKeeper change."""

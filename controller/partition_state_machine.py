@@ -25,7 +25,7 @@ from controller.election import (
     leader_and_isr_after_broker_change,
 )
 from controller.zk_api import ControllerZk, PartitionState
-from zk.errors import BadVersionError, NoNodeError
+from zk.errors import BadVersionError, ControllerMovedError, NoNodeError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -171,13 +171,38 @@ class PartitionStateMachine:
 
 
 async def _bounded_gather(awaitables: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
-    """Run coroutines at most MAX_WRITES_IN_FLIGHT at a time; the first error stops the rest."""
+    """Run coroutines at most MAX_WRITES_IN_FLIGHT at a time. The first error cancels the rest
+    of its chunk and skips later chunks: writes must not run on against a context the
+    controller drops when it handles the error (e.g. resigning on ControllerMovedError)."""
     results: list[T] = []
+    started = 0
     try:
         for start in range(0, len(awaitables), MAX_WRITES_IN_FLIGHT):
             chunk = awaitables[start : start + MAX_WRITES_IN_FLIGHT]
-            results.extend(await asyncio.gather(*chunk))
+            started = start + len(chunk)
+            try:
+                async with asyncio.TaskGroup() as group:
+                    tasks = [group.create_task(coroutine) for coroutine in chunk]
+            except BaseExceptionGroup as failed:
+                # Callers catch plain errors (ControllerMovedError above all), not groups.
+                raise _first_error(failed) from None
+            results.extend(task.result() for task in tasks)
     finally:
-        for coroutine in awaitables[len(results) + MAX_WRITES_IN_FLIGHT :]:
+        for coroutine in awaitables[started:]:
             coroutine.close()  # never started: close so Python does not warn about it
     return results
+
+
+def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The error callers handle, out of a TaskGroup's group: ControllerMovedError decides
+    everything (the controller resigns), so it wins over any other failure."""
+    errors: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending:
+        error = pending.pop(0)
+        if isinstance(error, BaseExceptionGroup):
+            pending.extend(error.exceptions)
+        else:
+            errors.append(error)
+    moved = [error for error in errors if isinstance(error, ControllerMovedError)]
+    return (moved or errors)[0]

@@ -6,7 +6,7 @@ the dependency here keeps the controller honest about which ZooKeeper operations
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
 from zk.znodes import BrokerRegistration, PartitionState, TopicAssignment
@@ -67,3 +67,6 @@ class ControllerZk(Protocol):
         expected_zk_version: int,
     ) -> int: ...
     async def delete_topic_znodes(self, epoch_zk_version: int, topic: str) -> None: ...
+    async def delete_topic_deletion_markers(
+        self, epoch_zk_version: int, topics: Iterable[str]
+    ) -> None: ...

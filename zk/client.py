@@ -87,6 +87,21 @@ Op = CheckOp | CreateOp | SetDataOp | DeleteOp
 OpResult = str | ZnodeStat | bool
 
 
+@dataclass(frozen=True, slots=True)
+class _KazooWatcher:
+    """What kazoo calls when a one-shot watch fires. kazoo keeps a set of watchers per path, so
+    watchers that compare equal for the same (client, kind, path) are registered once however
+    often the path is re-armed, and the client keeps no per-path watcher that could outlive the
+    watch (topics and partitions come and go; a cache of watchers would grow without bound)."""
+
+    client: ZkClient
+    kind: WatchKind
+    path: str
+
+    def __call__(self, event: Any) -> None:  # kazoo thread
+        self.client._on_kazoo_watch(self.kind, self.path, event)
+
+
 def split_chroot(connect: str) -> tuple[str, str | None]:
     """'h1:2181,h2:2181/kafka' -> ('h1:2181,h2:2181', '/kafka'); no chroot (or '/') -> None."""
     slash = connect.find("/")
@@ -155,8 +170,6 @@ class ZkClient:
             "data": {},
             "children": {},
         }
-        # One kazoo watcher function per (kind, path): kazoo deduplicates by function object.
-        self._watchers: dict[tuple[WatchKind, str], Callable[[Any], None]] = {}
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -421,21 +434,17 @@ class ZkClient:
         if not callbacks:
             del self._watches[kind][path]
 
-    def _watcher(self, kind: WatchKind, path: str) -> Callable[[Any], None]:
-        key = (kind, path)
-        watcher = self._watchers.get(key)
-        if watcher is None:
+    def _watcher(self, kind: WatchKind, path: str) -> _KazooWatcher:
+        # Built afresh each time: watchers are equal by value, so nothing per path is kept.
+        return _KazooWatcher(self, kind, path)
 
-            def watcher(event: Any) -> None:  # kazoo thread
-                # A NONE event means kazoo dropped the watch with the connection; the session
-                # listener re-arms everything on reconnection.
-                if event.type == "NONE" or self._loop is None:
-                    return
-                with contextlib.suppress(RuntimeError):  # loop closed
-                    self._loop.call_soon_threadsafe(self._on_watch_fired, kind, path)
-
-            self._watchers[key] = watcher
-        return watcher
+    def _on_kazoo_watch(self, kind: WatchKind, path: str, event: Any) -> None:  # kazoo thread
+        # A NONE event means kazoo dropped the watch with the connection; the session
+        # listener re-arms everything on reconnection.
+        if event.type == "NONE" or self._loop is None:
+            return
+        with contextlib.suppress(RuntimeError):  # loop closed
+            self._loop.call_soon_threadsafe(self._on_watch_fired, kind, path)
 
     def _arm(self, kind: WatchKind, path: str) -> None:
         """Send the watch-setting read. ZooKeeper answers one session's requests in order, so a

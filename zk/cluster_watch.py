@@ -27,6 +27,7 @@ from zk.znodes import (
     TopicPartitionStateZNode,
     TopicsZNode,
     TopicZNode,
+    ZnodeDecodeError,
 )
 
 log = logging.getLogger(__name__)
@@ -105,11 +106,11 @@ class ClusterWatch:
         self._refresher: asyncio.Task[None] | None = None
         self._retry: asyncio.TimerHandle | None = None
         self._data_callbacks: dict[str, Callable[[], None]] = {}
+        # /brokers/ids/<id> znodes watched, including ones whose registration does not decode.
+        self._broker_paths: set[str] = set()
         self._started = False
         self._stopped = False
         self._lost_connection = False
-        self._idle = asyncio.Event()
-        self._idle.set()
 
     async def start(self) -> None:
         """Arm the watches and load the whole view (on_change is not called for this load)."""
@@ -128,16 +129,13 @@ class ClusterWatch:
         for path, callback in list(self._data_callbacks.items()):
             self.client.unwatch_data(path, callback)
         self._data_callbacks.clear()
+        self._broker_paths.clear()
         if self._retry is not None:
             self._retry.cancel()
         if self._refresher is not None:
             self._refresher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._refresher
-
-    async def wait_idle(self) -> None:
-        """Wait until every pending change has been read (for tests and start-up ordering)."""
-        await self._idle.wait()
 
     # ------------------------------------------------------------------ marking
 
@@ -185,7 +183,6 @@ class ClusterWatch:
         if not self._started or self._stopped:
             return
         if self._refresher is None or self._refresher.done():
-            self._idle.clear()
             self._refresher = asyncio.get_running_loop().create_task(self._refresh_loop())
 
     async def _refresh_loop(self) -> None:
@@ -198,11 +195,21 @@ class ClusterWatch:
                 log.warning("cluster view refresh failed, will retry: %s", exc)
                 self._stale.merge(stale)
                 if self.client.connected:
-                    loop = asyncio.get_running_loop()
-                    self._retry = loop.call_later(_RETRY_DELAY_S, self._schedule)
+                    self._retry_later()
                 break
-        if not self._stale.any():
-            self._idle.set()
+            except Exception:
+                # A bug, not ZooKeeper trouble (malformed znodes are skipped while reading).
+                # Put the work back and retry: dropping it would leave the view silently
+                # behind ZooKeeper for those znodes.
+                log.exception("cluster view refresh failed, will retry")
+                self._stale.merge(stale)
+                self._retry_later()
+                break
+
+    def _retry_later(self) -> None:
+        if self._retry is not None:
+            self._retry.cancel()
+        self._retry = asyncio.get_running_loop().call_later(_RETRY_DELAY_S, self._schedule)
 
     # ------------------------------------------------------------------ reading
 
@@ -220,7 +227,7 @@ class ClusterWatch:
             topics_to_read |= deleted  # confirm with a read (and drop its watches)
         partitions_to_read = set(stale.partitions)
         if topics_to_read:
-            assignments = await self.kafka_zk.get_topic_assignments(sorted(topics_to_read))
+            assignments = await self._read_topics(sorted(topics_to_read))
             for topic, assignment in assignments.items():
                 outcome = self._apply_topic(topic, assignment, partitions_to_read)
                 if outcome == "added":
@@ -246,13 +253,20 @@ class ClusterWatch:
                 log.exception("cluster change listener failed")
 
     async def _refresh_brokers(self) -> bool:
-        brokers = await self.kafka_zk.get_brokers_with_epochs()
+        malformed: set[str] = set()
+        brokers = await self.kafka_zk.get_brokers_with_epochs(
+            on_malformed=functools.partial(_skip_malformed, malformed)
+        )
         registrations = {broker_id: reg for broker_id, (reg, _) in brokers.items()}
         epochs = {broker_id: epoch for broker_id, (_, epoch) in brokers.items()}
-        for broker_id in set(self.view.brokers) - set(registrations):
-            self._unwatch_data(BrokerIdZNode.path(broker_id))
-        for broker_id in registrations:
-            self._watch_data(BrokerIdZNode.path(broker_id), self._mark_brokers)
+        # A broker whose registration does not decode cannot be reached, so it is left out of
+        # the view, but its znode stays watched: a corrected registration is picked up.
+        watched = {BrokerIdZNode.path(broker_id) for broker_id in registrations} | malformed
+        for path in self._broker_paths - watched:
+            self._unwatch_data(path)
+        for path in watched:
+            self._watch_data(path, self._mark_brokers)
+        self._broker_paths = watched
         changed = registrations != self.view.brokers or epochs != self.view.broker_epochs
         self.view.brokers, self.view.broker_epochs = registrations, epochs
         return changed
@@ -263,6 +277,19 @@ class ClusterWatch:
         self.view.controller_id = controller_id
         return changed
 
+    async def _read_topics(self, topics: list[str]) -> dict[str, TopicAssignment | None]:
+        """Assignments of `topics`; a topic whose znode does not decode is left out (its view
+        entry unchanged) but watched, so that a corrected znode is read again."""
+        malformed: set[str] = set()
+        assignments = await self.kafka_zk.get_topic_assignments(
+            topics, on_malformed=functools.partial(_skip_malformed, malformed)
+        )
+        for topic in topics:
+            path = TopicZNode.path(topic)
+            if path in malformed:
+                self._watch_data(path, functools.partial(self._mark_topic, topic))
+        return assignments
+
     def _apply_topic(
         self,
         topic: str,
@@ -271,6 +298,8 @@ class ClusterWatch:
     ) -> str | None:
         previous = self.view.topics.get(topic)
         if assignment is None:
+            # Also drops the watch of a topic that never decoded (so never entered the view).
+            self._unwatch_data(TopicZNode.path(topic))
             if previous is None:
                 return None
             self._forget_topic(topic, previous)
@@ -308,7 +337,10 @@ class ClusterWatch:
         )
         if not wanted:
             return set()
-        states = await self.kafka_zk.get_many_partition_states(wanted)
+        # A state that does not decode is skipped (its view entry kept); its watch stays armed.
+        states = await self.kafka_zk.get_many_partition_states(
+            wanted, on_malformed=functools.partial(_skip_malformed, set())
+        )
         changed: set[TopicPartition] = set()
         for key, state in states.items():
             if key[0] not in self.view.topics:
@@ -320,3 +352,10 @@ class ClusterWatch:
                 self.view.partition_states[key] = state
                 changed.add(key)
         return changed
+
+
+def _skip_malformed(malformed_paths: set[str], path: str, error: ZnodeDecodeError) -> None:
+    """Log and remember a znode that does not decode: one bad znode, written by a foreign or
+    broken tool, must not stop the view from following the rest of the cluster."""
+    log.warning("ignoring malformed znode %s: %s", path, error)
+    malformed_paths.add(path)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from zk.client import CheckOp, CreateOp, DeleteOp, Op, OpResult, SetDataOp, ZkClient, ZnodeStat
 from zk.errors import (
@@ -20,6 +20,7 @@ from zk.errors import (
     ControllerMovedError,
     NodeExistsError,
     NoNodeError,
+    NotEmptyError,
     TopicExistsError,
     ZkError,
 )
@@ -28,9 +29,7 @@ from zk.znodes import (
     BrokerIdsZNode,
     BrokerIdZNode,
     BrokerRegistration,
-    BrokerSequenceIdZNode,
     ClusterIdZNode,
-    ConfigEntityChangeNotificationSequenceZNode,
     ConfigEntityZNode,
     ControllerEpochZNode,
     ControllerZNode,
@@ -45,12 +44,14 @@ from zk.znodes import (
     TopicPartitionZNode,
     TopicsZNode,
     TopicZNode,
+    ZnodeDecodeError,
     new_kafka_uuid,
 )
 
 __all__ = [
     "BrokerRegistration",
     "KafkaZk",
+    "MalformedHandler",
     "PartitionState",
     "TopicAssignment",
 ]
@@ -62,10 +63,27 @@ INITIAL_CONTROLLER_EPOCH = 0
 PRODUCER_ID_BLOCK_SIZE = 1000
 # Bounded retries for optimistic read-modify-write loops under contention.
 _CAS_ATTEMPTS = 20
+# Deletes per fenced multi when removing a topic. A multi travels as one ZooKeeper packet,
+# bounded by jute.maxbuffer (1 MB by default); 500 deletes of paths up to ~300 bytes (topic
+# names reach 249 characters, plus a chroot) stay far below it.
+MAX_DELETES_PER_MULTI = 500
+
+
+# Told (path, error) about a znode that does not decode, by reads that skip such znodes.
+MalformedHandler = Callable[[str, ZnodeDecodeError], None]
 
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def _report_malformed(
+    on_malformed: MalformedHandler | None, path: str, error: ZnodeDecodeError
+) -> None:
+    """Hand a decode failure to the caller's handler; without one, it is the caller's error."""
+    if on_malformed is None:
+        raise error
+    on_malformed(path, error)
 
 
 class KafkaZk:
@@ -92,15 +110,6 @@ class KafkaZk:
             if found is None:
                 raise
             return ClusterIdZNode.decode(found[0])
-
-    async def generate_broker_sequence_id(self) -> int:
-        """A cluster-unique number (Kafka's broker.id generation uses the seqid zkVersion)."""
-        try:
-            stat = await self.client.set(BrokerSequenceIdZNode.path(), b"")
-        except NoNodeError:
-            await self.client.ensure_path(BrokerSequenceIdZNode.path())
-            stat = await self.client.set(BrokerSequenceIdZNode.path(), b"")
-        return stat.version
 
     # ------------------------------------------------------------------ brokers
 
@@ -133,19 +142,23 @@ class KafkaZk:
         children = await self.client.get_children(BrokerIdsZNode.path()) or []
         return sorted(int(child) for child in children if child.isdigit())
 
-    async def get_brokers(self) -> dict[int, BrokerRegistration]:
-        return {
-            broker_id: reg for broker_id, (reg, _) in (await self.get_brokers_with_epochs()).items()
-        }
-
-    async def get_brokers_with_epochs(self) -> dict[int, tuple[BrokerRegistration, int]]:
-        """{broker_id: (registration, broker epoch = czxid)} of live brokers."""
+    async def get_brokers_with_epochs(
+        self, on_malformed: MalformedHandler | None = None
+    ) -> dict[int, tuple[BrokerRegistration, int]]:
+        """{broker_id: (registration, broker epoch = czxid)} of live brokers. A registration
+        that does not decode raises ZnodeDecodeError, or, given `on_malformed`, is reported
+        to it and left out."""
         broker_ids = await self.get_broker_ids()
-        found = await self.client.get_many([BrokerIdZNode.path(b) for b in broker_ids])
+        paths = [BrokerIdZNode.path(b) for b in broker_ids]
+        found = await self.client.get_many(paths)
         brokers: dict[int, tuple[BrokerRegistration, int]] = {}
-        for broker_id, item in zip(broker_ids, found, strict=True):
-            if item is not None:  # gone between the two reads
+        for broker_id, path, item in zip(broker_ids, paths, found, strict=True):
+            if item is None:  # gone between the two reads
+                continue
+            try:
                 brokers[broker_id] = (BrokerIdZNode.decode(broker_id, item[0]), item[1].czxid)
+            except ZnodeDecodeError as exc:
+                _report_malformed(on_malformed, path, exc)
         return brokers
 
     # ------------------------------------------------------------------ controller
@@ -251,14 +264,20 @@ class KafkaZk:
         return None if found is None else TopicZNode.decode(topic, found[0])
 
     async def get_topic_assignments(
-        self, topics: Sequence[str]
+        self, topics: Sequence[str], on_malformed: MalformedHandler | None = None
     ) -> dict[str, TopicAssignment | None]:
-        """Batched: every read is sent before the first answer is awaited."""
-        found = await self.client.get_many([TopicZNode.path(topic) for topic in topics])
-        return {
-            topic: (None if item is None else TopicZNode.decode(topic, item[0]))
-            for topic, item in zip(topics, found, strict=True)
-        }
+        """{topic: assignment, or None if the topic is gone}; batched: every read is sent
+        before the first answer is awaited. A topic znode that does not decode raises
+        ZnodeDecodeError, or, given `on_malformed`, is reported to it and left out."""
+        paths = [TopicZNode.path(topic) for topic in topics]
+        found = await self.client.get_many(paths)
+        assignments: dict[str, TopicAssignment | None] = {}
+        for topic, path, item in zip(topics, paths, found, strict=True):
+            try:
+                assignments[topic] = None if item is None else TopicZNode.decode(topic, item[0])
+            except ZnodeDecodeError as exc:
+                _report_malformed(on_malformed, path, exc)
+        return assignments
 
     async def create_topic(
         self,
@@ -312,24 +331,6 @@ class KafkaZk:
         found = await self.client.get(ConfigEntityZNode.path("topics", topic))
         return {} if found is None else ConfigEntityZNode.decode(found[0])
 
-    async def get_entity_configs(self, entity_type: str, entity_name: str) -> dict[str, str]:
-        found = await self.client.get(ConfigEntityZNode.path(entity_type, entity_name))
-        return {} if found is None else ConfigEntityZNode.decode(found[0])
-
-    async def change_entity_configs(
-        self, entity_type: str, entity_name: str, configs: Mapping[str, str]
-    ) -> None:
-        """Replace an entity's config overrides and notify brokers (/config/changes)."""
-        await self._set_or_create(
-            ConfigEntityZNode.path(entity_type, entity_name), ConfigEntityZNode.encode(configs)
-        )
-        await self.client.create(
-            ConfigEntityChangeNotificationSequenceZNode.create_path(),
-            ConfigEntityChangeNotificationSequenceZNode.encode(f"{entity_type}/{entity_name}"),
-            sequence=True,
-            makepath=True,
-        )
-
     async def _set_or_create(self, path: str, data: bytes) -> None:
         try:
             await self.client.set(path, data)
@@ -358,17 +359,25 @@ class KafkaZk:
         return {partition: found[(topic, partition)] for partition in partition_list}
 
     async def get_many_partition_states(
-        self, partitions: Sequence[tuple[str, int]]
+        self,
+        partitions: Sequence[tuple[str, int]],
+        on_malformed: MalformedHandler | None = None,
     ) -> dict[tuple[str, int], tuple[PartitionState, int] | None]:
-        """Across topics, for controller fail-over: one pipelined burst of reads."""
+        """Across topics, for controller fail-over: one pipelined burst of reads. A state
+        that does not decode raises ZnodeDecodeError, or, given `on_malformed`, is reported
+        to it and left out."""
         paths = [TopicPartitionStateZNode.path(topic, p) for topic, p in partitions]
         found = await self.client.get_many(paths)
         result: dict[tuple[str, int], tuple[PartitionState, int] | None] = {}
         for key, path, item in zip(partitions, paths, found, strict=True):
-            if item is None:
-                result[key] = None
-            else:
-                result[key] = (TopicPartitionStateZNode.decode(item[0], path), item[1].version)
+            try:
+                result[key] = (
+                    None
+                    if item is None
+                    else (TopicPartitionStateZNode.decode(item[0], path), item[1].version)
+                )
+            except ZnodeDecodeError as exc:
+                _report_malformed(on_malformed, path, exc)
         return result
 
     async def create_partition_states(
@@ -439,31 +448,6 @@ class KafkaZk:
         assert isinstance(stat, ZnodeStat)
         return stat.version
 
-    async def update_partition_states(
-        self,
-        epoch_zk_version: int,
-        updates: Mapping[tuple[str, int], tuple[PartitionState, int]],
-    ) -> dict[tuple[str, int], int | ZkError]:
-        """Many fenced conditional writes, pipelined. {(topic, p): new zkVersion or the error
-        (BadVersionError / NoNodeError)}; ControllerMovedError is raised, not returned."""
-        keys = list(updates)
-        outcomes = await asyncio.gather(
-            *(
-                self.update_partition_state(epoch_zk_version, topic, partition, state, version)
-                for (topic, partition), (state, version) in updates.items()
-            ),
-            return_exceptions=True,
-        )
-        result: dict[tuple[str, int], int | ZkError] = {}
-        for key, outcome in zip(keys, outcomes, strict=True):
-            if isinstance(outcome, ControllerMovedError):
-                raise outcome
-            if isinstance(outcome, ZkError | int):
-                result[key] = outcome
-            elif isinstance(outcome, BaseException):
-                raise outcome
-        return result
-
     async def create_isr_change_notification(self, partitions: Iterable[tuple[str, int]]) -> str:
         """Leader-side: tell the controller an ISR changed (sequential znode)."""
         return await self.client.create(
@@ -476,29 +460,47 @@ class KafkaZk:
     # ------------------------------------------------------------------ topic deletion
 
     async def delete_topic_znodes(self, epoch_zk_version: int, topic: str) -> None:
-        """Fenced, atomic removal of /brokers/topics/<t> (with its partitions),
-        /config/topics/<t> and /admin/delete_topics/<t>; already-missing ones are skipped."""
+        """Fenced removal of /brokers/topics/<t> (with its partitions), /config/topics/<t> and
+        /admin/delete_topics/<t>; already-missing ones are skipped.
+
+        One multi per MAX_DELETES_PER_MULTI znodes, each fenced by the controller epoch: a
+        single multi for a topic of thousands of partitions would exceed ZooKeeper's
+        jute.maxbuffer (1 MB) and be refused. Children go before parents and the deletion
+        marker goes last, so a deletion cut short leaves a consistent, still-marked topic that
+        the next attempt finishes."""
         for attempt in range(_CAS_ATTEMPTS):
-            ops = await self._topic_deletion_ops(topic)
-            if not ops:
-                return
+            paths = await self._topic_deletion_paths(topic)
             try:
-                await self._fenced_multi(epoch_zk_version, ops)
+                for start in range(0, len(paths), MAX_DELETES_PER_MULTI):
+                    batch = paths[start : start + MAX_DELETES_PER_MULTI]
+                    await self._fenced_multi(epoch_zk_version, [DeleteOp(path) for path in batch])
                 return
-            except ZkError as exc:
-                # Something changed under us (a partition znode appeared or vanished): retry
-                # with a fresh tree; ControllerMovedError is not retried.
-                if isinstance(exc, ControllerMovedError) or attempt == _CAS_ATTEMPTS - 1:
+            except (NoNodeError, NotEmptyError):
+                # The tree changed under us (a partition znode appeared or vanished): list it
+                # again and carry on; ControllerMovedError and connection trouble propagate.
+                if attempt == _CAS_ATTEMPTS - 1:
                     raise
 
-    async def _topic_deletion_ops(self, topic: str) -> list[Op]:
-        ops: list[Op] = [
-            DeleteOp(path) for path in await self._tree_post_order(TopicZNode.path(topic))
-        ]
+    async def _topic_deletion_paths(self, topic: str) -> list[str]:
+        paths = await self._tree_post_order(TopicZNode.path(topic))
         for path in (ConfigEntityZNode.path("topics", topic), DeleteTopicsTopicZNode.path(topic)):
             if await self.client.exists(path) is not None:
-                ops.append(DeleteOp(path))
-        return ops
+                paths.append(path)
+        return paths
+
+    async def delete_topic_deletion_markers(
+        self, epoch_zk_version: int, topics: Iterable[str]
+    ) -> None:
+        """Fenced removal of /admin/delete_topics/<t> without deleting the topics (Kafka's
+        deleteTopicDeletions, used when delete.topic.enable=false); missing ones are skipped."""
+        paths = [DeleteTopicsTopicZNode.path(topic) for topic in topics]
+        outcomes = await asyncio.gather(
+            *(self._fenced_multi(epoch_zk_version, [DeleteOp(path)]) for path in paths),
+            return_exceptions=True,
+        )
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException) and not isinstance(outcome, NoNodeError):
+                raise outcome
 
     async def _tree_post_order(self, path: str) -> list[str]:
         """Every znode under and including `path`, children before parents; [] if missing."""

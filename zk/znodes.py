@@ -51,6 +51,11 @@ def _int(obj: Mapping[str, Any], key: str, what: str) -> int:
         raise ZnodeDecodeError(f"{what}: bad {key!r}: {value!r}") from exc
 
 
+def _optional_int(obj: Mapping[str, Any], key: str, default: int, what: str) -> int:
+    """Like `_int`, but a missing or null key means `default`."""
+    return default if obj.get(key) is None else _int(obj, key, what)
+
+
 def _int_list(value: Any, what: str) -> list[int]:
     if not isinstance(value, list) or not all(
         isinstance(item, int) and not isinstance(item, bool) for item in value
@@ -140,11 +145,15 @@ def parse_endpoint(endpoint: str) -> tuple[str, str, int]:
     """'PLAINTEXT://host:9092' -> ('PLAINTEXT', 'host', 9092); IPv6 hosts may be bracketed."""
     listener, separator, address = endpoint.partition("://")
     host, colon, port_text = address.rpartition(":")
-    if not separator or not colon or not port_text.lstrip("-").isdigit():
+    if not separator or not colon:
         raise ZnodeDecodeError(f"bad endpoint {endpoint!r}")
+    try:
+        port = int(port_text)
+    except ValueError as exc:
+        raise ZnodeDecodeError(f"bad endpoint port in {endpoint!r}") from exc
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
-    return listener, host, int(port_text)
+    return listener, host, port
 
 
 @dataclass(frozen=True)
@@ -267,7 +276,7 @@ class BrokerIdZNode:
         obj = _load_object(data, what)
         version = _int(obj, "version", what)
         host = obj.get("host")
-        port = _int(obj, "port", what) if obj.get("port") is not None else -1
+        port = _optional_int(obj, "port", -1, what)
         if version < 1:
             raise ZnodeDecodeError(f"{what}: unsupported registration version {version}")
         if version == 1:
@@ -288,13 +297,6 @@ class BrokerIdZNode:
             # Before version 4 the listener name was the security protocol name.
             protocol_map = {parse_endpoint(item)[0]: parse_endpoint(item)[0] for item in endpoints}
         rack = obj.get("rack")
-        raw_features = obj.get("features")
-        features: dict[str, dict[str, int]] = {}
-        if isinstance(raw_features, dict):
-            for name, versions in raw_features.items():
-                if isinstance(versions, dict):
-                    features[str(name)] = {str(k): int(v) for k, v in versions.items()}
-        timestamp = obj.get("timestamp")
         return BrokerRegistration(
             broker_id=broker_id,
             host=host if isinstance(host, str) else None,
@@ -302,11 +304,27 @@ class BrokerIdZNode:
             endpoints=endpoints,
             listener_security_protocol_map=protocol_map,
             rack=rack if isinstance(rack, str) else None,
-            timestamp_ms=int(timestamp) if isinstance(timestamp, str | int) else -1,
-            jmx_port=int(obj.get("jmx_port", -1)),
-            features=features,
+            timestamp_ms=_optional_int(obj, "timestamp", -1, what),
+            jmx_port=_optional_int(obj, "jmx_port", -1, what),
+            features=BrokerIdZNode._decode_features(obj.get("features"), what),
             version=version,
         )
+
+    @staticmethod
+    def _decode_features(raw: Any, what: str) -> dict[str, dict[str, int]]:
+        """{"feature": {"min_version": 1, "max_version": 7}}; absent before version 5."""
+        if raw is None:
+            return {}
+        if not isinstance(raw, dict):
+            raise ZnodeDecodeError(f"{what}: features is not an object: {raw!r}")
+        features: dict[str, dict[str, int]] = {}
+        for name, versions in raw.items():
+            if not isinstance(versions, dict):
+                raise ZnodeDecodeError(f"{what}: bad version range of feature {name!r}")
+            features[str(name)] = {
+                str(key): _int(versions, key, f"{what} feature {name!r}") for key in versions
+            }
+        return features
 
 
 class TopicsZNode:

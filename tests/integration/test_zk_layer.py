@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from zk.client import ZkClient
+from zk.client import CreateOp, ZkClient
 from zk.cluster_watch import ClusterChange, ClusterWatch
 from zk.errors import BrokerIdInUseError, ControllerMovedError, TopicExistsError
 from zk.kafka_zk import KafkaZk
@@ -23,6 +23,9 @@ from zk.znodes import (
     PartitionState,
     TopicAssignment,
     TopicPartitionStateZNode,
+    TopicPartitionsZNode,
+    TopicPartitionZNode,
+    TopicZNode,
     new_kafka_uuid,
 )
 
@@ -218,6 +221,33 @@ def test_children_watch_on_missing_parent_fires_when_it_appears(chroot_connect: 
     asyncio.run(scenario())
 
 
+def test_watch_removed_and_added_again_fires_once_per_change(chroot_connect: str) -> None:
+    async def scenario() -> None:
+        async with started(chroot_connect) as kafka_zk:
+            client = kafka_zk.client
+            await client.create("/churn", b"0")
+            await client.create("/marker", b"0")
+            fired: list[str] = []
+
+            def on_churn() -> None:
+                fired.append("churn")
+
+            # The server-side watch armed first is still pending after the unwatch; adding
+            # the path again must not leave two watchers that each deliver the change.
+            client.watch_data("/churn", on_churn)
+            client.unwatch_data("/churn", on_churn)
+            client.watch_data("/churn", on_churn)
+            client.watch_data("/marker", lambda: fired.append("marker"))
+            await client.set("/churn", b"1")
+            await client.set("/marker", b"1")
+            # ZooKeeper delivers one session's events in order: once the marker's change
+            # arrived, every delivery of the earlier change has too.
+            await wait_for(lambda: "marker" in fired, "marker change")
+            assert fired == ["churn", "marker"]
+
+    asyncio.run(scenario())
+
+
 # ------------------------------------------------------------------ brokers
 
 
@@ -235,7 +265,7 @@ def test_broker_registration_json_and_duplicate_id(chroot_connect: str) -> None:
                 b'"endpoints":["PLAINTEXT://127.0.0.1:9092"],"jmx_port":-1,"port":9092,'
                 b'"host":"127.0.0.1","version":5,"timestamp":"1700000000000"}'
             )
-            assert await kafka_zk.get_brokers() == {1: _registration(1)}
+            assert await kafka_zk.get_brokers_with_epochs() == {1: (_registration(1), broker_epoch)}
             with pytest.raises(BrokerIdInUseError):
                 await other.register_broker(_registration(1, port=9093))
 
@@ -359,6 +389,61 @@ def test_create_topic_and_partition_states_round_trip(chroot_connect: str) -> No
     asyncio.run(scenario())
 
 
+def test_topic_with_thousands_of_partitions_is_deleted_in_fenced_batches(
+    chroot_connect: str,
+) -> None:
+    async def scenario() -> None:
+        async with started(chroot_connect) as kafka_zk:
+            # A long (legal: at most 249 characters) name makes each znode path long, so the
+            # topic's ~4,000 znodes would not fit one 1 MB multi request.
+            topic = "t" * 240
+            partitions = 2_000
+            assignment = {p: [1] for p in range(partitions)}
+            await kafka_zk.create_topic(topic, assignment, {"retention.ms": "1"}, new_kafka_uuid())
+            won = await kafka_zk.try_elect_controller(1)
+            assert won is not None
+            epoch, epoch_zk_version = won
+            state = PartitionState(1, 0, [1], epoch)
+            created = await kafka_zk.create_partition_states(
+                epoch_zk_version, topic, dict.fromkeys(assignment, state)
+            )
+            assert set(created.values()) == {0}
+            await kafka_zk.mark_topic_for_deletion(topic)
+            path_bytes = sum(
+                len(TopicPartitionStateZNode.path(topic, p)) * 2 for p in range(partitions)
+            )
+            assert path_bytes > 1024 * 1024  # what one multi would have had to carry
+
+            await kafka_zk.delete_topic_znodes(epoch_zk_version, topic)
+            assert await kafka_zk.get_all_topics() == []
+            assert await kafka_zk.client.exists(f"/brokers/topics/{topic}") is None
+            assert await kafka_zk.get_topic_configs(topic) == {}
+            assert await kafka_zk.get_topics_pending_deletion() == []
+
+    asyncio.run(scenario())
+
+
+def test_topic_deletion_markers_are_removed_fenced(chroot_connect: str) -> None:
+    async def scenario() -> None:
+        async with started(chroot_connect) as zombie, started(chroot_connect) as successor:
+            await zombie.create_topic("kept", {0: [1]}, {}, new_kafka_uuid())
+            await zombie.mark_topic_for_deletion("kept")
+            old = await zombie.try_elect_controller(1)
+            assert old is not None
+            await zombie.resign_controller(1)
+            new = await successor.try_elect_controller(2)
+            assert new is not None
+            with pytest.raises(ControllerMovedError):
+                await zombie.delete_topic_deletion_markers(old[1], ["kept"])
+            assert await zombie.get_topics_pending_deletion() == ["kept"]
+            # A missing marker is skipped; the topic itself stays.
+            await successor.delete_topic_deletion_markers(new[1], ["kept", "never-marked"])
+            assert await successor.get_topics_pending_deletion() == []
+            assert await successor.get_all_topics() == ["kept"]
+
+    asyncio.run(scenario())
+
+
 # ------------------------------------------------------------------ cluster watch
 
 
@@ -372,16 +457,22 @@ def test_cluster_watch_follows_brokers_topics_and_partition_states(chroot_connec
 
             async with started(chroot_connect) as broker:
                 await broker.register_broker(_registration(7))
-                await wait_for(lambda: 7 in watch.view.brokers, "broker 7 joins")
-                assert any(change.brokers_changed for change in changes)
+                # The view is updated before the change is reported: wait for the report.
+                await wait_for(
+                    lambda: any(change.brokers_changed for change in changes), "broker 7 joins"
+                )
+                assert 7 in watch.view.brokers
 
                 won = await broker.try_elect_controller(7)
                 assert won is not None
                 await wait_for(lambda: watch.view.controller_id == 7, "controller 7 seen")
 
                 await broker.create_topic("events", {0: [7], 1: [7]}, {}, new_kafka_uuid())
-                await wait_for(lambda: "events" in watch.view.topics, "topic added")
-                assert any("events" in change.topics_added for change in changes)
+                await wait_for(
+                    lambda: any("events" in change.topics_added for change in changes),
+                    "topic added",
+                )
+                assert "events" in watch.view.topics
 
                 state = PartitionState(7, 0, [7], won[0])
                 await broker.create_partition_states(won[1], "events", {0: state, 1: state})
@@ -392,14 +483,20 @@ def test_cluster_watch_follows_brokers_topics_and_partition_states(chroot_connec
                 moved = PartitionState(-1, 1, [7], won[0])
                 await broker.update_partition_state(won[1], "events", 0, moved, 0)
                 await wait_for(
-                    lambda: watch.view.partition_states.get(("events", 0)) == (moved, 1),
-                    "partition state updated",
+                    lambda: any(
+                        ("events", 0) in change.partitions_changed
+                        and watch.view.partition_states.get(("events", 0)) == (moved, 1)
+                        for change in changes
+                    ),
+                    "partition state update reported",
                 )
-                assert any(("events", 0) in change.partitions_changed for change in changes)
 
                 await broker.delete_topic_znodes(won[1], "events")
-                await wait_for(lambda: "events" not in watch.view.topics, "topic deleted")
-                assert any("events" in change.topics_deleted for change in changes)
+                await wait_for(
+                    lambda: any("events" in change.topics_deleted for change in changes),
+                    "topic deleted",
+                )
+                assert "events" not in watch.view.topics
                 assert not any(key[0] == "events" for key in watch.view.partition_states)
             # The broker's session is closed: its registration and /controller are gone.
             await wait_for(lambda: 7 not in watch.view.brokers, "broker 7 leaves")
@@ -433,6 +530,61 @@ def test_session_expiry_is_reported_and_watches_survive_it(chroot_connect: str) 
             # Changes made by others after the new session are still followed.
             await observer.create_topic("after", {0: [5]}, {}, new_kafka_uuid())
             await wait_for(lambda: "after" in watch.view.topics, "topic after expiry seen")
+            await watch.stop()
+
+    asyncio.run(scenario())
+
+
+def test_cluster_watch_skips_malformed_znodes_and_follows_the_rest(chroot_connect: str) -> None:
+    async def scenario() -> None:
+        async with started(chroot_connect) as observer, started(chroot_connect) as broker:
+            changes: list[ClusterChange] = []
+            watch = ClusterWatch(observer, changes.append)
+            await watch.start()
+            client = broker.client
+            # Written by a broken tool: each one used to end the watch's refresh task.
+            bad_registration = (
+                b'{"version":5,"host":"h","port":1,"jmx_port":"x","endpoints":["PLAINTEXT://h:1"],'
+                b'"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},"features":{}}'
+            )
+            await client.create(BrokerIdZNode.path(8), bad_registration, ephemeral=True)
+            await client.create("/brokers/topics/garbled", b"not json")
+            await broker.register_broker(_registration(9))
+            # A well-formed topic whose partition state is not: created at once, so the
+            # refresh that adds the topic also reads the state.
+            assignment = TopicAssignment(new_kafka_uuid(), {0: [9]})
+            state_path = TopicPartitionStateZNode.path("good", 0)
+            await client.multi(
+                [
+                    CreateOp(TopicZNode.path("good"), TopicZNode.encode(assignment)),
+                    CreateOp(TopicPartitionsZNode.path("good")),
+                    CreateOp(TopicPartitionZNode.path("good", 0)),
+                    CreateOp(state_path, b"{}"),
+                ]
+            )
+            await wait_for(
+                lambda: any("good" in change.topics_added for change in changes),
+                "the well-formed topic reported",
+            )
+            # Everything written before the topic has been read by now (events arrive in order).
+            assert 9 in watch.view.brokers
+            assert 8 not in watch.view.brokers
+            assert "garbled" not in watch.view.topics
+            assert ("good", 0) not in watch.view.partition_states
+
+            # Corrected znodes are picked up through the watches kept on them.
+            won = await broker.try_elect_controller(9)
+            assert won is not None
+            state = PartitionState(9, 0, [9], won[0])
+            await client.set(state_path, TopicPartitionStateZNode.encode(state))
+            await wait_for(
+                lambda: watch.view.partition_states.get(("good", 0)) == (state, 1),
+                "the corrected partition state",
+            )
+            await client.set(BrokerIdZNode.path(8), BrokerIdZNode.encode(_registration(8)))
+            await wait_for(lambda: 8 in watch.view.brokers, "the corrected registration")
+            await client.set("/brokers/topics/garbled", TopicZNode.encode(assignment))
+            await wait_for(lambda: "garbled" in watch.view.topics, "the corrected topic")
             await watch.stop()
 
     asyncio.run(scenario())

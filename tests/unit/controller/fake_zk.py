@@ -7,12 +7,14 @@ Each `FakeKafkaZk` is one broker's session on it. The controller-relevant semant
 - partition state updates check the partition's zkVersion (BadVersionError otherwise);
 - watch callbacks run on the asyncio loop, later (loop.call_soon), like the real client's;
 - expiring a session deletes its ephemerals and tells its listeners "LOST".
+Faults: `FakeKafkaZk.fail_next` makes one session's next calls of a method raise (e.g. a
+connection loss); `FakeZkStore.failing` makes a method fail for every session until removed.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from zk.errors import (
@@ -56,6 +58,8 @@ class FakeZkStore:
     fenced_writes: int = 0
     state_writes: list[tuple[str, int, PartitionState]] = field(default_factory=list)
     next_session_id: int = 1
+    # method name -> error raised by every session's calls of it (a persistent fault)
+    failing: dict[str, Exception] = field(default_factory=dict)
 
     def fire(self, kind: str, path: str) -> None:
         for client in self.clients:
@@ -157,26 +161,36 @@ class FakeKafkaZk:
         self.closed = False
         # Test hook: called before every controller (fenced) write.
         self.before_fenced_write: Callable[[], None] | None = None
+        self._next_failures: dict[str, list[Exception]] = {}
 
-    def _ensure_open(self) -> None:
+    def fail_next(self, method: str, *errors: Exception) -> None:
+        """The next calls of `method` on this session raise `errors`, one each, in order."""
+        self._next_failures.setdefault(method, []).extend(errors)
+
+    def _ensure_open(self, method: str) -> None:
         if self.closed:
             raise SessionExpiredError("closed")
+        if method in self.store.failing:
+            raise self.store.failing[method]
+        queued = self._next_failures.get(method)
+        if queued:
+            raise queued.pop(0)
 
-    def _fenced(self, epoch_zk_version: int) -> None:
-        self._ensure_open()
+    def _fenced(self, epoch_zk_version: int, method: str) -> None:
+        self._ensure_open(method)
         if self.before_fenced_write is not None:
             self.before_fenced_write()
         self.store.check_epoch(epoch_zk_version)
 
     async def get_brokers_with_epochs(self) -> dict[int, tuple[BrokerRegistration, int]]:
-        self._ensure_open()
+        self._ensure_open("get_brokers_with_epochs")
         return {
             broker_id: (reg, self.store.broker_epochs[broker_id])
             for broker_id, (reg, _) in sorted(self.store.brokers.items())
         }
 
     async def get_controller_id(self) -> int | None:
-        self._ensure_open()
+        self._ensure_open("get_controller_id")
         return None if self.store.controller is None else self.store.controller[0]
 
     async def get_controller_epoch(self) -> tuple[int, int] | None:
@@ -185,7 +199,7 @@ class FakeKafkaZk:
         return self.store.controller_epoch, self.store.controller_epoch_zk_version
 
     async def try_elect_controller(self, broker_id: int) -> tuple[int, int] | None:
-        self._ensure_open()
+        self._ensure_open("try_elect_controller")
         await asyncio.sleep(0)  # a round trip: lets competing brokers interleave
         if self.store.controller is not None:
             return None
@@ -196,16 +210,16 @@ class FakeKafkaZk:
         return self.store.controller_epoch, self.store.controller_epoch_zk_version
 
     async def resign_controller(self, broker_id: int) -> None:
-        self._ensure_open()
+        self._ensure_open("resign_controller")
         if self.store.controller == (broker_id, self.session_id):
             self.store.delete_controller()
 
     async def get_all_topics(self) -> list[str]:
-        self._ensure_open()
+        self._ensure_open("get_all_topics")
         return sorted(self.store.topics)
 
     async def get_topic_assignment(self, topic: str) -> TopicAssignment | None:
-        self._ensure_open()
+        self._ensure_open("get_topic_assignment")
         return self.store.topics.get(topic)
 
     async def create_topic(
@@ -215,7 +229,7 @@ class FakeKafkaZk:
         configs: dict[str, str],
         topic_id: str,
     ) -> None:
-        self._ensure_open()
+        self._ensure_open("create_topic")
         if topic in self.store.topics:
             raise TopicExistsError(path=f"{TOPICS}/{topic}")
         self.store.topic_configs[topic] = dict(configs)
@@ -223,30 +237,30 @@ class FakeKafkaZk:
         self.store.fire("children", TOPICS)
 
     async def get_topic_configs(self, topic: str) -> dict[str, str]:
-        self._ensure_open()
+        self._ensure_open("get_topic_configs")
         return dict(self.store.topic_configs.get(topic, {}))
 
     async def get_partition_states(
         self, topic: str, partitions: Sequence[int]
     ) -> dict[int, tuple[PartitionState, int] | None]:
-        self._ensure_open()
+        self._ensure_open("get_partition_states")
         return {p: self.store.partition_states.get((topic, p)) for p in partitions}
 
     async def mark_topic_for_deletion(self, topic: str) -> None:
-        self._ensure_open()
+        self._ensure_open("mark_topic_for_deletion")
         if topic in self.store.delete_markers:
             return  # already marked, as the real one
         self.store.delete_markers.add(topic)
         self.store.fire("children", DELETE_TOPICS)
 
     async def get_topics_pending_deletion(self) -> list[str]:
-        self._ensure_open()
+        self._ensure_open("get_topics_pending_deletion")
         return sorted(self.store.delete_markers)
 
     async def create_partition_states(
         self, epoch_zk_version: int, topic: str, states: Mapping[int, PartitionState]
     ) -> dict[int, int | None]:
-        self._fenced(epoch_zk_version)
+        self._fenced(epoch_zk_version, "create_partition_states")
         if topic not in self.store.topics:
             raise NoNodeError(path=f"{TOPICS}/{topic}")
         created: dict[int, int | None] = {}
@@ -267,7 +281,7 @@ class FakeKafkaZk:
         state: PartitionState,
         expected_zk_version: int,
     ) -> int:
-        self._fenced(epoch_zk_version)
+        self._fenced(epoch_zk_version, "update_partition_state")
         current = self.store.partition_states.get((topic, partition))
         if current is None:
             raise NoNodeError(path=f"{TOPICS}/{topic}/partitions/{partition}/state")
@@ -278,7 +292,7 @@ class FakeKafkaZk:
         return current[1] + 1
 
     async def delete_topic_znodes(self, epoch_zk_version: int, topic: str) -> None:
-        self._fenced(epoch_zk_version)
+        self._fenced(epoch_zk_version, "delete_topic_znodes")
         self.store.topics.pop(topic, None)
         self.store.topic_configs.pop(topic, None)
         for key in [key for key in self.store.partition_states if key[0] == topic]:
@@ -286,6 +300,15 @@ class FakeKafkaZk:
         self.store.delete_markers.discard(topic)
         self.store.fire("children", TOPICS)
         self.store.fire("children", DELETE_TOPICS)
+
+    async def delete_topic_deletion_markers(
+        self, epoch_zk_version: int, topics: Iterable[str]
+    ) -> None:
+        self._fenced(epoch_zk_version, "delete_topic_deletion_markers")
+        removed = self.store.delete_markers & set(topics)
+        self.store.delete_markers -= removed
+        if removed:
+            self.store.fire("children", DELETE_TOPICS)
 
     # What a leader broker does (not the controller): an unfenced ISR change.
     def leader_changes_isr(self, topic: str, partition: int, isr: list[int]) -> None:

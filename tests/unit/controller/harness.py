@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from controller.config import ControllerConfig
-from controller.controller import Controller
+from controller.controller import Controller, Sleep
 from tests.unit.controller.fake_zk import FakeKafkaZk, FakeZkStore
 from zk.znodes import PartitionState, TopicAssignment
 
@@ -59,12 +59,50 @@ def state(
     )
 
 
+class ManualSleeps:
+    """A stand-in for asyncio.sleep whose sleeps end only when the test says so, so that
+    back-offs are tested without waiting for (or racing against) the clock."""
+
+    def __init__(self) -> None:
+        self.pending: list[tuple[float, asyncio.Future[None]]] = []
+        self.requested: list[float] = []
+
+    async def __call__(self, delay_s: float) -> None:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.requested.append(delay_s)
+        self.pending.append((delay_s, future))
+        await future
+
+    def waiting(self, delay_s: float) -> int:
+        """How many sleeps of `delay_s` are in progress."""
+        return sum(1 for delay, future in self.pending if delay == delay_s and not future.done())
+
+    def wake(self, delay_s: float) -> None:
+        """End every sleep of `delay_s` in progress."""
+        for delay, future in self.pending:
+            if delay == delay_s and not future.done():
+                future.set_result(None)
+        self.pending = [(d, f) for d, f in self.pending if not f.done()]
+
+
+async def no_sleep(delay_s: float) -> None:
+    """Back-offs that end at once (only yields to the loop)."""
+    await asyncio.sleep(0)
+
+
 def new_controller(
-    store: FakeZkStore, broker_id: int, config: ControllerConfig | None = None
+    store: FakeZkStore,
+    broker_id: int,
+    config: ControllerConfig | None = None,
+    sleep: Sleep = no_sleep,
 ) -> tuple[Controller, FakeKafkaZk]:
     kafka_zk = FakeKafkaZk(store)
     controller = Controller(
-        kafka_zk, broker_id, config or ControllerConfig(), rng=random.Random(broker_id)
+        kafka_zk,
+        broker_id,
+        config or ControllerConfig(),
+        rng=random.Random(broker_id),
+        sleep=sleep,
     )
     return controller, kafka_zk
 
@@ -92,13 +130,16 @@ class Cluster:
 
 
 async def start_cluster(
-    store: FakeZkStore, broker_ids: list[int], config: ControllerConfig | None = None
+    store: FakeZkStore,
+    broker_ids: list[int],
+    config: ControllerConfig | None = None,
+    sleep: Sleep = no_sleep,
 ) -> Cluster:
     """Register the brokers, start one controller each (in order, so the first broker wins),
     and return once the election is over and its consequences handled."""
     cluster = Cluster(store, [], {})
     for broker_id in broker_ids:
-        controller, kafka_zk = new_controller(store, broker_id, config)
+        controller, kafka_zk = new_controller(store, broker_id, config, sleep)
         store.register_broker(broker_id, kafka_zk.session_id)
         cluster.controllers.append(controller)
         cluster.sessions[broker_id] = kafka_zk

@@ -126,6 +126,50 @@ def test_bad_registration_raises_decode_error() -> None:
         BrokerIdZNode.decode(1, b'{"version":0}')
 
 
+_VALID_V5_KEYS = (
+    b'"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},'
+    b'"endpoints":["PLAINTEXT://h:9092"],"host":"h","version":5'
+)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"{" + _VALID_V5_KEYS + b',"jmx_port":"x"}',
+        b"{" + _VALID_V5_KEYS + b',"jmx_port":[1]}',
+        b"{" + _VALID_V5_KEYS + b',"timestamp":"soon"}',
+        b"{" + _VALID_V5_KEYS + b',"port":"p"}',
+        b"{" + _VALID_V5_KEYS + b',"features":{"f":{"min_version":"one"}}}',
+        b"{" + _VALID_V5_KEYS + b',"features":{"f":{"min_version":null}}}',
+        b"{" + _VALID_V5_KEYS + b',"features":{"f":3}}',
+        b"{" + _VALID_V5_KEYS + b',"features":[]}',
+        b'{"version":2,"endpoints":["PLAINTEXT://h:--5"]}',
+        b'{"version":2,"endpoints":["PLAINTEXT://h"]}',
+    ],
+    ids=[
+        "jmx_port-not-a-number",
+        "jmx_port-a-list",
+        "timestamp-not-a-number",
+        "port-not-a-number",
+        "feature-version-not-a-number",
+        "feature-version-null",
+        "feature-not-an-object",
+        "features-not-an-object",
+        "endpoint-port-not-a-number",
+        "endpoint-without-port",
+    ],
+)
+def test_malformed_registration_raises_only_decode_error(data: bytes) -> None:
+    # ClusterWatch skips a znode on ZnodeDecodeError; a bare TypeError would escape it.
+    with pytest.raises(ZnodeDecodeError):
+        BrokerIdZNode.decode(1, data)
+
+
+def test_registration_without_optional_numbers_gets_defaults() -> None:
+    registration = BrokerIdZNode.decode(1, b"{" + _VALID_V5_KEYS + b',"jmx_port":null}')
+    assert (registration.jmx_port, registration.timestamp_ms, registration.port) == (-1, -1, -1)
+
+
 def test_parse_endpoint_handles_ipv6() -> None:
     assert parse_endpoint("PLAINTEXT://[::1]:9092") == ("PLAINTEXT", "::1", 9092)
     assert parse_endpoint("CLIENT://h:1") == ("CLIENT", "h", 1)

@@ -1,0 +1,1 @@
+"""Operator tools behind scripts/bench and scripts/chaos."""

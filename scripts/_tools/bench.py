@@ -1,0 +1,121 @@
+"""Produce/consume throughput against a running cluster, measured with librdkafka.
+
+    scripts/bench [--bootstrap 127.0.0.1:9092] [--records 200000] [--record-bytes 100]
+                  [--partitions 6] [--replication-factor 1] [--compression none] [--acks 1]
+
+Prints one JSON object with records/s and MB/s for each phase. Start a cluster first
+(`make up` or `scripts/cluster up`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+import uuid
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="scripts/bench", description=__doc__.split("\n")[0])
+    parser.add_argument("--bootstrap", default="127.0.0.1:9092")
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--record-bytes", type=int, default=100)
+    parser.add_argument("--partitions", type=int, default=6)
+    parser.add_argument("--replication-factor", type=int, default=1)
+    parser.add_argument("--compression", default="none")
+    parser.add_argument("--acks", default="1")
+    return parser.parse_args()
+
+
+def create_topic(args: argparse.Namespace, topic: str) -> None:
+    admin = AdminClient({"bootstrap.servers": args.bootstrap})
+    new_topic = NewTopic(topic, args.partitions, args.replication_factor)
+    admin.create_topics([new_topic])[topic].result(timeout=60)
+
+
+def produce(args: argparse.Namespace, topic: str) -> float:
+    producer = Producer(
+        {
+            "bootstrap.servers": args.bootstrap,
+            "acks": args.acks,
+            "compression.type": args.compression,
+            "linger.ms": 5,
+            "batch.size": 1_000_000,
+            "queue.buffering.max.messages": 1_000_000,
+        }
+    )
+    payload = os.urandom(args.record_bytes // 2).hex().encode()[: args.record_bytes]
+    failures: list[str] = []
+
+    def report(error: object, _message: object) -> None:
+        if error is not None:
+            failures.append(str(error))
+
+    started = time.perf_counter()
+    for index in range(args.records):
+        while True:
+            try:
+                producer.produce(topic, value=payload, key=str(index).encode(), on_delivery=report)
+                break
+            except BufferError:
+                producer.poll(0.01)
+        if index % 10_000 == 0:
+            producer.poll(0)
+    if producer.flush(120) != 0 or failures:
+        raise SystemExit(f"produce failed: {failures[:3]}")
+    return time.perf_counter() - started
+
+
+def consume(args: argparse.Namespace, topic: str) -> float:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": args.bootstrap,
+            "group.id": f"bench-{topic}",
+            "enable.auto.commit": False,
+            "fetch.max.bytes": 52_428_800,
+        }
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(args.partitions)])
+    received = 0
+    started = time.perf_counter()
+    deadline = started + 300
+    while received < args.records:
+        if time.perf_counter() > deadline:
+            raise SystemExit(f"consume timed out at {received}/{args.records}")
+        messages = consumer.consume(num_messages=10_000, timeout=1.0)
+        received += sum(1 for m in messages if m.error() is None)
+    elapsed = time.perf_counter() - started
+    consumer.close()
+    return elapsed
+
+
+def main() -> int:
+    args = parse_args()
+    topic = f"bench-{uuid.uuid4().hex[:8]}"
+    create_topic(args, topic)
+    megabytes = args.records * args.record_bytes / 1e6
+    results = {
+        "topic": topic,
+        "records": args.records,
+        "record_bytes": args.record_bytes,
+        "partitions": args.partitions,
+        "compression": args.compression,
+        "acks": args.acks,
+    }
+    for phase, run in (("produce", produce), ("consume", consume)):
+        seconds = run(args, topic)
+        results[phase] = {
+            "seconds": round(seconds, 3),
+            "records_per_s": round(args.records / seconds),
+            "mb_per_s": round(megabytes / seconds, 2),
+        }
+    print(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,108 @@
+"""ClusterWatch's refresh task against an in-memory stand-in for KafkaZk."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import cast
+
+import pytest
+
+from zk import cluster_watch
+from zk.cluster_watch import ClusterChange, ClusterWatch
+from zk.kafka_zk import KafkaZk, MalformedHandler
+from zk.znodes import BrokerRegistration, PartitionState, TopicAssignment
+
+WAIT_BOUND_S = 2.0
+
+
+class _FakeClient:
+    def __init__(self) -> None:
+        self.watches: dict[tuple[str, str], list[Callable[[], None]]] = {}
+        self.connected = True
+
+    def watch_data(self, path: str, callback: Callable[[], None]) -> None:
+        self.watches.setdefault(("data", path), []).append(callback)
+
+    def watch_children(self, path: str, callback: Callable[[], None]) -> None:
+        self.watches.setdefault(("children", path), []).append(callback)
+
+    def unwatch_data(self, path: str, callback: Callable[[], None]) -> None:
+        self.watches.get(("data", path), []).remove(callback)
+
+    def unwatch_children(self, path: str, callback: Callable[[], None]) -> None:
+        self.watches.get(("children", path), []).remove(callback)
+
+    def on_session_event(self, callback: Callable[[str], None]) -> None:
+        pass
+
+    def fire(self, kind: str, path: str) -> None:
+        for callback in list(self.watches.get((kind, path), [])):
+            callback()
+
+
+class _FakeKafkaZk:
+    def __init__(self) -> None:
+        self.client = _FakeClient()
+        self.topics: dict[str, TopicAssignment] = {}
+        # Errors the next get_all_topics calls raise, one each.
+        self.topic_list_failures: list[Exception] = []
+
+    async def get_brokers_with_epochs(
+        self, on_malformed: MalformedHandler | None = None
+    ) -> dict[int, tuple[BrokerRegistration, int]]:
+        return {}
+
+    async def get_controller_id(self) -> int | None:
+        return None
+
+    async def get_all_topics(self) -> list[str]:
+        if self.topic_list_failures:
+            raise self.topic_list_failures.pop(0)
+        return sorted(self.topics)
+
+    async def get_topic_assignments(
+        self, topics: Sequence[str], on_malformed: MalformedHandler | None = None
+    ) -> dict[str, TopicAssignment | None]:
+        return {topic: self.topics.get(topic) for topic in topics}
+
+    async def get_many_partition_states(
+        self,
+        partitions: Sequence[tuple[str, int]],
+        on_malformed: MalformedHandler | None = None,
+    ) -> dict[tuple[str, int], tuple[PartitionState, int] | None]:
+        return dict.fromkeys(partitions)
+
+
+async def _wait_until(condition: Callable[[], bool], what: str) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + WAIT_BOUND_S
+    while not condition():
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out waiting for: {what}")
+        await asyncio.sleep(0.001)
+
+
+def test_refresh_that_fails_unexpectedly_keeps_its_work_and_is_retried(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(cluster_watch, "_RETRY_DELAY_S", 0.0)  # retry on the next loop turn
+
+    async def scenario() -> None:
+        kafka_zk = _FakeKafkaZk()
+        changes: list[ClusterChange] = []
+        watch = ClusterWatch(cast(KafkaZk, kafka_zk), changes.append)
+        await watch.start()
+        kafka_zk.topics["orders"] = TopicAssignment(None, {0: [1]})
+        kafka_zk.topic_list_failures.append(RuntimeError("a bug, not ZooKeeper trouble"))
+        kafka_zk.client.fire("children", "/brokers/topics")
+        # The failed refresh's work (the topic list) was kept and read again.
+        await _wait_until(lambda: "orders" in watch.view.topics, "the topic after the retry")
+        assert [change.topics_added for change in changes] == [frozenset({"orders"})]
+        # And the watch still follows later changes.
+        kafka_zk.topics["payments"] = TopicAssignment(None, {0: [1]})
+        kafka_zk.client.fire("children", "/brokers/topics")
+        await _wait_until(lambda: "payments" in watch.view.topics, "a later topic")
+        await watch.stop()
+
+    asyncio.run(scenario())
