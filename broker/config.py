@@ -82,7 +82,7 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("log.message.timestamp.type", _str, "CreateTime"),
     ConfigDef("message.max.bytes", _int, 1048588),
     ConfigDef("socket.request.max.bytes", _int, 104857600),
-    ConfigDef("queued.max.requests", _int, 500),
+    ConfigDef("queued.max.requests", _int, 500, used=False),
     ConfigDef("max.connections", _int, 2147483647),
     ConfigDef("connections.max.idle.ms", _int, 600000),
     ConfigDef("log.flush.offset.checkpoint.interval.ms", _int, 60000),
@@ -265,7 +265,6 @@ def _validate(config: KafkaConfig) -> None:
     _require_range(config, "log.index.size.max.bytes", 4)
     _require_range(config, "message.max.bytes", 0)
     _require_range(config, "socket.request.max.bytes", 1)
-    _require_range(config, "queued.max.requests", 1)
     _require_range(config, "zookeeper.session.timeout.ms", 1)
     _require_range(config, "log.retention.check.interval.ms", 1)
     if config["log.message.timestamp.type"] not in ("CreateTime", "LogAppendTime"):

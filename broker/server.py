@@ -56,16 +56,13 @@ class KafkaServer:
         self.producer_ids = ProducerIdManager(self.kafka_zk, self.broker_id)
         self.cluster_watch = ClusterWatch(self.kafka_zk, self._on_cluster_change)
         self.metadata_cache = MetadataCache(self.cluster_watch.view)
-        self.controller = Controller(
-            self.kafka_zk,
-            self.broker_id,
-            ControllerConfig(
-                default_replication_factor=config["default.replication.factor"],
-                num_partitions=config["num.partitions"],
-                unclean_leader_election_enable=config["unclean.leader.election.enable"],
-                delete_topic_enable=config["delete.topic.enable"],
-            ),
+        self.controller_config = ControllerConfig(
+            default_replication_factor=config["default.replication.factor"],
+            num_partitions=config["num.partitions"],
+            unclean_leader_election_enable=config["unclean.leader.election.enable"],
+            delete_topic_enable=config["delete.topic.enable"],
         )
+        self.controller = Controller(self.kafka_zk, self.broker_id, self.controller_config)
         self.listeners = [Listener(self, endpoint) for endpoint in config.listeners]
         self.cluster_id = ""
         self.broker_epoch = -1

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
-from controller.assignment import assign_replicas_to_brokers, validate_topic_name
-from controller.errors import ApiError
+from controller.errors import TOPIC_ALREADY_EXISTS, ApiError
+from controller.topic_creation import NewTopic, plan_new_topic
 from zk.errors import TopicExistsError
 from zk.znodes import new_kafka_uuid
 
@@ -24,19 +24,23 @@ log = logging.getLogger(__name__)
 
 async def auto_create_topic(server: KafkaServer, topic: str) -> ErrorCode:
     """Create `topic` with the broker defaults; return the error to report for it now."""
+    cache = server.metadata_cache
     try:
-        validate_topic_name(topic)
-        assignment = assign_replicas_to_brokers(
-            list(server.metadata_cache.live_brokers()),
-            server.config["num.partitions"],
-            server.config["default.replication.factor"],
+        plan = plan_new_topic(
+            NewTopic(topic),
+            existing_topics=cache.topic_names(),
+            topics_queued_for_deletion=(),
+            live_brokers=list(cache.live_brokers()),
+            config=server.controller_config,
         )
     except ApiError as error:
+        if error.error_code == TOPIC_ALREADY_EXISTS:
+            return ErrorCode.leader_not_available  # created meanwhile; leaders on their way
         log.info("not auto-creating topic %r: %s", topic, error.message)
         return ErrorCode(error.error_code)
     try:
-        await server.kafka_zk.create_topic(topic, assignment, {}, new_kafka_uuid())
-        log.info("auto-created topic %s with assignment %s", topic, assignment)
+        await server.kafka_zk.create_topic(topic, plan.assignment, plan.configs, new_kafka_uuid())
+        log.info("auto-created topic %s with assignment %s", topic, plan.assignment)
     except TopicExistsError:
         pass  # another broker created it first; its leaders are on their way
     return ErrorCode.leader_not_available
