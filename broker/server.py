@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 
 from broker.config import KafkaConfig
+from broker.config_changes import ConfigChangeListener
 from broker.coordinator.transaction.producer_id_manager import ProducerIdManager
 from broker.handlers import build_registry
 from broker.log.cleaner import delete_retained_segments
@@ -55,6 +56,7 @@ class KafkaServer:
         self.topic_configs = TopicConfigs(self.kafka_zk)
         self.producer_ids = ProducerIdManager(self.kafka_zk, self.broker_id)
         self.cluster_watch = ClusterWatch(self.kafka_zk, self._on_cluster_change)
+        self.config_changes = ConfigChangeListener(self.zk_client, self._on_topic_config_change)
         self.metadata_cache = MetadataCache(self.cluster_watch.view)
         self.controller_config = ControllerConfig(
             default_replication_factor=config["default.replication.factor"],
@@ -81,6 +83,7 @@ class KafkaServer:
         self.cluster_id = await self.kafka_zk.get_or_create_cluster_id()
         ensure_meta_properties(self.config.log_dirs, self.broker_id, self.cluster_id)
         self.log_manager.load_logs()
+        await self.config_changes.start()
         await self.cluster_watch.start()
         self.metadata_cache.update(self.cluster_watch.view)
         await self._reconcile()
@@ -138,6 +141,10 @@ class KafkaServer:
 
     def _on_cluster_change(self, change: ClusterChange) -> None:
         self.metadata_cache.update(self.cluster_watch.view)
+        self._reconcile_needed.set()
+
+    def _on_topic_config_change(self, topic: str) -> None:
+        self.topic_configs.forget(topic)
         self._reconcile_needed.set()
 
     async def _reconcile_loop(self) -> None:
