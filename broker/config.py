@@ -143,6 +143,8 @@ class KafkaConfig:
     values: Mapping[str, Any]
     # Keys that were set but that this broker accepts without acting on them (yet).
     ignored_keys: tuple[str, ...] = ()
+    # Keys set in server.properties or by --override (the rest hold Kafka's defaults).
+    explicit_keys: frozenset[str] = frozenset()
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
@@ -239,7 +241,7 @@ def build_config(raw: Mapping[str, str]) -> KafkaConfig:
         except ValueError as error:
             raise ConfigError(f"invalid value {raw[name]!r} for {name}: {error}") from None
     ignored = tuple(sorted(name for name in raw if not CONFIG_DEFS[name].used))
-    config = KafkaConfig(values, ignored)
+    config = KafkaConfig(values, ignored, frozenset(raw))
     _validate(config)
     return config
 

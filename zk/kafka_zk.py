@@ -30,6 +30,7 @@ from zk.znodes import (
     BrokerIdZNode,
     BrokerRegistration,
     ClusterIdZNode,
+    ConfigEntityChangeNotificationSequenceZNode,
     ConfigEntityZNode,
     ControllerEpochZNode,
     ControllerZNode,
@@ -330,6 +331,19 @@ class KafkaZk:
     async def get_topic_configs(self, topic: str) -> dict[str, str]:
         found = await self.client.get(ConfigEntityZNode.path("topics", topic))
         return {} if found is None else ConfigEntityZNode.decode(found[0])
+
+    async def change_topic_configs(self, topic: str, configs: Mapping[str, str]) -> None:
+        """Replace a topic's config overrides, then notify brokers through /config/changes
+        (AdminZkClient.changeTopicConfig's two writes, in its order)."""
+        await self._set_or_create(
+            ConfigEntityZNode.path("topics", topic), ConfigEntityZNode.encode(configs)
+        )
+        await self.client.create(
+            ConfigEntityChangeNotificationSequenceZNode.create_path(),
+            ConfigEntityChangeNotificationSequenceZNode.encode(f"topics/{topic}"),
+            sequence=True,
+            makepath=True,
+        )
 
     async def _set_or_create(self, path: str, data: bytes) -> None:
         try:

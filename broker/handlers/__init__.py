@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from broker.handlers import (
+    alter_configs,
     api_versions,
     create_topics,
     delete_topics,
+    describe_configs,
     fetch,
     find_coordinator,
+    incremental_alter_configs,
     init_producer_id,
     list_offsets,
     metadata,
@@ -29,5 +32,8 @@ def build_registry() -> Registry:
             ApiSpec(19, "CreateTopics", 0, 7, 2, create_topics.handle),
             ApiSpec(20, "DeleteTopics", 0, 6, 1, delete_topics.handle),
             ApiSpec(22, "InitProducerId", 0, 4, 0, init_producer_id.handle),
+            ApiSpec(32, "DescribeConfigs", 0, 4, 1, describe_configs.handle),
+            ApiSpec(33, "AlterConfigs", 0, 2, 0, alter_configs.handle),
+            ApiSpec(44, "IncrementalAlterConfigs", 0, 1, 0, incremental_alter_configs.handle),
         ]
     )

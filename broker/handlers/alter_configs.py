@@ -1,0 +1,23 @@
+"""AlterConfigs: v0-v2, topics only. The given configs replace all of a topic's overrides."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.network.context import RequestContext
+from broker.protocol import adapter
+from broker.protocol.registry import response_class
+from broker.topic_config_admin import alter_resource, replace_all
+
+ALTER_CONFIGS_KEY = 33
+
+
+async def handle(context: RequestContext, request: Any) -> Any:
+    responses = []
+    for resource in request.resources:
+        result = await alter_resource(
+            context.server, resource, replace_all(resource.configs), request.validate_only
+        )
+        responses.append(result.response(resource))
+    cls = response_class(ALTER_CONFIGS_KEY, context.api_version)
+    return adapter.build(cls, {"throttle_time": 0, "responses": responses})

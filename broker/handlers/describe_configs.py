@@ -1,0 +1,80 @@
+"""DescribeConfigs: advertised v0-v4, implemented v1-v4; topics and this broker.
+
+Topic configs show the override from /config/topics/<t> or the broker-level default it falls
+back to, with its source (TOPIC_CONFIG, STATIC_BROKER_CONFIG or DEFAULT_CONFIG) and, on
+request, the synonyms in precedence order. Broker configs are static (read-only).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from broker.config_entries import ConfigEntry, broker_entries, topic_entries
+from broker.network.context import RequestContext
+from broker.protocol import adapter
+from broker.protocol.registry import response_class
+
+DESCRIBE_CONFIGS_KEY = 32
+TOPIC_RESOURCE = 2
+BROKER_RESOURCE = 4
+
+
+async def handle(context: RequestContext, request: Any) -> Any:
+    synonyms = bool(getattr(request, "include_synonyms", False))
+    results = [await _describe(context, resource, synonyms) for resource in request.resources]
+    cls = response_class(DESCRIBE_CONFIGS_KEY, context.api_version)
+    return adapter.build(cls, {"throttle_time": 0, "results": results})
+
+
+async def _describe(context: RequestContext, resource: Any, synonyms: bool) -> dict[str, Any]:
+    server = context.server
+    if resource.resource_type == TOPIC_RESOURCE:
+        if not server.metadata_cache.has_topic(resource.resource_name):
+            return _error(resource, ErrorCode.unknown_topic_or_partition, "unknown topic")
+        overrides = await server.kafka_zk.get_topic_configs(resource.resource_name)
+        entries = topic_entries(server.config, overrides)
+    elif resource.resource_type == BROKER_RESOURCE:
+        if resource.resource_name not in ("", str(server.broker_id)):
+            message = f"this is broker {server.broker_id}; ask broker {resource.resource_name}"
+            return _error(resource, ErrorCode.invalid_request, message)
+        entries = broker_entries(server.config)
+    else:
+        return _error(resource, ErrorCode.invalid_request, "unsupported resource type")
+    wanted = resource.configuration_keys
+    if wanted is not None:
+        entries = [e for e in entries if e.name in set(wanted)]
+    return {
+        "error_code": ErrorCode.none,
+        "error_message": None,
+        "resource_type": resource.resource_type,
+        "resource_name": resource.resource_name,
+        "configs": [_entry(e, synonyms) for e in entries],
+    }
+
+
+def _entry(entry: ConfigEntry, synonyms: bool) -> dict[str, Any]:
+    return {
+        "name": entry.name,
+        "value": entry.value,
+        "read_only": entry.read_only,
+        "config_source": entry.source,
+        "is_sensitive": False,
+        "synonyms": [
+            {"name": s.name, "value": s.value, "source": s.source}
+            for s in (entry.synonyms if synonyms else [])
+        ],
+        "config_type": entry.config_type,
+        "documentation": None,
+    }
+
+
+def _error(resource: Any, error: ErrorCode, message: str) -> dict[str, Any]:
+    return {
+        "error_code": error,
+        "error_message": message,
+        "resource_type": resource.resource_type,
+        "resource_name": resource.resource_name,
+        "configs": [],
+    }

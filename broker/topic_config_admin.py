@@ -1,0 +1,96 @@
+"""Changing topic configs for AlterConfigs and IncrementalAlterConfigs.
+
+As in ZooKeeper-mode Kafka, the broker that receives the request validates the new config
+set, writes /config/topics/<t> and a /config/changes notification; every broker (itself
+included) then re-reads the topic's config.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from controller.errors import INVALID_CONFIG, INVALID_REQUEST, ApiError
+from controller.topic_configs import TOPIC_CONFIGS, ConfigType, validate_topic_configs
+
+if TYPE_CHECKING:
+    from broker.server import KafkaServer
+
+TOPIC_RESOURCE = 2
+BROKER_RESOURCE = 4
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+ConfigChange = Callable[[dict[str, str]], dict[str, str | None]]
+
+
+@dataclass(frozen=True, slots=True)
+class AlterResult:
+    error_code: ErrorCode
+    message: str | None = None
+
+    def response(self, resource: Any) -> dict[str, Any]:
+        return {
+            "error_code": self.error_code,
+            "error_message": self.message,
+            "resource_type": resource.resource_type,
+            "resource_name": resource.resource_name,
+        }
+
+
+async def alter_resource(
+    server: KafkaServer, resource: Any, change: ConfigChange, validate_only: bool
+) -> AlterResult:
+    if resource.resource_type == BROKER_RESOURCE:
+        return AlterResult(ErrorCode.invalid_request, "dynamic broker configs are not supported")
+    if resource.resource_type != TOPIC_RESOURCE:
+        return AlterResult(ErrorCode.invalid_request, "unsupported resource type")
+    topic = resource.resource_name
+    if not server.metadata_cache.has_topic(topic):
+        return AlterResult(ErrorCode.unknown_topic_or_partition, f"unknown topic {topic}")
+    current = await server.kafka_zk.get_topic_configs(topic)
+    try:
+        updated = validate_topic_configs(change(dict(current)))
+    except ApiError as error:
+        return AlterResult(ErrorCode(error.error_code), error.message)
+    if not validate_only:
+        await server.kafka_zk.change_topic_configs(topic, updated)
+    return AlterResult(ErrorCode.none)
+
+
+def replace_all(configs: Sequence[Any]) -> ConfigChange:
+    """AlterConfigs: the request's set replaces every override."""
+    return lambda _current: {c.name: c.value for c in configs}
+
+
+def apply_operations(configs: Sequence[Any]) -> ConfigChange:
+    """IncrementalAlterConfigs: SET, DELETE, APPEND or SUBTRACT one config at a time."""
+
+    def change(current: dict[str, str]) -> dict[str, str | None]:
+        updated: dict[str, str | None] = dict(current)
+        for config in configs:
+            _apply(updated, config.name, config.config_operation, config.value)
+        return updated
+
+    return change
+
+
+def _apply(configs: dict[str, str | None], name: str, operation: int, value: str | None) -> None:
+    if operation == SET:
+        configs[name] = value
+    elif operation == DELETE:
+        configs.pop(name, None)
+    elif operation in (APPEND, SUBTRACT):
+        key = TOPIC_CONFIGS.get(name)
+        if key is None or key.config_type is not ConfigType.LIST:
+            raise ApiError(INVALID_CONFIG, f"Config value append is not allowed for config {name}")
+        items = [i for i in (configs.get(name) or "").split(",") if i]
+        given = [i.strip() for i in (value or "").split(",") if i.strip()]
+        if operation == APPEND:
+            items += [i for i in given if i not in items]
+        else:
+            items = [i for i in items if i not in given]
+        configs[name] = ",".join(items)
+    else:
+        raise ApiError(INVALID_REQUEST, f"unknown config operation {operation}")
