@@ -2,17 +2,20 @@
 
 Tools write the new config to /config/topics/<t> and then a sequential
 `/config/changes/config_change_<n>` naming `topics/<t>` (as Kafka's AdminZkClient does). Each
-broker remembers the last notification it processed, so every one is handled once.
+broker remembers the last notification it processed, so every one is handled once, and
+deletes notifications older than 15 minutes, as Kafka's brokers do.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import time
 from collections.abc import Callable
 
 from zk.client import ZkClient
-from zk.errors import ZkError
+from zk.errors import NoNodeError, ZkError
 from zk.znodes import (
     ConfigEntityChangeNotificationSequenceZNode,
     ConfigEntityChangeNotificationZNode,
@@ -21,6 +24,7 @@ from zk.znodes import (
 
 log = logging.getLogger(__name__)
 TOPICS_ENTITY = "topics/"
+NOTIFICATION_EXPIRY_MS = 15 * 60 * 1000  # Kafka's changeExpirationMs
 
 
 class ConfigChangeListener:
@@ -49,13 +53,24 @@ class ConfigChangeListener:
         try:
             children = await self._zk_client.get_children(path) or []
             prefix = ConfigEntityChangeNotificationSequenceZNode.SEQUENCE_PREFIX
-            for name in sorted(c for c in children if c.startswith(prefix)):
-                if name <= self._last_seen:
-                    continue
-                await self._process(f"{path}/{name}")
-                self._last_seen = name
+            names = sorted(c for c in children if c.startswith(prefix))
+            for name in names:
+                if name > self._last_seen:
+                    await self._process(f"{path}/{name}")
+                    self._last_seen = name
+            await self._purge_expired([f"{path}/{name}" for name in names])
         except ZkError:
             log.warning("reading config change notifications failed", exc_info=True)
+
+    async def _purge_expired(self, paths: list[str]) -> None:
+        """Delete notifications older than Kafka's 15-minute expiry (any broker may)."""
+        now_ms = int(time.time() * 1000)
+        for notification_path, found in zip(
+            paths, await self._zk_client.get_many(paths), strict=True
+        ):
+            if found is not None and now_ms - found[1].ctime_ms > NOTIFICATION_EXPIRY_MS:
+                with contextlib.suppress(NoNodeError):  # another broker purged it first
+                    await self._zk_client.delete(notification_path)
 
     async def _process(self, notification_path: str) -> None:
         found = await self._zk_client.get(notification_path)

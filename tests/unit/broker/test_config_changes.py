@@ -1,0 +1,60 @@
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from broker.config_changes import NOTIFICATION_EXPIRY_MS, ConfigChangeListener
+
+
+@dataclass
+class _Stat:
+    ctime_ms: int
+
+
+@dataclass
+class _FakeZk:
+    """The few ZkClient calls the listener makes, over a dict of znodes."""
+
+    nodes: dict[str, tuple[bytes, _Stat]] = field(default_factory=dict)
+    watcher: Any = None
+
+    async def get_children(self, path: str) -> list[str]:
+        prefix = path + "/"
+        return sorted(p[len(prefix) :] for p in self.nodes if p.startswith(prefix))
+
+    async def get(self, path: str) -> tuple[bytes, _Stat] | None:
+        return self.nodes.get(path)
+
+    async def get_many(self, paths: list[str]) -> list[tuple[bytes, _Stat] | None]:
+        return [self.nodes.get(p) for p in paths]
+
+    async def delete(self, path: str) -> None:
+        del self.nodes[path]
+
+    def watch_children(self, path: str, callback: Any) -> None:
+        self.watcher = callback
+
+    def add(self, sequence: int, entity_path: str, age_ms: int = 0) -> None:
+        data = json.dumps({"version": 2, "entity_path": entity_path}).encode()
+        ctime_ms = int(time.time() * 1000) - age_ms
+        self.nodes[f"/config/changes/config_change_{sequence:010d}"] = (data, _Stat(ctime_ms))
+
+
+def test_new_topic_notifications_are_handled_once_and_old_ones_purged() -> None:
+    async def scenario() -> None:
+        zk = _FakeZk()
+        zk.add(0, "topics/before-start", age_ms=NOTIFICATION_EXPIRY_MS + 1000)
+        changed: list[str] = []
+        listener = ConfigChangeListener(zk, changed.append)  # type: ignore[arg-type]
+        await listener.start()
+        zk.add(1, "topics/orders")
+        zk.add(2, "brokers/1")
+        zk.add(3, "topics/payments")
+        await listener._process_new()
+        await listener._process_new()
+        assert changed == ["orders", "payments"]
+        assert "/config/changes/config_change_0000000000" not in zk.nodes
+        assert len(zk.nodes) == 3
+
+    asyncio.run(scenario())
