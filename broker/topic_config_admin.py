@@ -59,6 +59,20 @@ async def alter_resource(
     return AlterResult(ErrorCode.none)
 
 
+async def alter_resources(
+    server: KafkaServer,
+    resources: Sequence[Any],
+    change_for: Callable[[Sequence[Any]], ConfigChange],
+    validate_only: bool,
+) -> list[dict[str, Any]]:
+    """One response entry per resource; `change_for(resource.configs)` says how to change."""
+    responses = []
+    for resource in resources:
+        result = await alter_resource(server, resource, change_for(resource.configs), validate_only)
+        responses.append(result.response(resource))
+    return responses
+
+
 def replace_all(configs: Sequence[Any]) -> ConfigChange:
     """AlterConfigs: the request's set replaces every override."""
     return lambda _current: {c.name: c.value for c in configs}
