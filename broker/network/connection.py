@@ -15,6 +15,7 @@ from kio.serial import entity_reader
 from broker.network.context import RequestContext
 from broker.network.errors import CloseConnectionError
 from broker.protocol import adapter
+from broker.protocol.bounds import check_body
 from broker.protocol.framing import (
     FrameDecoder,
     FrameTooLargeError,
@@ -128,12 +129,18 @@ class Connection:
             if is_flexible(header.api_key, header.api_version):
                 offset = skip_tagged_fields(frame, offset)
             cls = request_class(header.api_key, header.api_version)
+            # kio's native parser aborts the process on absurd counts: prove bounds first.
+            checked_end = check_body(cls, frame, offset)
             request: Any
-            request, _size = entity_reader(cls)(frame, offset)
+            request, size = entity_reader(cls)(frame, offset)
         except Exception as error:  # kio raises a range of decode errors
             raise CloseConnectionError(
                 f"malformed {spec.name} v{header.api_version} body: {error!r}"
             ) from None
+        if offset + size != checked_end:
+            # The bounds proof only holds if kio walked the same path; a mismatch is our bug.
+            log.error("%s v%d: bounds check and parser disagree", spec.name, header.api_version)
+            raise CloseConnectionError("request body parsed inconsistently")
         return request
 
     def _unsupported_api_versions(self, header: RequestHeader) -> bytes:
