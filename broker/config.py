@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from broker.network.quotas import parse_per_ip_overrides
+
 
 class ConfigError(ValueError):
     """An unknown key or an invalid value; the message names the key."""
@@ -84,6 +86,12 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("socket.request.max.bytes", _int, 104857600),
     ConfigDef("queued.max.requests", _int, 500, used=False),
     ConfigDef("max.connections", _int, 2147483647),
+    ConfigDef("max.connections.per.ip", _int, 2147483647),
+    ConfigDef("max.connections.per.ip.overrides", _str, ""),
+    # Not Kafka keys: bounds Kafka enforces implicitly (JVM heap, streaming decompression);
+    # named here so they can be tuned and are listed in DEVIATIONS.md.
+    ConfigDef("message.max.decompressed.bytes", _int, 67108864),
+    ConfigDef("create.topics.max.partitions", _int, 10000),
     ConfigDef("connections.max.idle.ms", _int, 600000),
     ConfigDef("log.flush.offset.checkpoint.interval.ms", _int, 60000),
     ConfigDef("log.flush.interval.ms", _optional_int, None, used=False),
@@ -267,6 +275,14 @@ def _validate(config: KafkaConfig) -> None:
     _require_range(config, "log.index.size.max.bytes", 4)
     _require_range(config, "message.max.bytes", 0)
     _require_range(config, "socket.request.max.bytes", 1)
+    _require_range(config, "max.connections", 0)
+    _require_range(config, "max.connections.per.ip", 0)
+    _require_range(config, "message.max.decompressed.bytes", 1)
+    try:
+        parse_per_ip_overrides(config["max.connections.per.ip.overrides"])
+    except ValueError as error:
+        raise ConfigError(f"max.connections.per.ip.overrides: {error}") from None
+    _require_range(config, "create.topics.max.partitions", 1)
     _require_range(config, "zookeeper.session.timeout.ms", 1)
     _require_range(config, "log.retention.check.interval.ms", 1)
     if config["log.message.timestamp.type"] not in ("CreateTime", "LogAppendTime"):

@@ -22,6 +22,7 @@ from broker.log.manager import LogManager
 from broker.log.meta_properties import ensure_meta_properties
 from broker.metadata_cache import MetadataCache
 from broker.network.listener import Listener
+from broker.network.quotas import ConnectionQuotas, parse_per_ip_overrides
 from broker.replication.replica_manager import ReplicaManager
 from broker.topic_config import TopicConfigs
 from controller.config import ControllerConfig
@@ -63,9 +64,15 @@ class KafkaServer:
             num_partitions=config["num.partitions"],
             unclean_leader_election_enable=config["unclean.leader.election.enable"],
             delete_topic_enable=config["delete.topic.enable"],
+            create_topics_max_partitions=config["create.topics.max.partitions"],
         )
         self.controller = Controller(self.kafka_zk, self.broker_id, self.controller_config)
-        self.listeners = [Listener(self, endpoint) for endpoint in config.listeners]
+        quotas = ConnectionQuotas(
+            config["max.connections"],
+            config["max.connections.per.ip"],
+            parse_per_ip_overrides(config["max.connections.per.ip.overrides"]),
+        )
+        self.listeners = [Listener(self, endpoint, quotas) for endpoint in config.listeners]
         self.cluster_id = ""
         self.broker_epoch = -1
         self._metadata_changed = asyncio.Event()

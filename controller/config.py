@@ -11,3 +11,6 @@ class ControllerConfig:
     num_partitions: int = 1  # num.partitions
     unclean_leader_election_enable: bool = False  # unclean.leader.election.enable
     delete_topic_enable: bool = True  # delete.topic.enable
+    # create.topics.max.partitions: partitions one CreateTopics request may create in total,
+    # so a single request cannot make the controller place millions of replicas.
+    create_topics_max_partitions: int = 10000

@@ -14,6 +14,7 @@ from collections import Counter
 from controller.config import ControllerConfig
 from controller.context import ControllerContext
 from controller.errors import (
+    INVALID_PARTITIONS,
     INVALID_REQUEST,
     NONE,
     TOPIC_ALREADY_EXISTS,
@@ -23,7 +24,12 @@ from controller.errors import (
     ApiError,
     TopicError,
 )
-from controller.topic_creation import NewTopic, plan_new_topic, topic_exists_message
+from controller.topic_creation import (
+    USE_DEFAULT,
+    NewTopic,
+    plan_new_topic,
+    topic_exists_message,
+)
 from controller.zk_api import ControllerZk
 from zk.errors import NodeExistsError, TopicExistsError, ZkError
 from zk.znodes import new_kafka_uuid
@@ -49,12 +55,31 @@ async def create_topics(
         for name, count in counts.items()
         if count > 1
     }
+    partitions_left = config.create_topics_max_partitions
     for topic in topics:
-        if topic.name not in results:
-            results[topic.name] = await _create_topic(
-                kafka_zk, context, config, rng, topic, validate_only
+        if topic.name in results:
+            continue
+        requested = _requested_partitions(topic, config)
+        if requested > partitions_left:
+            results[topic.name] = TopicError(
+                INVALID_PARTITIONS,
+                f"Excessively large number of partitions per request: more than"
+                f" {config.create_topics_max_partitions} (create.topics.max.partitions)",
             )
+            continue
+        partitions_left -= max(requested, 0)
+        results[topic.name] = await _create_topic(
+            kafka_zk, context, config, rng, topic, validate_only
+        )
     return results
+
+
+def _requested_partitions(topic: NewTopic, config: ControllerConfig) -> int:
+    if topic.assignments:
+        return len(topic.assignments)
+    if topic.num_partitions == USE_DEFAULT:
+        return config.num_partitions
+    return topic.num_partitions
 
 
 async def _create_topic(

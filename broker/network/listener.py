@@ -1,4 +1,9 @@
-"""The listening socket: accepts connections up to `max.connections` and serves each."""
+"""The listening socket: accepts connections within the connection quotas and serves each.
+
+Like Kafka, a connection over `max.connections.per.ip` is closed at once with a log line. Over
+`max.connections` Kafka's acceptor stops accepting until a slot frees; here the new connection
+is closed instead (see DEVIATIONS.md), which bounds memory the same way.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from broker.network.connection import Connection
+from broker.network.quotas import ConnectionQuotas
 
 if TYPE_CHECKING:
     from broker.config import Endpoint
@@ -16,12 +22,12 @@ log = logging.getLogger(__name__)
 
 
 class Listener:
-    def __init__(self, server: KafkaServer, endpoint: Endpoint) -> None:
+    def __init__(self, server: KafkaServer, endpoint: Endpoint, quotas: ConnectionQuotas) -> None:
         self._server = server
         self._endpoint = endpoint
+        self._quotas = quotas
         self._asyncio_server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
-        self._max_connections: int = server.config["max.connections"]
 
     async def start(self) -> None:
         host = self._endpoint.host or None
@@ -31,8 +37,11 @@ class Listener:
         log.info("listening on %s", self._endpoint)
 
     async def _on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if len(self._connections) >= self._max_connections:
-            log.warning("refusing connection: max.connections=%d reached", self._max_connections)
+        peer = writer.get_extra_info("peername") or ("?", 0)
+        host = str(peer[0])
+        refusal = self._quotas.try_acquire(host)
+        if refusal is not None:
+            log.warning("refusing connection from %s:%s: %s", host, peer[1], refusal)
             writer.close()
             return
         task = asyncio.current_task()
@@ -42,6 +51,7 @@ class Listener:
             await Connection(self._server, self._endpoint.listener_name, reader, writer).serve()
         finally:
             self._connections.discard(task)
+            self._quotas.release(host)
 
     async def stop(self) -> None:
         if self._asyncio_server is not None:
