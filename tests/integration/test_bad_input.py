@@ -168,3 +168,23 @@ def test_log_intact_after_fuzzing(leader: str) -> None:
     values = _fetch_all(leader, TOPIC)
     assert values[0] == b"first"
     assert all(v in (b"first", b"second", b"fuzz") for v in values)
+
+
+# The request from issue 9: Metadata v9 whose compact topics array claims ~1.2e10 elements.
+# kio's native parser used to reserve memory for that count and abort the whole process.
+DEADLY_METADATA_V9 = bytes.fromhex("00000012 0003 0009 00000007 0002 6378 00 ffffffff2d")
+
+
+def test_deadly_18_byte_metadata_request_closes_only_its_connection(
+    cluster: ClusterHandle,
+) -> None:
+    for broker_id in cluster.broker_ids:
+        address = broker_address(cluster, broker_id)
+        with WireClient.to(address) as client:
+            client.send_raw(DEADLY_METADATA_V9)
+            assert client.is_closed_by_peer()
+        assert api_versions_ok(address)
+        log_text = cluster.broker_log(broker_id).read_text(errors="replace")
+        assert "MetadataRequest.topics" in log_text, "the close is logged with the field"
+    status = cluster.status()
+    assert all(b.alive and b.registered for b in status.brokers.values()), status.text

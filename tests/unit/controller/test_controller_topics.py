@@ -302,3 +302,26 @@ def test_recreating_a_deleted_topic_works_once_it_is_gone() -> None:
         await cluster.stop()
 
     asyncio.run(scenario())
+
+
+def test_one_request_cannot_create_more_than_create_topics_max_partitions() -> None:
+    async def scenario() -> None:
+        store = FakeZkStore()
+        config = ControllerConfig(create_topics_max_partitions=10)
+        cluster = await start_cluster(store, [1], config)
+        results = await cluster.active().create_topics(
+            [NewTopic("a", 6, 1), NewTopic("b", 5, 1), NewTopic("c", 4, 1)],
+            validate_only=False,
+        )
+        assert results["a"] == TopicError(NONE)
+        assert results["b"].error_code == INVALID_PARTITIONS
+        assert "create.topics.max.partitions" in (results["b"].message or "")
+        assert results["c"] == TopicError(NONE), "the budget left (4) still fits c"
+        assert "b" not in store.topics
+        huge = await cluster.active().create_topics(
+            [NewTopic("huge", 2**31 - 1, 1)], validate_only=False
+        )
+        assert huge["huge"].error_code == INVALID_PARTITIONS
+        await cluster.stop()
+
+    asyncio.run(scenario())
