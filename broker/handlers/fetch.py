@@ -1,7 +1,8 @@
 """Fetch: advertised v0-v12, implemented v4-v12, sessionless (KIP-227 sessions not kept).
 
 Consumers read up to the high watermark. The response holds whole batches; the first batch is
-returned even if larger than the limits (KIP-74). Long polling: if fewer than `min_bytes` are
+returned even if larger than the limits (KIP-74); the broker's `fetch.max.bytes` caps the
+request's `max_bytes`. Long polling: if fewer than `min_bytes` are
 available the request waits until enough arrive or `max_wait_ms` passes. We always answer with
 session id 0, which tells clients to send full fetch requests (DEVIATIONS.md).
 """
@@ -50,7 +51,10 @@ async def handle(context: RequestContext, request: Any) -> Any:
 
 def _read_all(context: RequestContext, request: Any) -> tuple[list[dict[str, Any]], int, bool]:
     replica_manager = context.server.replica_manager
-    budget_bytes = getattr(request, "max_bytes", 0x7FFFFFFF)
+    # fetch.max.bytes caps what one response may hold, whatever the client asks (KIP-541).
+    budget_bytes = min(
+        getattr(request, "max_bytes", 0x7FFFFFFF), context.server.config["fetch.max.bytes"]
+    )
     total_bytes = 0
     any_error = False
     responses = []
