@@ -301,4 +301,5 @@ def _default_log_config(config: KafkaConfig) -> LogConfig:
         message_timestamp_type=config["log.message.timestamp.type"],
         retention_ms=config.log_retention_ms,
         retention_bytes=config["log.retention.bytes"],
+        max_decompressed_bytes=config["message.max.decompressed.bytes"],
     )

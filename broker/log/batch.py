@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import crc32c
 
+from broker.log import compression
 from broker.log.errors import (
     CORRUPT_MESSAGE,
     INVALID_RECORD,
@@ -36,6 +37,9 @@ TIMESTAMP_TYPE_MASK = 0x08
 TRANSACTIONAL_MASK = 0x10
 CONTROL_MASK = 0x20
 MAX_COMPRESSION_TYPE = 4  # zstd
+# The smallest v2 record: length, attributes, timestamp delta, offset delta, key length, value
+# length and header count take at least one byte each. Bounds what `records_count` may claim.
+MIN_RECORD_BYTES = 7
 
 _OFFSET_AND_EPOCH = struct.Struct(">qii")  # base_offset, batch_length, partition_leader_epoch
 _LENGTH = struct.Struct(">qi")
@@ -144,11 +148,17 @@ def _check_producer_fields(header: BatchHeader) -> None:
 
 
 def validate_batches(
-    data: Buffer, max_message_bytes: int, from_client: bool = True
+    data: Buffer,
+    max_message_bytes: int,
+    from_client: bool = True,
+    max_decompressed_bytes: int = compression.MAX_DECOMPRESSED_BYTES_DEFAULT,
 ) -> list[BatchHeader]:
     """Check that `data` is a sequence of complete, intact v2 batches; return their headers.
 
-    One header decode and one CRC per batch; records are never looked at.
+    One header decode and one CRC per batch. Uncompressed records are never looked at; the
+    records of a compressed batch from a client are decompressed (counted, not kept) so that
+    a small batch cannot expand past `max_decompressed_bytes` in a later reader. Replicated
+    batches (`from_client=False`) were checked by the leader and stay opaque.
     """
     headers: list[BatchHeader] = []
     position = 0
@@ -163,9 +173,34 @@ def validate_batches(
         check_crc(data, position, header)
         if from_client:
             _check_producer_fields(header)
+            _check_records_count_fits(data, position, header, max_decompressed_bytes)
         headers.append(header)
         position += header.size_bytes
     return headers
+
+
+def _check_records_count_fits(
+    data: Buffer, position: int, header: BatchHeader, max_decompressed_bytes: int
+) -> None:
+    """Refuse a `records_count` the records section cannot hold, so readers that size
+    anything by it are bounded by real bytes (Kafka: "records count does not match").
+
+    A compressed section is measured decompressed, which also refuses decompression bombs
+    (MESSAGE_TOO_LARGE, so Java producers split the batch) and undecodable data
+    (CORRUPT_MESSAGE).
+    """
+    records_bytes = header.size_bytes - HEADER_SIZE_BYTES
+    if header.compression_type != compression.NONE:
+        start = position + HEADER_SIZE_BYTES
+        section = memoryview(data)[start : position + header.size_bytes]
+        records_bytes = compression.decompressed_size(
+            header.compression_type, section, max_decompressed_bytes
+        )
+    if header.records_count * MIN_RECORD_BYTES > records_bytes:
+        raise RecordError(
+            INVALID_RECORD,
+            f"records count {header.records_count} does not match {records_bytes} bytes of records",
+        )
 
 
 def assign_offsets(data: bytearray, first_offset: int, partition_leader_epoch: int) -> int:

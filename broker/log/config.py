@@ -6,6 +6,8 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from broker.log.compression import MAX_DECOMPRESSED_BYTES_DEFAULT
+
 CREATE_TIME = "CreateTime"
 LOG_APPEND_TIME = "LogAppendTime"
 
@@ -20,6 +22,9 @@ class LogConfig:
     message_timestamp_type: str = CREATE_TIME  # log.message.timestamp.type
     retention_ms: int = 604800000  # log.retention.ms / retention.ms (-1: unlimited)
     retention_bytes: int = -1  # log.retention.bytes / retention.bytes (-1: unlimited)
+    # message.max.decompressed.bytes (broker only, not a Kafka key): the most a client's
+    # compressed batch may expand to; bounds the memory a decompression bomb can take.
+    max_decompressed_bytes: int = MAX_DECOMPRESSED_BYTES_DEFAULT
 
     def with_overrides(self, topic_configs: Mapping[str, str]) -> LogConfig:
         """Apply topic-level overrides (Kafka's topic config names, string values).

@@ -145,7 +145,11 @@ class Log:
         returned. Raises RecordError."""
         self._check_open()
         data = records if isinstance(records, bytearray) else bytearray(records)
-        headers = validate_batches(data, self.config.max_message_bytes)
+        headers = validate_batches(
+            data,
+            self.config.max_message_bytes,
+            max_decompressed_bytes=self.config.max_decompressed_bytes,
+        )
         if not headers:
             return AppendInfo(-1, -1, -1, -1, self.log_start_offset)
         self._check_single_batch(headers, require_single_batch)

@@ -19,8 +19,10 @@ from broker.log.batch import (
     HEADER_SIZE_BYTES,
     HEADER_STRUCT,
     LOG_OVERHEAD_BYTES,
+    MIN_RECORD_BYTES,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_MASK,
+    BatchHeader,
     Buffer,
     compute_crc,
     read_batch_header,
@@ -28,6 +30,9 @@ from broker.log.batch import (
 from broker.log.errors import CORRUPT_MESSAGE, RecordError
 
 RecordHeaders = tuple[tuple[str, bytes | None], ...]
+
+# The smallest record header: key length and value length varints of one byte each.
+MIN_HEADER_BYTES = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,10 +158,17 @@ def _decode_bytes(data: Buffer, position: int) -> tuple[bytes | None, int]:
     return bytes(data[position:end]), end
 
 
-def _decode_headers(data: Buffer, position: int) -> tuple[RecordHeaders, int]:
+def _decode_headers(data: Buffer, position: int, end: int) -> tuple[RecordHeaders, int]:
+    """The headers of a record ending at `end`.
+
+    The count is checked against the bytes left before looping, so a forged count (up to
+    2**31-1) cannot make us loop or allocate by it. Kafka refuses any negative count.
+    """
     count, position = decode_varint(data, position)
+    if count < 0 or count * MIN_HEADER_BYTES > end - position:
+        raise RecordError(CORRUPT_MESSAGE, f"invalid number of record headers {count}")
     headers: list[tuple[str, bytes | None]] = []
-    for _ in range(max(count, 0)):
+    for _ in range(count):
         header_key, position = _decode_bytes(data, position)
         header_value, position = _decode_bytes(data, position)
         headers.append(((header_key or b"").decode("utf-8", "replace"), header_value))
@@ -175,26 +187,27 @@ def _decode_record(
     offset_delta, position = decode_varint(data, position)
     key, position = _decode_bytes(data, position)
     value, position = _decode_bytes(data, position)
-    headers, _ = _decode_headers(data, position)
+    headers, _ = _decode_headers(data, position, end)
     record = DecodedRecord(
         base_offset + offset_delta, base_timestamp + timestamp_delta, key, value, headers
     )
     return record, end
 
 
-def decode_records(batch: Buffer) -> list[DecodedRecord]:
+def decode_records(
+    batch: Buffer, max_decompressed_bytes: int = compression.MAX_DECOMPRESSED_BYTES_DEFAULT
+) -> list[DecodedRecord]:
     """Every record of one or more concatenated batches (decompressing as needed).
 
-    For LogAppendTime batches each record's timestamp is the batch's max timestamp, as in Kafka.
+    Each batch's records may decompress to at most `max_decompressed_bytes` (MESSAGE_TOO_LARGE
+    past it). For LogAppendTime batches each record's timestamp is the batch's max timestamp,
+    as in Kafka.
     """
     records: list[DecodedRecord] = []
     position = 0
     while position < len(batch):
         header = read_batch_header(batch, position)
-        start = position + HEADER_SIZE_BYTES
-        payload = compression.decompress(
-            header.compression_type, bytes(batch[start : position + header.size_bytes])
-        )
+        payload = _records_payload(batch, position, header, max_decompressed_bytes)
         batch_records = _decode_batch_records(
             payload, header.base_offset, header.records_count, header.base_timestamp
         )
@@ -205,12 +218,31 @@ def decode_records(batch: Buffer) -> list[DecodedRecord]:
     return records
 
 
+def _records_payload(
+    batch: Buffer, position: int, header: BatchHeader, max_decompressed_bytes: int
+) -> Buffer:
+    """The records section of the batch at `position`, decompressed if need be.
+
+    Its size is checked against `records_count` here, before any per-record loop.
+    """
+    section = memoryview(batch)[position + HEADER_SIZE_BYTES : position + header.size_bytes]
+    payload: Buffer = section
+    if header.compression_type != compression.NONE:
+        payload = compression.decompress(header.compression_type, section, max_decompressed_bytes)
+    if header.records_count < 0 or header.records_count * MIN_RECORD_BYTES > len(payload):
+        raise RecordError(
+            CORRUPT_MESSAGE,
+            f"records count {header.records_count} does not match {len(payload)} bytes of records",
+        )
+    return payload
+
+
 def _with_timestamp(record: DecodedRecord, timestamp_ms: int) -> DecodedRecord:
     return DecodedRecord(record.offset, timestamp_ms, record.key, record.value, record.headers)
 
 
 def _decode_batch_records(
-    payload: bytes, base_offset: int, records_count: int, base_timestamp: int
+    payload: Buffer, base_offset: int, records_count: int, base_timestamp: int
 ) -> list[DecodedRecord]:
     records: list[DecodedRecord] = []
     position = 0
