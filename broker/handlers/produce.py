@@ -7,10 +7,13 @@ min.insync.replicas against the ISR and, until follower replication lands, answe
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.log.batch import check_compressed_records, is_compressed
+from broker.log.errors import RecordError
 from broker.network.context import RequestContext
 from broker.network.errors import CloseConnectionError
 from broker.protocol import adapter
@@ -22,11 +25,13 @@ VALID_ACKS = (-1, 0, 1)
 
 async def handle(context: RequestContext, request: Any) -> Any:
     acks = request.acks
+    compressed_errors = await _check_compressed_off_loop(context, request)
     responses = [
         {
             "name": topic.name,
             "partition_responses": [
-                _produce_partition(context, topic.name, data.index, data.records, acks)
+                compressed_errors.get((topic.name, data.index))
+                or _produce_partition(context, topic.name, data.index, data.records, acks)
                 for data in topic.partition_data
             ],
         }
@@ -52,7 +57,9 @@ def _produce_partition(
         error = _check_min_isr(context, topic, partition)
         if error is not None:
             return _error(partition, error)
-    result: AppendResult = context.server.replica_manager.append(topic, partition, records)
+    result: AppendResult = context.server.replica_manager.append(
+        topic, partition, records, compressed_checked=True
+    )
     if result.info is None:
         return _error(partition, result.error_code, result.error_message)
     return {
@@ -64,6 +71,41 @@ def _produce_partition(
         "record_errors": [],
         "error_message": None,
     }
+
+
+async def _check_compressed_off_loop(
+    context: RequestContext, request: Any
+) -> dict[tuple[str, int], dict[str, Any]]:
+    """Decompress-and-count compressed batches on a worker thread: a batch may take up to
+    message.max.decompressed.bytes of codec work, which must not stall the event loop.
+    Only partitions led here are checked, so routing errors still come first, as in Kafka."""
+    replica_manager = context.server.replica_manager
+    pending = [
+        (topic.name, data.index, data.records)
+        for topic in request.topic_data
+        for data in topic.partition_data
+        if data.records
+        and is_compressed(data.records)
+        and (current := replica_manager.get(topic.name, data.index)) is not None
+        and current.is_leader
+    ]
+    if not pending:
+        return {}
+    limit_bytes = context.server.config["message.max.decompressed.bytes"]
+    failures = await asyncio.to_thread(_check_all, pending, limit_bytes)
+    return {key: _error(key[1], ErrorCode(e.error_code), str(e)) for key, e in failures.items()}
+
+
+def _check_all(
+    pending: list[tuple[str, int, bytes]], limit_bytes: int
+) -> dict[tuple[str, int], RecordError]:
+    failures: dict[tuple[str, int], RecordError] = {}
+    for topic, partition, records in pending:
+        try:
+            check_compressed_records(records, limit_bytes)
+        except RecordError as error:
+            failures[(topic, partition)] = error
+    return failures
 
 
 def _close_on_error(responses: list[dict[str, Any]]) -> None:

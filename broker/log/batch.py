@@ -152,6 +152,7 @@ def validate_batches(
     max_message_bytes: int,
     from_client: bool = True,
     max_decompressed_bytes: int = compression.MAX_DECOMPRESSED_BYTES_DEFAULT,
+    compressed_checked: bool = False,
 ) -> list[BatchHeader]:
     """Check that `data` is a sequence of complete, intact v2 batches; return their headers.
 
@@ -173,10 +174,29 @@ def validate_batches(
         check_crc(data, position, header)
         if from_client:
             _check_producer_fields(header)
-            _check_records_count_fits(data, position, header, max_decompressed_bytes)
+            if not (compressed_checked and header.compression_type != compression.NONE):
+                _check_records_count_fits(data, position, header, max_decompressed_bytes)
         headers.append(header)
         position += header.size_bytes
     return headers
+
+
+def check_compressed_records(data: Buffer, max_decompressed_bytes: int) -> None:
+    """The decompressing part of `validate_batches`, alone, so that a caller can run it on a
+    worker thread (the codecs release the GIL) and then validate with `compressed_checked`."""
+    position = 0
+    while position < len(data):
+        header = read_batch_header(data, position)
+        if header.compression_type != compression.NONE:
+            _check_records_count_fits(data, position, header, max_decompressed_bytes)
+        position += header.size_bytes
+
+
+def is_compressed(data: Buffer) -> bool:
+    """Whether the first batch's records are compressed (cheap: one attributes read)."""
+    if len(data) < HEADER_SIZE_BYTES:
+        return False
+    return bool(_I16.unpack_from(data, ATTRIBUTES_OFFSET)[0] & COMPRESSION_MASK)
 
 
 def _check_records_count_fits(

@@ -139,16 +139,19 @@ class Log:
         leader_epoch: int,
         now_ms: int,
         require_single_batch: bool = False,
+        compressed_checked: bool = False,
     ) -> AppendInfo:
         """Validate, assign offsets from log_end_offset, stamp LogAppendTime if configured,
         write. A retried idempotent batch is not written again: its original offsets are
-        returned. Raises RecordError."""
+        returned. Raises RecordError. `compressed_checked`: the caller already ran
+        `check_compressed_records` (off the event loop)."""
         self._check_open()
         data = records if isinstance(records, bytearray) else bytearray(records)
         headers = validate_batches(
             data,
             self.config.max_message_bytes,
             max_decompressed_bytes=self.config.max_decompressed_bytes,
+            compressed_checked=compressed_checked,
         )
         if not headers:
             return AppendInfo(-1, -1, -1, -1, self.log_start_offset)

@@ -157,7 +157,9 @@ class ReplicaManager:
             return None, ErrorCode.not_leader_or_follower
         return current, ErrorCode.none
 
-    def append(self, topic: str, partition: int, records: bytes) -> AppendResult:
+    def append(
+        self, topic: str, partition: int, records: bytes, compressed_checked: bool = False
+    ) -> AppendResult:
         current, error = self._leader(topic, partition)
         if current is None:
             return AppendResult(error)
@@ -167,6 +169,7 @@ class ReplicaManager:
                 current.leader_epoch,
                 int(time.time() * 1000),
                 require_single_batch=True,
+                compressed_checked=compressed_checked,
             )
         except RecordError as record_error:
             log.warning("rejected produce to %s-%d: %s", topic, partition, record_error)

@@ -333,6 +333,16 @@ def make_cluster() -> Iterator[ClusterFactory]:
         factory.tear_down()
 
 
+@pytest.fixture(scope="module")
+def make_cluster_module() -> Iterator[ClusterFactory]:
+    """Like `make_cluster`, for clusters shared by the tests of one module."""
+    factory = ClusterFactory(_short_tmp_dir("clusters-"))
+    try:
+        yield factory
+    finally:
+        factory.tear_down()
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[Any]
@@ -345,8 +355,9 @@ def pytest_runtest_makereport(
     handles: list[ClusterHandle] = []
     if isinstance(funcargs.get("cluster"), ClusterHandle):
         handles.append(funcargs["cluster"])
-    if isinstance(funcargs.get("make_cluster"), ClusterFactory):
-        handles.extend(funcargs["make_cluster"].handles)
+    for name in ("make_cluster", "make_cluster_module"):
+        if isinstance(funcargs.get(name), ClusterFactory):
+            handles.extend(funcargs[name].handles)
     for handle in handles:
         tails = handle.log_tails()
         if tails:
