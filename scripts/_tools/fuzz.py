@@ -1,0 +1,284 @@
+"""Fire mutated Kafka requests at a live cluster, then check that every broker survived and that
+the log holds exactly what was acknowledged.
+
+    scripts/fuzz --bootstrap HOST:PORT,... [--dir CLUSTER_DIR] [--frames N] [--seed S]
+                 [--corpus FILE | --record-corpus FILE] [--concurrency C] [--max-seconds S]
+                 [--frame-timeout-ms MS] [--report-json FILE]
+
+1. Corpus: the request frames real clients (kafka-python, confluent-kafka, kcat) send for every
+   API the brokers advertise, recorded through a proxy (or loaded with --corpus; --record-corpus
+   saves a recording). Every recorded frame must pass the broker's bounds check.
+2. Firing: seeded mutations (bit flips, truncation, inserted and overwritten bytes, wild lengths
+   and counts at every length prefix, other versions, splices, random frames), each followed by
+   an ApiVersions probe; outcomes are answered, closed or stalled (see fuzz_fire.py). The
+   18-byte Metadata v9 request that once aborted a broker always goes first. --max-seconds
+   bounds the firing phase.
+3. Checks: an idempotent acks=all producer writes numbered records to `fuzz-acked` throughout;
+   afterwards the topic must hold exactly the acknowledged records at their offsets. Every
+   broker must be alive (--dir: same pid as before), registered and answering.
+
+Prints a summary (frames/s, outcomes, per-API counts, crashes, acked/lost/extra) and exits 1 on
+a broker death, an unhealthy broker, a lost or extra record, a legitimate frame the bounds
+check refuses, or an advertised API missing from the corpus.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import secrets
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from kio.schema.index import api_key_map
+
+from broker.handlers import build_registry
+from broker.protocol.bounds import BoundsError
+from broker.protocol.header import MalformedRequestError
+
+from .fuzz_check import (
+    AckedWriter,
+    BrokerHealth,
+    broker_health,
+    create_acked_topic,
+    end_offsets,
+    first_answer,
+    log_positions,
+    new_error_lines,
+    process_status,
+    read_back,
+)
+from .fuzz_fire import OUTCOMES, FireOptions, Tally, fire, fire_one
+from .fuzz_mutate import CorpusFrame, Mutator, analyse, frame, load_corpus, save_corpus
+from .fuzz_record import record
+
+# The witness topic. Its name length differs from every recorded topic name (checked), so no
+# bit flip of a recorded DeleteTopics/CreateTopics/AlterConfigs frame can name it.
+ACKED_TOPIC = "fuzz-acked"
+# The 18-byte Metadata v9 request (after its size prefix) that once aborted a broker: topics
+# is a compact array claiming about 2^32 entries.
+KILLER_PAYLOAD = bytes.fromhex("0003 0009 00000007 0002 6378 00 ffffffff2d")
+ERROR_LINES_SHOWN = 20
+METADATA = 3
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="scripts/fuzz", description=__doc__.split("\n")[0])
+    parser.add_argument("--bootstrap", required=True, help="HOST:PORT,... of the cluster")
+    parser.add_argument("--dir", help="the cluster's directory (scripts/cluster --dir)")
+    parser.add_argument("--frames", type=int, default=100_000)
+    parser.add_argument("--seed", type=int, help="default: random (printed)")
+    corpus = parser.add_mutually_exclusive_group()
+    corpus.add_argument("--corpus", type=Path, help="load this corpus instead of recording")
+    corpus.add_argument("--record-corpus", type=Path, help="save the recorded corpus here")
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--max-seconds", type=float, default=900.0, help="bounds the firing")
+    parser.add_argument("--frame-timeout-ms", type=int, default=2000)
+    parser.add_argument("--report-json", type=Path)
+    args = parser.parse_args(argv)
+    if args.frames < 0 or args.concurrency < 1 or args.frame_timeout_ms < 1:
+        parser.error("--frames must be >= 0, --concurrency and --frame-timeout-ms >= 1")
+    return args
+
+
+def _api_names() -> dict[int, str]:
+    names = {key: name for key, name in api_key_map.items()}
+    names.update({spec.api_key: spec.name for spec in build_registry().all()})
+    return names
+
+
+def _say(message: str) -> None:
+    print(f"fuzz: {message}", file=sys.stderr, flush=True)
+
+
+def _obtain_corpus(
+    args: argparse.Namespace, brokers: dict[int, str]
+) -> tuple[list[bytes], list[str]]:
+    """The corpus payloads and what went wrong while recording them."""
+    if args.corpus is not None:
+        return load_corpus(args.corpus), []
+    _say("recording real clients through the proxy")
+    recording = record(brokers, secrets.token_hex(2))
+    clashes = [t for t in recording.topics if len(t) == len(ACKED_TOPIC)]
+    if clashes:
+        raise SystemExit(
+            f"fuzz: recorded topic names {clashes} could be flipped into {ACKED_TOPIC}"
+        )
+    if args.record_corpus is not None:
+        save_corpus(args.record_corpus, recording.frames)
+    return recording.frames, recording.failures
+
+
+def _analyse_corpus(payloads: list[bytes]) -> tuple[list[CorpusFrame], list[str]]:
+    """Analysed frames, and the legitimate frames the bounds check refused (a broker bug)."""
+    frames, refused = [], []
+    for payload in payloads:
+        try:
+            frames.append(analyse(payload))
+        except (BoundsError, MalformedRequestError) as error:
+            refused.append(f"{error}: {payload.hex()}")
+    return frames, refused
+
+
+def _missing_apis(versions: dict[int, tuple[int, int]], frames: list[CorpusFrame]) -> list[int]:
+    covered = {f.api_key for f in frames}
+    return sorted(set(versions) - covered)
+
+
+async def _fire_all(
+    frames: list[CorpusFrame],
+    versions: dict[int, tuple[int, int]],
+    args: argparse.Namespace,
+    addresses: list[str],
+    seed: int,
+) -> tuple[Tally, str]:
+    names = _api_names()
+    timeout_s = args.frame_timeout_ms / 1000
+    tally = Tally()
+    first = await fire_one(addresses[0], frame(KILLER_PAYLOAD), timeout_s)
+    if first in OUTCOMES:
+        tally.add(names[METADATA], "historic 18-byte frame", first)
+    else:
+        tally.refused += 1
+    options = FireOptions(
+        addresses=addresses,
+        concurrency=args.concurrency,
+        frame_timeout_s=timeout_s,
+        deadline=time.monotonic() + args.max_seconds,
+        api_name=lambda key: "random" if key is None else names.get(key, f"api {key}"),
+    )
+    mutator = Mutator(frames, versions, seed)
+    await fire(mutator.next, max(args.frames - 1, 0), options, tally)
+    return tally, first
+
+
+def _compare(
+    acked: dict[tuple[int, int], bytes], stored: dict[tuple[int, int], bytes]
+) -> tuple[list[str], list[str]]:
+    """Acknowledged records missing or changed, and stored records never acknowledged."""
+    lost = [f"{p}@{o}={v!r}" for (p, o), v in sorted(acked.items()) if stored.get((p, o)) != v]
+    extra = [f"{p}@{o}={v!r}" for (p, o), v in sorted(stored.items()) if (p, o) not in acked]
+    return lost, extra
+
+
+def _health_report(health: list[BrokerHealth]) -> dict[str, Any]:
+    return {
+        "brokers": {
+            str(h.node_id): {
+                "address": h.address,
+                "alive": h.alive,
+                "answering": h.answering,
+                "registered": h.registered,
+            }
+            for h in health
+        },
+        "crashes": [h.node_id for h in health if h.dead],
+        "unhealthy": [h.node_id for h in health if not (h.answering and h.registered)],
+    }
+
+
+def _print_summary(report: dict[str, Any]) -> None:
+    outcomes = report["outcomes"]
+    print(
+        f"frames {report['frames']} in {report['seconds']:.1f} s = {report['frames_per_s']:.0f}"
+        f" frames/s (seed {report['seed']}, corpus {report['corpus_frames']} frames)"
+    )
+    print(
+        f"answered {outcomes['answered']}  closed {outcomes['closed']}  stalled"
+        f" {outcomes['stalled']}  refused {report['refused']}  first frame: {report['first_frame']}"
+    )
+    print(f"{'api':<26}{'frames':>8}{'answered':>10}{'closed':>9}{'stalled':>9}")
+    for api, row in sorted(report["per_api"].items()):
+        total = sum(row.values())
+        print(f"{api:<26}{total:>8}{row['answered']:>10}{row['closed']:>9}{row['stalled']:>9}")
+    print(
+        f"crashes {len(report['crashes'])} {report['crashes']}  unhealthy {report['unhealthy']}"
+        f"  acked {report['acked']}  lost {report['lost']}  extra {report['extra']}"
+    )
+    for problem in report["problems"]:
+        print(f"PROBLEM: {problem}")
+    for line in report["broker_errors"][:ERROR_LINES_SHOWN]:
+        print(f"broker log: {line}")
+
+
+def _problems(report: dict[str, Any], names: dict[int, str]) -> list[str]:
+    problems = [f"broker {i} died" for i in report["crashes"]]
+    problems += [f"broker {i} not answering or not registered" for i in report["unhealthy"]]
+    problems += [f"acknowledged record lost: {r}" for r in report["lost_records"][:10]]
+    problems += [f"record never acknowledged: {r}" for r in report["extra_records"][:10]]
+    problems += [f"bounds check refused a recorded frame: {r}" for r in report["bounds_refused"]]
+    problems += [
+        f"API {names.get(key, key)} ({key}) is advertised but missing from the corpus"
+        for key in report["missing_apis"]
+    ]
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(argv)
+    seed = args.seed if args.seed is not None else random.randrange(2**32)
+    versions, brokers = first_answer(args.bootstrap.split(","))
+    pids_before = process_status(args.dir) if args.dir else {}
+    if args.dir and not pids_before:
+        _say(f"scripts/cluster status --dir {args.dir} lists no broker: process checks are off")
+    payloads, recording_failures = _obtain_corpus(args, brokers)
+    frames, refused = _analyse_corpus(payloads)
+    if not frames:
+        raise SystemExit("fuzz: the corpus holds no usable frame")
+    for failure in recording_failures:
+        _say(f"recording: {failure}")
+
+    create_acked_topic(args.bootstrap, ACKED_TOPIC)
+    start_offsets = end_offsets(args.bootstrap, ACKED_TOPIC)
+    writer = AckedWriter(args.bootstrap, ACKED_TOPIC)
+    writer.start()
+    log_start = log_positions(args.dir, list(brokers))
+    _say(f"firing up to {args.frames} frames (seed {seed}) at {len(brokers)} brokers")
+    started = time.monotonic()
+    addresses = [brokers[i] for i in sorted(brokers)]
+    tally, first = asyncio.run(_fire_all(frames, versions, args, addresses, seed))
+    seconds = time.monotonic() - started
+    writer.stop()
+
+    _say("checking brokers and acknowledged records")
+    health = broker_health(brokers, args.dir, pids_before)
+    lost, extra = _compare(writer.acked, read_back(args.bootstrap, ACKED_TOPIC, start_offsets))
+    frames_sent = tally.frames
+    report: dict[str, Any] = {
+        "seed": seed,
+        "corpus_frames": len(payloads),
+        "covered_apis": sorted({_api_names().get(f.api_key, str(f.api_key)) for f in frames}),
+        "missing_apis": _missing_apis(versions, frames),
+        "bounds_refused": refused,
+        "recording_failures": recording_failures,
+        "frames": frames_sent,
+        "seconds": round(seconds, 2),
+        "frames_per_s": round(frames_sent / max(seconds, 1e-9), 1),
+        "first_frame": first,
+        "outcomes": tally.outcomes,
+        "refused": tally.refused,
+        "per_api": tally.per_api,
+        "per_operation": tally.per_operation,
+        **_health_report(health),
+        "acked": len(writer.acked),
+        "produced": writer.produced,
+        "delivery_errors": writer.delivery_errors[:20],
+        "lost": len(lost),
+        "extra": len(extra),
+        "lost_records": lost[:100],
+        "extra_records": extra[:100],
+        "broker_errors": new_error_lines(args.dir, log_start),
+    }
+    report["problems"] = _problems(report, _api_names())
+    _print_summary(report)
+    if args.report_json is not None:
+        args.report_json.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    return 1 if report["problems"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,239 @@
+"""Drive real clients (kafka-python, confluent-kafka, kcat) through the recording proxy, so the
+corpus holds exactly what they send for every API we implement.
+
+Every step is bounded in time and independent: a failing step is reported and the rest still
+run (a missing API then shows up as a coverage failure naming it). Topic names all start with
+`fuzz-rec-` and carry a per-run tag, so recording twice on one cluster does not collide.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+    OffsetSpec,
+)
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+from kafka import TopicPartition as KafkaPythonPartition
+from kafka.admin import ConfigResource as KafkaPythonConfigResource
+from kafka.admin import ConfigResourceType
+
+RECORD_PREFIX = "fuzz-rec-"
+CLIENT_TIMEOUT_S = 30.0
+RECORDS_PER_PRODUCER = 5
+GROUP_SUBSCRIBE_S = 3.0  # long enough for librdkafka to look for the coordinator
+KCAT_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class Topics:
+    """The topics one recording run uses; none has the acked topic's name length."""
+
+    kafka_python: str
+    kafka_python_scratch: str
+    confluent: str
+    confluent_scratch: str
+
+    @classmethod
+    def for_run(cls, tag: str) -> Topics:
+        return cls(
+            kafka_python=f"{RECORD_PREFIX}kp-{tag}",
+            kafka_python_scratch=f"{RECORD_PREFIX}kp-del-{tag}",
+            confluent=f"{RECORD_PREFIX}ck-{tag}",
+            confluent_scratch=f"{RECORD_PREFIX}ck-del-{tag}",
+        )
+
+    def names(self) -> list[str]:
+        return [
+            self.kafka_python,
+            self.kafka_python_scratch,
+            self.confluent,
+            self.confluent_scratch,
+        ]
+
+
+Step = tuple[str, Callable[[], None]]
+
+
+# ---- kafka-python -------------------------------------------------------------------------
+
+
+def _kafka_python_admin(bootstrap: str, topics: Topics) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="fuzz-rec-kafka-python")
+    try:
+        new = {"num_partitions": 1, "replication_factor": 1}
+        admin.create_topics({topics.kafka_python: new, topics.kafka_python_scratch: new})
+        resource = KafkaPythonConfigResource(ConfigResourceType.TOPIC, topics.kafka_python)
+        admin.describe_configs([resource])
+        altered = KafkaPythonConfigResource(
+            ConfigResourceType.TOPIC, topics.kafka_python, configs={"retention.ms": "3600000"}
+        )
+        admin.alter_configs([altered], raise_on_unknown=False, incremental=False)
+        admin.delete_topics([topics.kafka_python_scratch])
+    finally:
+        admin.close()
+
+
+def _kafka_python_produce(bootstrap: str, topic: str) -> None:
+    variants: list[dict[str, object]] = [
+        {"enable_idempotence": False, "acks": 1},
+        {"enable_idempotence": False, "acks": 1, "compression_type": "gzip"},
+        {"enable_idempotence": True, "acks": "all"},
+    ]
+    for options in variants:
+        producer = KafkaProducer(bootstrap_servers=bootstrap, **options)
+        for index in range(RECORDS_PER_PRODUCER):
+            producer.send(topic, f"kafka-python {index}".encode())
+        producer.flush(timeout=CLIENT_TIMEOUT_S)
+        producer.close(timeout=CLIENT_TIMEOUT_S)
+
+
+def _kafka_python_consume(bootstrap: str, topic: str) -> None:
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    partition = KafkaPythonPartition(topic, 0)
+    try:
+        consumer.assign([partition])
+        consumer.seek(partition, 0)
+        consumer.poll(timeout_ms=2000)
+        consumer.offsets_for_times({partition: int(time.time() * 1000) - 60_000})
+        consumer.beginning_offsets([partition])
+        consumer.end_offsets([partition])
+    finally:
+        consumer.close()
+
+
+def kafka_python_steps(bootstrap: str, topics: Topics) -> list[Step]:
+    return [
+        ("kafka-python admin", lambda: _kafka_python_admin(bootstrap, topics)),
+        ("kafka-python produce", lambda: _kafka_python_produce(bootstrap, topics.kafka_python)),
+        ("kafka-python consume", lambda: _kafka_python_consume(bootstrap, topics.kafka_python)),
+    ]
+
+
+# ---- confluent-kafka ----------------------------------------------------------------------
+
+
+def _wait_all(futures: Mapping[Any, Future[Any]]) -> None:
+    for future in futures.values():
+        future.result(timeout=CLIENT_TIMEOUT_S)
+
+
+def _confluent_admin_create(bootstrap: str, topics: Topics) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    new = [NewTopic(topics.confluent, 1, 1), NewTopic(topics.confluent_scratch, 1, 1)]
+    _wait_all(admin.create_topics(new))
+    _wait_all(admin.describe_configs([ConfigResource("topic", topics.confluent)]))
+    entry = ConfigEntry("retention.ms", "7200000", incremental_operation=AlterConfigOpType.SET)
+    resource = ConfigResource("topic", topics.confluent, incremental_configs=[entry])
+    _wait_all(admin.incremental_alter_configs([resource]))
+
+
+def _confluent_admin_finish(bootstrap: str, topics: Topics) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    spec = {TopicPartition(topics.confluent, 0): OffsetSpec.latest()}  # type: ignore[no-untyped-call]
+    _wait_all(admin.list_offsets(spec))
+    _wait_all(admin.delete_topics([topics.confluent_scratch]))
+
+
+def _confluent_produce(bootstrap: str, topic: str) -> None:
+    for codec in ("lz4", "zstd"):
+        producer = Producer(
+            {"bootstrap.servers": bootstrap, "enable.idempotence": True, "compression.codec": codec}
+        )
+        for index in range(RECORDS_PER_PRODUCER):
+            producer.produce(topic, f"confluent {codec} {index}".encode())
+        if producer.flush(CLIENT_TIMEOUT_S):
+            raise RuntimeError(f"{codec} producer left records unacknowledged")
+
+
+def _confluent_consume(bootstrap: str, topic: str) -> None:
+    # No auto commit: with no coordinator, a final commit would hold close() for ~45 s.
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "fuzz-rec-assign",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        consumer.consume(num_messages=100, timeout=3.0)
+    finally:
+        consumer.close()
+
+
+def _confluent_group(bootstrap: str, topic: str) -> None:
+    """A group member: its FindCoordinator requests are the point (there is no coordinator)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "fuzz-rec-group"})
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + GROUP_SUBSCRIBE_S
+        while time.monotonic() < deadline:
+            consumer.poll(0.2)
+    finally:
+        consumer.close()
+
+
+def confluent_steps(bootstrap: str, topics: Topics) -> list[Step]:
+    return [
+        ("confluent admin", lambda: _confluent_admin_create(bootstrap, topics)),
+        ("confluent produce", lambda: _confluent_produce(bootstrap, topics.confluent)),
+        ("confluent consume", lambda: _confluent_consume(bootstrap, topics.confluent)),
+        ("confluent group", lambda: _confluent_group(bootstrap, topics.confluent)),
+        ("confluent admin finish", lambda: _confluent_admin_finish(bootstrap, topics)),
+    ]
+
+
+# ---- kcat ---------------------------------------------------------------------------------
+
+
+def _kcat(bootstrap: str, *args: str, stdin: str = "") -> None:
+    result = subprocess.run(
+        ["kcat", "-b", bootstrap, *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=KCAT_TIMEOUT_S,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"kcat {' '.join(args)} exited {result.returncode}: {result.stderr}")
+
+
+def kcat_steps(bootstrap: str, topic: str) -> list[Step]:
+    if shutil.which("kcat") is None:
+        return [("kcat", _missing_kcat)]
+    an_hour_ago_ms = int(time.time() * 1000) - 3_600_000
+    return [
+        ("kcat -L", lambda: _kcat(bootstrap, "-L")),
+        ("kcat -P", lambda: _kcat(bootstrap, "-P", "-t", topic, stdin="kcat 1\nkcat 2\n")),
+        ("kcat -C", lambda: _kcat(bootstrap, "-C", "-t", topic, "-o", "beginning", "-e")),
+        ("kcat -Q", lambda: _kcat(bootstrap, "-Q", "-t", f"{topic}:0:{an_hour_ago_ms}")),
+    ]
+
+
+def _missing_kcat() -> None:
+    raise RuntimeError("kcat is not installed (apt-get install kcat)")
+
+
+def run_steps(steps: list[Step]) -> list[str]:
+    """Run every step; the failures, one line each."""
+    failures = []
+    for name, step in steps:
+        try:
+            step()
+        except Exception as error:  # any client failure: report it and go on recording
+            failures.append(f"{name}: {error!r}")
+    return failures
