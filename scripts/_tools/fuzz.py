@@ -150,6 +150,7 @@ async def _fire_all(
         frame_timeout_s=timeout_s,
         deadline=time.monotonic() + args.max_seconds,
         api_name=lambda key: "random" if key is None else names.get(key, f"api {key}"),
+        progress=_say,
     )
     mutator = Mutator(frames, versions, seed)
     await fire(mutator.next, max(args.frames - 1, 0), options, tally)

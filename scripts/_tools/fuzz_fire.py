@@ -61,6 +61,8 @@ class FireOptions:
     frame_timeout_s: float
     deadline: float  # time.monotonic() after which no new frame is sent
     api_name: Callable[[int | None], str]
+    progress: Callable[[str], None] = print
+    progress_interval_s: float = 10.0
 
 
 class _Connection:
@@ -176,4 +178,22 @@ async def fire(
 ) -> None:
     source = _Source(mutants, limit, options.deadline)
     workers = [_worker(i, source, options, tally) for i in range(options.concurrency)]
-    await asyncio.gather(*workers)
+    reporter = asyncio.ensure_future(_report_progress(tally, options))
+    try:
+        await asyncio.gather(*workers)
+    finally:
+        reporter.cancel()
+
+
+async def _report_progress(tally: Tally, options: FireOptions) -> None:
+    """A line per interval, so a long run by hand shows its pace and any sudden change."""
+    last_frames, last_time = tally.frames, time.monotonic()
+    while True:
+        await asyncio.sleep(options.progress_interval_s)
+        now = time.monotonic()
+        rate = (tally.frames - last_frames) / (now - last_time)
+        outcomes = "  ".join(f"{name} {count}" for name, count in tally.outcomes.items())
+        options.progress(
+            f"{tally.frames} frames, {rate:.0f} frames/s  {outcomes}  refused {tally.refused}"
+        )
+        last_frames, last_time = tally.frames, now
