@@ -9,28 +9,33 @@ the log holds exactly what was acknowledged.
    API the brokers advertise, recorded through a proxy (or loaded with --corpus; --record-corpus
    saves a recording). Every recorded frame must pass the broker's bounds check.
 2. Firing: seeded mutations (bit flips, truncation, inserted and overwritten bytes, wild lengths
-   and counts at every length prefix, other versions, splices, random frames), each followed by
-   an ApiVersions probe; outcomes are answered, closed or stalled (see fuzz_fire.py). The
-   18-byte Metadata v9 request that once aborted a broker always goes first. --max-seconds
-   bounds the firing phase.
+   and counts at every length prefix, other versions, splices, record batches changed under a
+   fixed CRC, random frames), each followed by an ApiVersions probe; outcomes are answered,
+   closed or stalled (see fuzz_fire.py). The 18-byte Metadata v9 request that once aborted a
+   broker always goes first. --max-seconds bounds the firing phase; a progress line every 10 s.
 3. Checks: an idempotent acks=all producer writes numbered records to `fuzz-acked` throughout;
-   afterwards the topic must hold exactly the acknowledged records at their offsets. Every
-   broker must be alive (--dir: same pid as before), registered and answering.
+   afterwards the topic must hold exactly the acknowledged records at their offsets (read from
+   where it ended before the run, so runs can repeat on one cluster). Every broker must be alive
+   (--dir: same pid as before), registered and answering. With --dir, ERROR lines the broker
+   logs gained are shown.
 
 Prints a summary (frames/s, outcomes, per-API counts, crashes, acked/lost/extra) and exits 1 on
-a broker death, an unhealthy broker, a lost or extra record, a legitimate frame the bounds
-check refuses, or an advertised API missing from the corpus.
+a broker death, an unhealthy broker, a lost or extra record, a response that is not a Kafka
+frame, an ERROR line in a broker log (--dir), a legitimate frame the bounds check refuses, or
+an advertised API missing from the corpus (named).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import random
 import secrets
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,15 +57,15 @@ from .fuzz_check import (
     process_status,
     read_back,
 )
-from .fuzz_fire import OUTCOMES, FireOptions, Tally, fire, fire_one
+from .fuzz_fire import REFUSED, FireOptions, Tally, fire, fire_one
 from .fuzz_mutate import CorpusFrame, Mutator, analyse, frame, load_corpus, save_corpus
 from .fuzz_record import record
 
 # The witness topic. Its name length differs from every recorded topic name (checked), so no
 # bit flip of a recorded DeleteTopics/CreateTopics/AlterConfigs frame can name it.
 ACKED_TOPIC = "fuzz-acked"
-# The 18-byte Metadata v9 request (after its size prefix) that once aborted a broker: topics
-# is a compact array claiming about 2^32 entries.
+# The 18-byte Metadata v9 request (after its size prefix) that once aborted a broker: its
+# topics array's count is the 5-byte varint ff ff ff ff 2d, far beyond any frame.
 KILLER_PAYLOAD = bytes.fromhex("0003 0009 00000007 0002 6378 00 ffffffff2d")
 ERROR_LINES_SHOWN = 20
 METADATA = 3
@@ -76,7 +81,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     corpus.add_argument("--corpus", type=Path, help="load this corpus instead of recording")
     corpus.add_argument("--record-corpus", type=Path, help="save the recorded corpus here")
     parser.add_argument("--concurrency", type=int, default=32)
-    parser.add_argument("--max-seconds", type=float, default=900.0, help="bounds the firing")
+    parser.add_argument("--max-seconds", type=float, default=3600.0, help="bounds the firing")
     parser.add_argument("--frame-timeout-ms", type=int, default=2000)
     parser.add_argument("--report-json", type=Path)
     args = parser.parse_args(argv)
@@ -85,8 +90,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+@functools.cache
 def _api_names() -> dict[int, str]:
-    names = {key: name for key, name in api_key_map.items()}
+    names = dict(api_key_map)
     names.update({spec.api_key: spec.name for spec in build_registry().all()})
     return names
 
@@ -140,10 +146,10 @@ async def _fire_all(
     timeout_s = args.frame_timeout_ms / 1000
     tally = Tally()
     first = await fire_one(addresses[0], frame(KILLER_PAYLOAD), timeout_s)
-    if first in OUTCOMES:
-        tally.add(names[METADATA], "historic 18-byte frame", first)
-    else:
+    if first == REFUSED:
         tally.refused += 1
+    else:
+        tally.add(names[METADATA], "historic 18-byte frame", first)
     options = FireOptions(
         addresses=addresses,
         concurrency=args.concurrency,
@@ -174,6 +180,7 @@ def _health_report(health: list[BrokerHealth]) -> dict[str, Any]:
                 "alive": h.alive,
                 "answering": h.answering,
                 "registered": h.registered,
+                "unlisted_brokers": list(h.unlisted),
             }
             for h in health
         },
@@ -208,9 +215,22 @@ def _print_summary(report: dict[str, Any]) -> None:
 
 def _problems(report: dict[str, Any], names: dict[int, str]) -> list[str]:
     problems = [f"broker {i} died" for i in report["crashes"]]
-    problems += [f"broker {i} not answering or not registered" for i in report["unhealthy"]]
+    for broker_id, broker in sorted(report["brokers"].items()):
+        if not broker["answering"]:
+            problems.append(f"broker {broker_id} does not answer ApiVersions")
+        if broker["unlisted_brokers"]:
+            missing = broker["unlisted_brokers"]
+            problems.append(f"broker {broker_id}'s metadata does not list brokers {missing}")
     problems += [f"acknowledged record lost: {r}" for r in report["lost_records"][:10]]
     problems += [f"record never acknowledged: {r}" for r in report["extra_records"][:10]]
+    if report["garbled_responses"]:
+        problems.append(f"{report['garbled_responses']} responses were not Kafka frames")
+    if report["broker_errors"]:
+        # Every ERROR a broker logs is an unexpected failure (a handler exception, the bounds
+        # check and kio disagreeing, a failed write): garbage must only ever close connections.
+        problems.append(f"brokers logged {len(report['broker_errors'])} ERROR lines (below)")
+    if not report["read_back_complete"]:
+        problems.append(f"{ACKED_TOPIC} could not be read back to its high watermarks")
     problems += [f"bounds check refused a recorded frame: {r}" for r in report["bounds_refused"]]
     problems += [
         f"API {names.get(key, key)} ({key}) is advertised but missing from the corpus"
@@ -219,52 +239,42 @@ def _problems(report: dict[str, Any], names: dict[int, str]) -> list[str]:
     return problems
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parse_args(argv)
-    seed = args.seed if args.seed is not None else random.randrange(2**32)
-    versions, brokers = first_answer(args.bootstrap.split(","))
-    pids_before = process_status(args.dir) if args.dir else {}
-    if args.dir and not pids_before:
-        _say(f"scripts/cluster status --dir {args.dir} lists no broker: process checks are off")
-    payloads, recording_failures = _obtain_corpus(args, brokers)
-    frames, refused = _analyse_corpus(payloads)
-    if not frames:
-        raise SystemExit("fuzz: the corpus holds no usable frame")
-    for failure in recording_failures:
-        _say(f"recording: {failure}")
+@dataclass(frozen=True)
+class Cluster:
+    versions: dict[int, tuple[int, int]]  # advertised API ranges
+    brokers: dict[int, str]  # node id -> address, as registered
+    pids: dict[int, tuple[int | None, bool]]  # from scripts/cluster status (--dir only)
 
-    create_acked_topic(args.bootstrap, ACKED_TOPIC)
-    start_offsets = end_offsets(args.bootstrap, ACKED_TOPIC)
-    writer = AckedWriter(args.bootstrap, ACKED_TOPIC)
-    writer.start()
-    log_start = log_positions(args.dir, list(brokers))
-    _say(f"firing up to {args.frames} frames (seed {seed}) at {len(brokers)} brokers")
-    started = time.monotonic()
-    addresses = [brokers[i] for i in sorted(brokers)]
-    tally, first = asyncio.run(_fire_all(frames, versions, args, addresses, seed))
-    seconds = time.monotonic() - started
-    writer.stop()
 
-    _say("checking brokers and acknowledged records")
-    health = broker_health(brokers, args.dir, pids_before)
-    lost, extra = _compare(writer.acked, read_back(args.bootstrap, ACKED_TOPIC, start_offsets))
-    frames_sent = tally.frames
-    report: dict[str, Any] = {
-        "seed": seed,
+def _corpus_report(
+    payloads: list[bytes], frames: list[CorpusFrame], refused: list[str], cluster: Cluster
+) -> dict[str, Any]:
+    names = _api_names()
+    return {
         "corpus_frames": len(payloads),
-        "covered_apis": sorted({_api_names().get(f.api_key, str(f.api_key)) for f in frames}),
-        "missing_apis": _missing_apis(versions, frames),
+        "covered_apis": sorted({names.get(f.api_key, str(f.api_key)) for f in frames}),
+        "missing_apis": _missing_apis(cluster.versions, frames),
         "bounds_refused": refused,
-        "recording_failures": recording_failures,
-        "frames": frames_sent,
+    }
+
+
+def _fire_report(tally: Tally, first: str, seconds: float) -> dict[str, Any]:
+    return {
+        "frames": tally.frames,
         "seconds": round(seconds, 2),
-        "frames_per_s": round(frames_sent / max(seconds, 1e-9), 1),
+        "frames_per_s": round(tally.frames / max(seconds, 1e-9), 1),
         "first_frame": first,
         "outcomes": tally.outcomes,
         "refused": tally.refused,
+        "garbled_responses": tally.garbled,
         "per_api": tally.per_api,
         "per_operation": tally.per_operation,
-        **_health_report(health),
+    }
+
+
+def _records_report(writer: AckedWriter, stored: dict[tuple[int, int], bytes]) -> dict[str, Any]:
+    lost, extra = _compare(writer.acked, stored)
+    return {
         "acked": len(writer.acked),
         "produced": writer.produced,
         "delivery_errors": writer.delivery_errors[:20],
@@ -272,7 +282,59 @@ def main(argv: list[str] | None = None) -> int:
         "extra": len(extra),
         "lost_records": lost[:100],
         "extra_records": extra[:100],
+    }
+
+
+def _fire_and_check(
+    args: argparse.Namespace, frames: list[CorpusFrame], cluster: Cluster, seed: int
+) -> dict[str, Any]:
+    """Fire while the witness producer writes; then broker health and the witness records."""
+    create_acked_topic(args.bootstrap, ACKED_TOPIC)
+    start_offsets = end_offsets(args.bootstrap, ACKED_TOPIC)
+    writer = AckedWriter(args.bootstrap, ACKED_TOPIC)
+    writer.start()
+    log_start = log_positions(args.dir, list(cluster.brokers))
+    _say(f"firing up to {args.frames} frames (seed {seed}) at {len(cluster.brokers)} brokers")
+    started = time.monotonic()
+    addresses = [cluster.brokers[i] for i in sorted(cluster.brokers)]
+    tally, first = asyncio.run(_fire_all(frames, cluster.versions, args, addresses, seed))
+    seconds = time.monotonic() - started
+    writer.stop()
+    _say("checking brokers and acknowledged records")
+    health = broker_health(cluster.brokers, args.dir, cluster.pids)
+    stored, complete = read_back(args.bootstrap, ACKED_TOPIC, start_offsets)
+    return {
+        **_fire_report(tally, first, seconds),
+        **_health_report(health),
+        **_records_report(writer, stored),
+        "read_back_complete": complete,
         "broker_errors": new_error_lines(args.dir, log_start),
+    }
+
+
+def _discover(args: argparse.Namespace) -> Cluster:
+    versions, brokers = first_answer(args.bootstrap.split(","))
+    pids = process_status(args.dir) if args.dir else {}
+    if args.dir and not pids:
+        _say(f"scripts/cluster status --dir {args.dir} lists no broker: process checks are off")
+    return Cluster(versions, brokers, pids)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(argv)
+    seed = args.seed if args.seed is not None else random.randrange(2**32)
+    cluster = _discover(args)
+    payloads, recording_failures = _obtain_corpus(args, cluster.brokers)
+    for failure in recording_failures:
+        _say(f"recording: {failure}")
+    frames, refused = _analyse_corpus(payloads)
+    if not frames:
+        raise SystemExit("fuzz: the corpus holds no usable frame")
+    report: dict[str, Any] = {
+        "seed": seed,
+        "recording_failures": recording_failures,
+        **_corpus_report(payloads, frames, refused, cluster),
+        **_fire_and_check(args, frames, cluster, seed),
     }
     report["problems"] = _problems(report, _api_names())
     _print_summary(report)

@@ -25,6 +25,10 @@ from .fuzz_mutate import Mutant, frame
 
 ANSWERED, CLOSED, STALLED = "answered", "closed", "stalled"
 OUTCOMES = (ANSWERED, CLOSED, STALLED)
+# A response stream that is not Kafka framing: counted as closed, and also apart, because a
+# broker must never write one (the check reports it as a problem).
+GARBLED = "garbled"
+REFUSED = "refused"  # fire_one only: a connection attempt failed
 CONNECT_TIMEOUT_S = 5.0
 REFUSED_BACKOFF_S = 0.2
 # Probe correlation ids count up from here; recorded clients start near 0, so a mutated frame
@@ -42,11 +46,15 @@ class GarbledResponseError(ConnectionError):
 class Tally:
     frames: int = 0
     refused: int = 0
+    garbled: int = 0
     outcomes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
     per_api: dict[str, dict[str, int]] = field(default_factory=dict)
     per_operation: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def add(self, api: str, operation: str, outcome: str) -> None:
+        if outcome == GARBLED:
+            self.garbled += 1
+            outcome = CLOSED
         self.frames += 1
         self.outcomes[outcome] += 1
         for table, key in ((self.per_api, api), (self.per_operation, operation)):
@@ -111,6 +119,8 @@ async def exchange(connection: _Connection, data: bytes, probe_id: int, timeout_
         await asyncio.wait_for(_until_probe(connection, data + probe, probe_id), timeout_s)
     except TimeoutError:
         return STALLED
+    except GarbledResponseError:
+        return GARBLED
     except (OSError, asyncio.IncompleteReadError):
         return CLOSED
     return ANSWERED
@@ -165,7 +175,7 @@ async def fire_one(address: str, data: bytes, timeout_s: float) -> str:
     """One frame on its own connection (the historic 18-byte killer goes first)."""
     connection = await _connect(address)
     if connection is None:
-        return "refused"
+        return REFUSED
     try:
         return await exchange(connection, data, PROBE_CORRELATION_BASE, timeout_s)
     finally:
