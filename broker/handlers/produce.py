@@ -25,13 +25,20 @@ VALID_ACKS = (-1, 0, 1)
 
 async def handle(context: RequestContext, request: Any) -> Any:
     acks = request.acks
-    compressed_errors = await _check_compressed_off_loop(context, request)
+    checked, compressed_errors = await _check_compressed_off_loop(context, request)
     responses = [
         {
             "name": topic.name,
             "partition_responses": [
                 compressed_errors.get((topic.name, data.index))
-                or _produce_partition(context, topic.name, data.index, data.records, acks)
+                or _produce_partition(
+                    context,
+                    topic.name,
+                    data.index,
+                    data.records,
+                    acks,
+                    (topic.name, data.index) in checked,
+                )
                 for data in topic.partition_data
             ],
         }
@@ -47,7 +54,12 @@ async def handle(context: RequestContext, request: Any) -> Any:
 
 
 def _produce_partition(
-    context: RequestContext, topic: str, partition: int, records: bytes | None, acks: int
+    context: RequestContext,
+    topic: str,
+    partition: int,
+    records: bytes | None,
+    acks: int,
+    compressed_checked: bool,
 ) -> dict[str, Any]:
     if acks not in VALID_ACKS:
         return _error(partition, ErrorCode.invalid_required_acks)
@@ -58,7 +70,7 @@ def _produce_partition(
         if error is not None:
             return _error(partition, error)
     result: AppendResult = context.server.replica_manager.append(
-        topic, partition, records, compressed_checked=True
+        topic, partition, records, compressed_checked=compressed_checked
     )
     if result.info is None:
         return _error(partition, result.error_code, result.error_message)
@@ -75,10 +87,12 @@ def _produce_partition(
 
 async def _check_compressed_off_loop(
     context: RequestContext, request: Any
-) -> dict[tuple[str, int], dict[str, Any]]:
+) -> tuple[set[tuple[str, int]], dict[tuple[str, int], dict[str, Any]]]:
     """Decompress-and-count compressed batches on a worker thread: a batch may take up to
     message.max.decompressed.bytes of codec work, which must not stall the event loop.
-    Only partitions led here are checked, so routing errors still come first, as in Kafka."""
+    Only partitions led here are checked, so routing errors still come first, as in Kafka.
+    Returns the partitions checked (a partition whose leadership arrives during the await was
+    not, and the append checks it) and the errors found."""
     replica_manager = context.server.replica_manager
     pending = [
         (topic.name, data.index, data.records)
@@ -90,10 +104,12 @@ async def _check_compressed_off_loop(
         and current.is_leader
     ]
     if not pending:
-        return {}
+        return set(), {}
     limit_bytes = context.server.config["message.max.decompressed.bytes"]
     failures = await asyncio.to_thread(_check_all, pending, limit_bytes)
-    return {key: _error(key[1], ErrorCode(e.error_code), str(e)) for key, e in failures.items()}
+    checked = {(topic, partition) for topic, partition, _ in pending}
+    errors = {key: _error(key[1], ErrorCode(e.error_code), str(e)) for key, e in failures.items()}
+    return checked, errors
 
 
 def _check_all(

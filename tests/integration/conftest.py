@@ -324,8 +324,7 @@ def zk(cluster: ClusterHandle) -> Iterator[KazooClient]:
         yield client
 
 
-@pytest.fixture
-def make_cluster() -> Iterator[ClusterFactory]:
+def _cluster_factory() -> Iterator[ClusterFactory]:
     factory = ClusterFactory(_short_tmp_dir("clusters-"))
     try:
         yield factory
@@ -333,14 +332,9 @@ def make_cluster() -> Iterator[ClusterFactory]:
         factory.tear_down()
 
 
-@pytest.fixture(scope="module")
-def make_cluster_module() -> Iterator[ClusterFactory]:
-    """Like `make_cluster`, for clusters shared by the tests of one module."""
-    factory = ClusterFactory(_short_tmp_dir("clusters-"))
-    try:
-        yield factory
-    finally:
-        factory.tear_down()
+make_cluster = pytest.fixture(_cluster_factory, name="make_cluster")
+# Like `make_cluster`, for clusters shared by the tests of one module.
+make_cluster_module = pytest.fixture(_cluster_factory, scope="module", name="make_cluster_module")
 
 
 @pytest.hookimpl(hookwrapper=True)
