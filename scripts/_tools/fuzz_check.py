@@ -126,24 +126,24 @@ def create_acked_topic(bootstrap: str, topic: str) -> None:
 
 def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
     """High watermarks, retried while a new topic's metadata reaches the brokers (a created
-    topic is not known everywhere at once, in Kafka either)."""
-    consumer = _consumer(bootstrap)
+    topic is not known everywhere at once, in Kafka either). Each try uses a new consumer:
+    librdkafka keeps a cached "unknown partition" until its next periodic metadata refresh."""
     deadline = time.monotonic() + TOPIC_READY_TIMEOUT_S
-    try:
-        while True:
-            try:
-                return {
-                    partition: consumer.get_watermark_offsets(
-                        TopicPartition(topic, partition), timeout=REQUEST_TIMEOUT_S
-                    )[1]
-                    for partition in range(ACKED_PARTITIONS)
-                }
-            except KafkaException:
-                if time.monotonic() >= deadline:
-                    raise
-                time.sleep(0.5)
-    finally:
-        consumer.close()
+    while True:
+        consumer = _consumer(bootstrap)
+        try:
+            return {
+                partition: consumer.get_watermark_offsets(
+                    TopicPartition(topic, partition), timeout=REQUEST_TIMEOUT_S
+                )[1]
+                for partition in range(ACKED_PARTITIONS)
+            }
+        except KafkaException:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.5)
+        finally:
+            consumer.close()
 
 
 def _consumer(bootstrap: str) -> Consumer:
