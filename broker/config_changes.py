@@ -33,6 +33,11 @@ class ConfigChangeListener:
         self._on_topic_changed = on_topic_changed
         self._last_seen = ""  # notifications are named so that they sort in creation order
         self._lock = asyncio.Lock()  # one pass at a time, so each notification is seen once
+        # A burst of N notifications fires N watch events; like Kafka's listener we queue a
+        # pass only when none is waiting, so a burst costs two passes, not N.
+        self._pass_queued = False
+        self._pass_task: asyncio.Task[None] | None = None
+        self._ctime_ms: dict[str, int] = {}  # creation times already read, for the purge
 
     async def start(self) -> None:
         """Skip the notifications that exist now (configs are read fresh at start-up)."""
@@ -42,11 +47,16 @@ class ConfigChangeListener:
         self._zk_client.watch_children(path, self._on_children_changed)
 
     def _on_children_changed(self) -> None:
-        asyncio.get_running_loop().create_task(self._process_new(), name="config-changes")
+        if self._pass_queued:
+            return
+        self._pass_queued = True
+        loop = asyncio.get_running_loop()
+        self._pass_task = loop.create_task(self._process_new(), name="config-changes")
 
     async def _process_new(self) -> None:
         path = ConfigEntityChangeNotificationZNode.path()
         async with self._lock:
+            self._pass_queued = False  # changes from now on need another pass
             await self._process_since_last_seen(path)
 
     async def _process_since_last_seen(self, path: str) -> None:
@@ -64,11 +74,18 @@ class ConfigChangeListener:
 
     async def _purge_expired(self, paths: list[str]) -> None:
         """Delete notifications older than Kafka's 15-minute expiry (any broker may)."""
-        now_ms = int(time.time() * 1000)
+        present = set(paths)
+        self._ctime_ms = {p: c for p, c in self._ctime_ms.items() if p in present}
+        unknown = [p for p in paths if p not in self._ctime_ms]
         for notification_path, found in zip(
-            paths, await self._zk_client.get_many(paths), strict=True
+            unknown, await self._zk_client.get_many(unknown), strict=True
         ):
-            if found is not None and now_ms - found[1].ctime_ms > NOTIFICATION_EXPIRY_MS:
+            if found is not None:
+                self._ctime_ms[notification_path] = found[1].ctime_ms
+        now_ms = int(time.time() * 1000)
+        for notification_path, ctime_ms in list(self._ctime_ms.items()):
+            if now_ms - ctime_ms > NOTIFICATION_EXPIRY_MS:
+                del self._ctime_ms[notification_path]
                 with contextlib.suppress(NoNodeError):  # another broker purged it first
                     await self._zk_client.delete(notification_path)
 
@@ -76,6 +93,7 @@ class ConfigChangeListener:
         found = await self._zk_client.get(notification_path)
         if found is None:
             return  # purged already; the config it announced is read on the next change
+        self._ctime_ms[notification_path] = found[1].ctime_ms
         try:
             entity_path = ConfigEntityChangeNotificationSequenceZNode.decode(found[0])
         except ZnodeDecodeError as error:

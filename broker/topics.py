@@ -36,7 +36,7 @@ async def auto_create_topic(server: KafkaServer, topic: str) -> ErrorCode:
     except ApiError as error:
         if error.error_code == TOPIC_ALREADY_EXISTS:
             return ErrorCode.leader_not_available  # created meanwhile; leaders on their way
-        log.info("not auto-creating topic %r: %s", topic, error.message)
+        log.info("not auto-creating topic %r: %r", topic, error.message)
         return ErrorCode(error.error_code)
     try:
         await server.kafka_zk.create_topic(topic, plan.assignment, plan.configs, new_kafka_uuid())

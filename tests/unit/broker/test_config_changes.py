@@ -58,3 +58,28 @@ def test_new_topic_notifications_are_handled_once_and_old_ones_purged() -> None:
         assert len(zk.nodes) == 3
 
     asyncio.run(scenario())
+
+
+def test_a_burst_of_watch_events_queues_one_pass_not_one_per_event() -> None:
+    async def scenario() -> None:
+        zk = _FakeZk()
+        reads: list[str] = []
+        real_get_children = zk.get_children
+
+        async def counting_get_children(path: str) -> list[str]:
+            reads.append(path)
+            return await real_get_children(path)
+
+        zk.get_children = counting_get_children  # type: ignore[method-assign]
+        changed: list[str] = []
+        listener = ConfigChangeListener(zk, changed.append)  # type: ignore[arg-type]
+        await listener.start()
+        for sequence in range(50):
+            zk.add(sequence, f"topics/t{sequence}")
+            zk.watcher()
+        assert listener._pass_task is not None
+        await listener._pass_task
+        assert changed == [f"t{sequence}" for sequence in range(50)]
+        assert len(reads) == 2  # start-up, then the single coalesced pass
+
+    asyncio.run(scenario())
