@@ -109,11 +109,17 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("num.network.threads", _int, 3, used=False),
     ConfigDef("num.io.threads", _int, 8, used=False),
     ConfigDef("num.recovery.threads.per.data.dir", _int, 1, used=False),
-    ConfigDef("num.replica.fetchers", _int, 1, used=False),
+    ConfigDef("num.replica.fetchers", _int, 1),
     ConfigDef("socket.send.buffer.bytes", _int, 102400, used=False),
     ConfigDef("socket.receive.buffer.bytes", _int, 102400, used=False),
-    ConfigDef("replica.lag.time.max.ms", _int, 30000, used=False),
-    ConfigDef("replica.fetch.max.bytes", _int, 1048576, used=False),
+    ConfigDef("replica.lag.time.max.ms", _int, 30000),
+    ConfigDef("replica.fetch.max.bytes", _int, 1048576),
+    ConfigDef("replica.fetch.response.max.bytes", _int, 10485760),
+    ConfigDef("replica.fetch.wait.max.ms", _int, 500),
+    ConfigDef("replica.fetch.min.bytes", _int, 1),
+    ConfigDef("replica.fetch.backoff.ms", _int, 1000),
+    ConfigDef("replica.socket.timeout.ms", _int, 30000),
+    ConfigDef("replica.high.watermark.checkpoint.interval.ms", _int, 5000),
     ConfigDef("offsets.topic.replication.factor", _int, 3, used=False),
     ConfigDef("offsets.topic.num.partitions", _int, 50, used=False),
     ConfigDef("transaction.state.log.replication.factor", _int, 3, used=False),
@@ -285,6 +291,17 @@ def _validate(config: KafkaConfig) -> None:
     except ValueError as error:
         raise ConfigError(f"max.connections.per.ip.overrides: {error}") from None
     _require_range(config, "create.topics.max.partitions", 1)
+    _require_range(config, "num.replica.fetchers", 1)
+    _require_range(config, "replica.lag.time.max.ms", 1)
+    _require_range(config, "replica.fetch.max.bytes", 0)
+    _require_range(config, "replica.fetch.response.max.bytes", 0)
+    _require_range(config, "replica.fetch.wait.max.ms", 0)
+    _require_range(config, "replica.fetch.min.bytes", 1)
+    _require_range(config, "replica.fetch.backoff.ms", 0)
+    _require_range(config, "replica.high.watermark.checkpoint.interval.ms", 1)
+    if config["replica.socket.timeout.ms"] < config["replica.fetch.wait.max.ms"]:
+        # As Kafka requires: a long-polling fetch must not time out its own socket.
+        raise ConfigError("replica.socket.timeout.ms must be at least replica.fetch.wait.max.ms")
     _require_range(config, "zookeeper.session.timeout.ms", 1)
     _require_range(config, "log.retention.check.interval.ms", 1)
     if config["log.message.timestamp.type"] not in ("CreateTime", "LogAppendTime"):

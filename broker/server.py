@@ -23,6 +23,8 @@ from broker.log.meta_properties import ensure_meta_properties
 from broker.metadata_cache import MetadataCache
 from broker.network.listener import Listener
 from broker.network.quotas import ConnectionQuotas, parse_per_ip_overrides
+from broker.replication.fetcher import FetcherConfig, ReplicaFetcherManager
+from broker.replication.isr import IsrWriter
 from broker.replication.replica_manager import ReplicaManager
 from broker.topic_config import TopicConfigs
 from controller.config import ControllerConfig
@@ -36,6 +38,7 @@ log = logging.getLogger(__name__)
 
 REREGISTER_BACKOFF_MIN_S = 0.5
 REREGISTER_BACKOFF_MAX_S = 10.0
+RECONCILE_RETRY_S = 1.0
 
 
 class KafkaServer:
@@ -52,7 +55,16 @@ class KafkaServer:
         self.default_log_config = _default_log_config(config)
         self.log_manager = LogManager(config.log_dirs, self.default_log_config)
         self.replica_manager = ReplicaManager(
-            self.broker_id, self.log_manager, self._partition_exists
+            self.broker_id,
+            self.log_manager,
+            self._partition_exists,
+            replica_lag_time_max_ms=config["replica.lag.time.max.ms"],
+        )
+        self.replica_manager.isr_writer = IsrWriter(
+            self.kafka_zk, self.replica_manager.on_isr_changed
+        )
+        self.replica_manager.fetchers = ReplicaFetcherManager(
+            _fetcher_config(config), self.replica_manager, self._inter_broker_address
         )
         self.topic_configs = TopicConfigs(self.kafka_zk)
         self.producer_ids = ProducerIdManager(self.kafka_zk, self.broker_id)
@@ -77,6 +89,8 @@ class KafkaServer:
         self.broker_epoch = -1
         self._metadata_changed = asyncio.Event()
         self._reconcile_needed = asyncio.Event()
+        # Topics whose replicas must be brought in line with the view; None means all of them.
+        self._pending_topics: set[str] | None = set()
         self._background: list[asyncio.Task[None]] = []
         self._session_lost = False
         self._reregister_task: asyncio.Task[None] | None = None
@@ -93,7 +107,7 @@ class KafkaServer:
         await self.config_changes.start()
         await self.cluster_watch.start()
         self.metadata_cache.update(self.cluster_watch.view)
-        await self._reconcile()
+        await self._reconcile(None)
         for listener in self.listeners:
             await listener.start()
         await self._register()
@@ -102,6 +116,8 @@ class KafkaServer:
         self._background = [
             asyncio.create_task(self._reconcile_loop(), name="reconcile"),
             asyncio.create_task(self._checkpoint_loop(), name="checkpoint"),
+            asyncio.create_task(self._high_watermark_checkpoint_loop(), name="hw-checkpoint"),
+            asyncio.create_task(self._isr_shrink_loop(), name="isr-shrink"),
             asyncio.create_task(self._retention_loop(), name="retention"),
         ]
         log.info("broker %d started (cluster id %s)", self.broker_id, self.cluster_id)
@@ -148,38 +164,75 @@ class KafkaServer:
 
     def _on_cluster_change(self, change: ClusterChange) -> None:
         self.metadata_cache.update(self.cluster_watch.view)
-        self._reconcile_needed.set()
+        self._mark_pending(
+            change.topics_added
+            | change.topics_deleted
+            | change.topics_changed
+            | {topic for topic, _ in change.partitions_changed}
+        )
+        if change.brokers_changed or change.controller_changed:
+            self._signal_metadata_changed()
 
     def _on_topic_config_change(self, topic: str) -> None:
         self.topic_configs.forget(topic)
+        self._mark_pending({topic})
+
+    def _mark_pending(self, topics: set[str] | frozenset[str] | None) -> None:
+        """Queue topics for the reconcile task (None: every topic)."""
+        if topics is None or self._pending_topics is None:
+            self._pending_topics = None
+        elif topics:
+            self._pending_topics |= topics
+        else:
+            return
         self._reconcile_needed.set()
 
     async def _reconcile_loop(self) -> None:
         while True:
             await self._reconcile_needed.wait()
             self._reconcile_needed.clear()
-            try:
-                await self._reconcile()
-            except Exception:
-                log.exception("applying cluster metadata failed; retrying on the next change")
+            topics, self._pending_topics = self._pending_topics, set()
+            failed = await self._reconcile(topics)
+            if failed:
+                # Retry on a timer: nothing else may change to trigger another pass.
+                asyncio.get_running_loop().call_later(RECONCILE_RETRY_S, self._mark_pending, failed)
 
-    async def _reconcile(self) -> None:
-        """Make local replicas match the view: roles from partition states, deleted topics."""
+    async def _reconcile(self, topics: set[str] | None = None) -> set[str]:
+        """Make local replicas of `topics` (default all) match the view: roles from partition
+        states, logs of deleted topics removed. Returns the topics that failed."""
         view = self.cluster_watch.view
-        for topic, assignment in list(view.topics.items()):
-            if self.broker_id in {b for r in assignment.partitions.values() for b in r}:
-                try:
+        names = set(view.topics) if topics is None else topics
+        failed: set[str] = set()
+        for topic in sorted(names):
+            assignment = view.topics.get(topic)
+            try:
+                if assignment is None:
+                    self._forget_topic(topic)
+                elif self.broker_id in {b for r in assignment.partitions.values() for b in r}:
                     await self._reconcile_topic(topic, assignment)
-                except Exception:
-                    # One topic's trouble (a bad config value, a disk error) must not keep
-                    # every other topic from getting its leaders.
-                    log.exception("applying metadata of topic %s failed", topic)
-        live_topics = set(view.topics)
-        for topic in {replica_log.topic for replica_log in self.log_manager.all_logs()}:
-            if topic not in live_topics:
-                self.replica_manager.delete_topic(topic)
-                self.topic_configs.forget(topic)
+                else:
+                    self._stop_replicas_of(topic)
+            except Exception:
+                # One topic's trouble (a bad config value, a disk error) must not keep
+                # every other topic from getting its leaders.
+                log.exception("applying metadata of topic %s failed; will retry", topic)
+                failed.add(topic)
+        if topics is None:
+            hosted = {replica_log.topic for replica_log in self.log_manager.all_logs()}
+            for topic in hosted - set(view.topics):
+                self._forget_topic(topic)
         self._signal_metadata_changed()
+        return failed
+
+    def _forget_topic(self, topic: str) -> None:
+        if any(replica_log.topic == topic for replica_log in self.log_manager.all_logs()):
+            self.replica_manager.delete_topic(topic)
+        self.topic_configs.forget(topic)
+
+    def _stop_replicas_of(self, topic: str) -> None:
+        for partition in self.replica_manager.all_partitions():
+            if partition.topic == topic:
+                self.replica_manager.stop_replica(partition.key)
 
     async def _reconcile_topic(self, topic: str, assignment: TopicAssignment) -> None:
         topic_id = assignment.topic_id or ""
@@ -191,8 +244,21 @@ class KafkaServer:
             entry = view.partition_states.get((topic, partition))
             if entry is not None:
                 self.replica_manager.apply_state(
-                    topic, topic_id, partition, replicas, entry[0], log_config
+                    topic, topic_id, partition, replicas, entry[0], log_config, entry[1]
                 )
+
+    def _inter_broker_address(self, broker_id: int) -> tuple[str, int] | None:
+        """Where `broker_id` takes inter-broker requests (inter.broker.listener.name)."""
+        registration = self.cluster_watch.view.brokers.get(broker_id)
+        if registration is None:
+            return None
+        wanted = self.config.inter_broker_listener_name
+        for text in registration.endpoints:
+            name, _, address = text.partition("://")
+            host, _, port = address.rpartition(":")
+            if name == wanted and port.isdigit():
+                return host, int(port)
+        return None
 
     def _signal_metadata_changed(self) -> None:
         event, self._metadata_changed = self._metadata_changed, asyncio.Event()
@@ -237,6 +303,27 @@ class KafkaServer:
         snapshot = self.log_manager.checkpoint_snapshot()
         await loop.run_in_executor(None, self.log_manager.write_checkpoints, snapshot)
 
+    async def _high_watermark_checkpoint_loop(self) -> None:
+        interval_s = self.config["replica.high.watermark.checkpoint.interval.ms"] / 1000
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                snapshot = self.log_manager.high_watermark_snapshot()
+                await loop.run_in_executor(None, self.log_manager.write_high_watermarks, snapshot)
+            except Exception:
+                log.exception("writing replication-offset-checkpoint failed; will retry")
+
+    async def _isr_shrink_loop(self) -> None:
+        # Kafka checks at half the allowed lag, so a lagging follower leaves within 1.5x it.
+        interval_s = self.config["replica.lag.time.max.ms"] / 2000
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                self.replica_manager.maybe_shrink_isrs()
+            except Exception:
+                log.exception("checking ISRs failed; will retry")
+
     async def _retention_loop(self) -> None:
         interval_s = self.config["log.retention.check.interval.ms"] / 1000
         while True:
@@ -279,6 +366,11 @@ class KafkaServer:
         await _quietly(self.controller.stop())
         for listener in self.listeners:
             await _quietly(listener.stop())
+        fetchers, isr_writer = self.replica_manager.fetchers, self.replica_manager.isr_writer
+        if fetchers is not None:
+            await _quietly(fetchers.shutdown())
+        if isr_writer is not None:
+            await _quietly(isr_writer.stop())
         await _quietly(self.zk_client.close())
         self.log_manager.shutdown()
         log.info("broker %d shut down", self.broker_id)
@@ -289,6 +381,19 @@ async def _quietly(step: object) -> None:
         await step  # type: ignore[misc]
     except Exception:
         log.exception("shutdown step failed; continuing")
+
+
+def _fetcher_config(config: KafkaConfig) -> FetcherConfig:
+    return FetcherConfig(
+        broker_id=config.broker_id,
+        num_fetchers=config["num.replica.fetchers"],
+        max_wait_ms=config["replica.fetch.wait.max.ms"],
+        min_bytes=config["replica.fetch.min.bytes"],
+        response_max_bytes=config["replica.fetch.response.max.bytes"],
+        partition_max_bytes=config["replica.fetch.max.bytes"],
+        backoff_ms=config["replica.fetch.backoff.ms"],
+        socket_timeout_ms=config["replica.socket.timeout.ms"],
+    )
 
 
 def _default_log_config(config: KafkaConfig) -> LogConfig:

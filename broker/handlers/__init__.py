@@ -14,6 +14,7 @@ from broker.handlers import (
     init_producer_id,
     list_offsets,
     metadata,
+    offset_for_leader_epoch,
     produce,
 )
 from broker.protocol.registry import ApiSpec, Registry
@@ -32,6 +33,7 @@ def build_registry() -> Registry:
             ApiSpec(19, "CreateTopics", 0, 7, 2, create_topics.handle),
             ApiSpec(20, "DeleteTopics", 0, 6, 1, delete_topics.handle),
             ApiSpec(22, "InitProducerId", 0, 4, 0, init_producer_id.handle),
+            ApiSpec(23, "OffsetForLeaderEpoch", 0, 4, 2, offset_for_leader_epoch.handle),
             ApiSpec(32, "DescribeConfigs", 0, 4, 1, describe_configs.handle),
             ApiSpec(33, "AlterConfigs", 0, 2, 0, alter_configs.handle),
             ApiSpec(44, "IncrementalAlterConfigs", 0, 1, 0, incremental_alter_configs.handle),

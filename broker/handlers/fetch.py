@@ -1,9 +1,11 @@
 """Fetch: advertised v0-v12, implemented v4-v12, sessionless (KIP-227 sessions not kept).
 
-Consumers read up to the high watermark. The response holds whole batches; the first batch is
-returned even if larger than the limits (KIP-74); the broker's `fetch.max.bytes` caps the
-request's `max_bytes`. Long polling: if fewer than `min_bytes` are
-available the request waits until enough arrive or `max_wait_ms` passes. We always answer with
+Consumers read up to the high watermark; followers (`replica_id` >= 0) read up to the log end,
+and their fetch offset is how the leader learns how far they have come. The response holds
+whole batches; the first batch is returned even if larger than the limits (KIP-74); the
+broker's `fetch.max.bytes` caps the request's `max_bytes`. Long polling: if fewer than
+`min_bytes` are available the request waits until enough arrive or `max_wait_ms` passes (woken
+by a high-watermark move for consumers, an append for followers). We always answer with
 session id 0, which tells clients to send full fetch requests (DEVIATIONS.md).
 """
 
@@ -42,15 +44,22 @@ async def handle(context: RequestContext, request: Any) -> Any:
         if total_bytes >= request.min_bytes or any_error or remaining_s <= 0:
             break
         keys = [(t.topic, p.partition) for t in request.topics for p in t.partitions]
-        await context.server.replica_manager.wait_for_data(keys, remaining_s)
+        await context.server.replica_manager.wait_for_data(
+            keys, remaining_s, follower=_replica_id(request) >= 0
+        )
     return adapter.build(
         cls,
         {"throttle_time": 0, "error_code": ErrorCode.none, "session_id": 0, "responses": responses},
     )
 
 
+def _replica_id(request: Any) -> int:
+    return int(getattr(request, "replica_id", -1))
+
+
 def _read_all(context: RequestContext, request: Any) -> tuple[list[dict[str, Any]], int, bool]:
     replica_manager = context.server.replica_manager
+    replica_id = _replica_id(request)
     # fetch.max.bytes caps what one response may hold, whatever the client asks (KIP-541).
     budget_bytes = min(
         getattr(request, "max_bytes", 0x7FFFFFFF), context.server.config["fetch.max.bytes"]
@@ -68,6 +77,7 @@ def _read_all(context: RequestContext, request: Any) -> tuple[list[dict[str, Any
                 min(fetch.partition_max_bytes, max(budget_bytes - total_bytes, 0)),
                 min_one_batch=total_bytes == 0,
                 current_leader_epoch=getattr(fetch, "current_leader_epoch", -1),
+                replica_id=replica_id,
             )
             total_bytes += len(result.records)
             any_error = any_error or result.error_code != ErrorCode.none

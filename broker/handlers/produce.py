@@ -1,13 +1,17 @@
 """Produce: advertised v0-v9, implemented v3-v9 (record batch v2 only).
 
-acks=0 sends no response; acks=1 answers once the leader has appended; acks=-1 checks
-min.insync.replicas against the ISR and, until follower replication lands, answers like acks=1
-(DEVIATIONS.md). Produce never auto-creates topics, as in Kafka.
+acks=0 sends no response; acks=1 answers once the leader has appended; acks=-1 refuses with
+NOT_ENOUGH_REPLICAS before appending when the ISR is smaller than min.insync.replicas, then
+waits (up to the request's timeout) until the high watermark passes the batch: NONE,
+NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below the minimum meanwhile,
+REQUEST_TIMED_OUT, or NOT_LEADER_OR_FOLLOWER if leadership moved. Produce never auto-creates
+topics, as in Kafka.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -44,6 +48,8 @@ async def handle(context: RequestContext, request: Any) -> Any:
         }
         for topic in request.topic_data
     ]
+    if acks == -1:
+        await _wait_for_replication(context, request, responses)
     if acks == 0:
         # An acks=0 producer reads no responses; Kafka signals a failed append by closing the
         # connection, so the client refreshes its metadata (e.g. after a leader change).
@@ -77,6 +83,8 @@ def _produce_partition(
     return {
         "index": partition,
         "error_code": ErrorCode.none,
+        # Where the high watermark must reach for acks=all (dropped before building).
+        "_next_offset": result.info.last_offset + 1,
         "base_offset": result.info.first_offset,
         "log_append_time": result.info.log_append_time_ms,
         "log_start_offset": result.info.log_start_offset,
@@ -122,6 +130,42 @@ def _check_all(
         except RecordError as error:
             failures[(topic, partition)] = error
     return failures
+
+
+async def _wait_for_replication(
+    context: RequestContext, request: Any, responses: list[dict[str, Any]]
+) -> None:
+    """Park every appended partition until its high watermark passes what was appended."""
+    replica_manager = context.server.replica_manager
+    timeout_s = max(adapter.millis(request.timeout), 0) / 1000
+    waits = []
+    for topic in responses:
+        for partition in topic["partition_responses"]:
+            if partition["error_code"] != ErrorCode.none or partition.get("_next_offset") is None:
+                continue
+            min_isr = context.server.topic_config_int(topic["name"], "min.insync.replicas")
+            waits.append(
+                _settle(
+                    partition,
+                    replica_manager.wait_for_replication(
+                        topic["name"],
+                        partition["index"],
+                        partition["_next_offset"],
+                        min_isr,
+                        timeout_s,
+                    ),
+                )
+            )
+    await asyncio.gather(*waits)
+    for topic in responses:
+        for partition in topic["partition_responses"]:
+            partition.pop("_next_offset", None)
+
+
+async def _settle(partition: dict[str, Any], outcome: Awaitable[ErrorCode]) -> None:
+    error = await outcome
+    if error != ErrorCode.none:
+        partition.update(_error(partition["index"], error))
 
 
 def _close_on_error(responses: list[dict[str, Any]]) -> None:

@@ -18,23 +18,30 @@ UNDEFINED_OFFSET = -1
 
 
 class LeaderEpochCache:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, entries: list[tuple[int, int]] | None = None) -> None:
+        """Reads the checkpoint unless `entries` are given; raises CheckpointError for a file
+        that does not parse (the log rebuilds the cache from its batches then)."""
         self.path = path
-        try:
-            self.entries: list[tuple[int, int]] = read_leader_epoch_checkpoint(path)
-        except CheckpointError:
-            self.entries = []  # rebuilt from later appends; a bad file must not stop the log
+        self.entries: list[tuple[int, int]] = (
+            read_leader_epoch_checkpoint(path) if entries is None else entries
+        )
+        if any(b <= a for (a, _), (b, _) in zip(self.entries, self.entries[1:], strict=False)):
+            raise CheckpointError(f"{path}: epochs do not increase: {self.entries}")
 
     @property
     def latest_epoch(self) -> int:
         return self.entries[-1][0] if self.entries else UNDEFINED_EPOCH
 
-    def assign(self, epoch: int, start_offset: int) -> None:
+    def assign(self, epoch: int, start_offset: int, persist: bool = True) -> None:
         """Record that `epoch` starts at `start_offset` (no-op if already the latest epoch)."""
         if epoch < 0 or epoch == self.latest_epoch:
             return
         kept = [(e, s) for e, s in self.entries if e < epoch and s < start_offset]
         self.entries = [*kept, (epoch, start_offset)]
+        if persist:
+            self._write()
+
+    def persist(self) -> None:
         self._write()
 
     def epoch_for_offset(self, offset: int) -> int:

@@ -7,6 +7,7 @@ through its offset index. `recovery_point` is the offset below which data is kno
 from __future__ import annotations
 
 import bisect
+import logging
 import shutil
 import threading
 import time
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from broker.log.batch import BatchHeader, assign_offsets, set_log_append_time, validate_batches
-from broker.log.checkpoints import LEADER_EPOCH_CHECKPOINT, fsync_directory
+from broker.log.checkpoints import LEADER_EPOCH_CHECKPOINT, CheckpointError, fsync_directory
 from broker.log.config import LOG_APPEND_TIME, LogConfig
 from broker.log.epoch_cache import LeaderEpochCache
 from broker.log.errors import (
@@ -37,6 +38,8 @@ from broker.log.segment import (
 )
 
 __all__ = ["AppendInfo", "Log", "LogConfig", "OffsetOutOfRangeError", "parse_partition_dir"]
+
+logger = logging.getLogger(__name__)
 
 LATEST_TIMESTAMP = -1  # ListOffsets' "latest" sentinel
 EARLIEST_TIMESTAMP = -2  # ListOffsets' "earliest" sentinel
@@ -71,6 +74,7 @@ class Log:
         segments: list[LogSegment],
         log_start_offset: int,
         recovery_point: int,
+        high_watermark: int = 0,
     ) -> None:
         """Use `Log.open`."""
         self.directory = directory
@@ -81,9 +85,13 @@ class Log:
         self.log_end_offset = segments[-1].next_offset
         self.log_start_offset = max(log_start_offset, segments[0].base_offset)
         self.recovery_point = min(recovery_point, self.log_end_offset)
-        self.leader_epoch_cache = LeaderEpochCache(directory / LEADER_EPOCH_CHECKPOINT)
-        self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
+        # The offset below which every ISR member holds the data (what consumers may read);
+        # checkpointed in replication-offset-checkpoint, so a restart neither exposes records
+        # that were never committed nor hides committed ones.
+        self.high_watermark = min(max(high_watermark, self.log_start_offset), self.log_end_offset)
         self.producer_state = ProducerStateManager()
+        self.leader_epoch_cache = self._load_epoch_cache(directory / LEADER_EPOCH_CHECKPOINT)
+        self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
         self._rebuild_producer_state()
         # fsync of file handles from an executor must not race with them being closed.
         self._lifecycle_lock = threading.Lock()
@@ -99,6 +107,7 @@ class Log:
         log_start_offset: int = 0,
         now_ms: int | None = None,
         had_clean_shutdown: bool = False,
+        high_watermark: int = 0,
     ) -> Log:
         """Load segments, recovering from `recovery_point` (see `log_loader`)."""
         now_ms = _now_ms() if now_ms is None else now_ms
@@ -108,7 +117,7 @@ class Log:
             segments = [LogSegment(directory, log_start_offset, config, now_ms)]
         if had_clean_shutdown:
             recovery_point = segments[-1].next_offset
-        log = cls(directory, config, segments, log_start_offset, recovery_point)
+        log = cls(directory, config, segments, log_start_offset, recovery_point, high_watermark)
         if log.log_start_offset > log.log_end_offset:
             log.truncate_fully_and_start_at(log.log_start_offset, now_ms)
         return log
@@ -191,10 +200,12 @@ class Log:
         if not headers:
             return AppendInfo(-1, -1, -1, -1, self.log_start_offset)
         self._check_follower_offsets(headers)
-        for header in headers:
-            self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
         spans = [(h.size_bytes, h.last_offset, h.max_timestamp) for h in headers]
         self._write(records, spans, headers[0].base_offset, _now_ms() if now_ms is None else now_ms)
+        for header in headers:
+            # As on the leader: a follower that becomes leader must recognise retried batches.
+            self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
+            self.producer_state.update(header, header.base_offset)
         return AppendInfo(
             headers[0].base_offset,
             headers[-1].last_offset,
@@ -223,6 +234,25 @@ class Log:
             raise RecordError(
                 INVALID_RECORD, f"expected exactly one record batch, got {len(headers)}"
             )
+
+    def _load_epoch_cache(self, path: Path) -> LeaderEpochCache:
+        """The checkpointed cache, or one rebuilt from the batches' partition leader epochs
+        when the file is unreadable: an empty cache would make truncation guess."""
+        try:
+            return LeaderEpochCache(path)
+        except CheckpointError as error:
+            logger.warning("%s; rebuilding it from the log", error)
+        cache = LeaderEpochCache(path, entries=[])
+        for segment in self._segments:
+            for _, header in segment.iter_batches(0):
+                cache.assign(header.partition_leader_epoch, header.base_offset, persist=False)
+        cache.persist()
+        return cache
+
+    def update_high_watermark(self, offset: int) -> int:
+        """Set the high watermark, kept within [log start, log end]; returns it."""
+        self.high_watermark = min(max(offset, self.log_start_offset), self.log_end_offset)
+        return self.high_watermark
 
     def _rebuild_producer_state(self) -> None:
         self.producer_state.rebuild(
@@ -382,6 +412,7 @@ class Log:
         self.log_end_offset = self.active_segment.next_offset
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
         self.log_start_offset = min(self.log_start_offset, self.log_end_offset)
+        self.high_watermark = min(self.high_watermark, self.log_end_offset)
         self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
         self._rebuild_producer_state()
 
@@ -397,6 +428,7 @@ class Log:
             self._bases = [offset]
             self._directory_dirty = True
         self.log_end_offset = self.log_start_offset = self.recovery_point = offset
+        self.high_watermark = offset
         self.leader_epoch_cache.clear()
         self.producer_state.rebuild(())
 
@@ -405,6 +437,7 @@ class Log:
         offset = min(offset, self.log_end_offset)
         if offset > self.log_start_offset:
             self.log_start_offset = offset
+            self.high_watermark = max(self.high_watermark, offset)
             self.leader_epoch_cache.truncate_from_start(offset)
 
     def delete_oldest_segments(self, count: int) -> int:

@@ -12,6 +12,7 @@ from pathlib import Path
 from broker.log.checkpoints import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
     CheckpointError,
     fsync_directory,
     read_offset_checkpoint,
@@ -40,7 +41,8 @@ def _read_checkpoint(path: Path) -> dict[TopicPartition, int]:
 
 
 OffsetMap = dict[TopicPartition, int]
-CheckpointSnapshot = dict[Path, tuple[OffsetMap, OffsetMap]]
+# Per log dir: recovery points, log start offsets, high watermarks.
+CheckpointSnapshot = dict[Path, tuple[OffsetMap, OffsetMap, OffsetMap]]
 
 
 class LogManager:
@@ -67,6 +69,7 @@ class LogManager:
         had_clean_shutdown = marker.exists()
         recovery_points = _read_checkpoint(log_dir / RECOVERY_POINT_CHECKPOINT)
         log_start_offsets = _read_checkpoint(log_dir / LOG_START_OFFSET_CHECKPOINT)
+        high_watermarks = _read_checkpoint(log_dir / REPLICATION_OFFSET_CHECKPOINT)
         for child in sorted(log_dir.iterdir()):
             if not child.is_dir() or child.name.endswith(FUTURE_DIR_SUFFIX):
                 continue
@@ -86,6 +89,7 @@ class LogManager:
                 log_start_offset=log_start_offsets.get(key, 0),
                 now_ms=now_ms,
                 had_clean_shutdown=had_clean_shutdown,
+                high_watermark=high_watermarks.get(key, 0),
             )
             self._log_dir_of[key] = log_dir
         marker.unlink(missing_ok=True)  # from now on, a crash means recovery
@@ -145,7 +149,7 @@ class LogManager:
         `write_checkpoints` may then run in an executor without touching live state."""
         return {log_dir: self._snapshot_log_dir(log_dir) for log_dir in self.log_dirs}
 
-    def _snapshot_log_dir(self, log_dir: Path) -> tuple[OffsetMap, OffsetMap]:
+    def _snapshot_log_dir(self, log_dir: Path) -> tuple[OffsetMap, OffsetMap, OffsetMap]:
         logs = {key: log for key, log in self._logs.items() if self._log_dir_of[key] == log_dir}
         recovery_points = {key: log.recovery_point for key, log in logs.items()}
         log_start_offsets = {
@@ -153,14 +157,29 @@ class LogManager:
             for key, log in logs.items()
             if log.log_start_offset > log.segments[0].base_offset
         }
-        return recovery_points, log_start_offsets
+        high_watermarks = {key: log.high_watermark for key, log in logs.items()}
+        return recovery_points, log_start_offsets, high_watermarks
+
+    def high_watermark_snapshot(self) -> dict[Path, OffsetMap]:
+        """High watermarks per log dir, read on the loop (see `checkpoint_snapshot`)."""
+        snapshot: dict[Path, OffsetMap] = {log_dir: {} for log_dir in self.log_dirs}
+        for key, log in self._logs.items():
+            snapshot[self._log_dir_of[key]][key] = log.high_watermark
+        return snapshot
+
+    def write_high_watermarks(self, snapshot: dict[Path, OffsetMap]) -> None:
+        """replication-offset-checkpoint of every log dir (blocking: run in an executor)."""
+        with self._checkpoint_lock:
+            for log_dir, high_watermarks in snapshot.items():
+                write_offset_checkpoint(log_dir / REPLICATION_OFFSET_CHECKPOINT, high_watermarks)
 
     def write_checkpoints(self, snapshot: CheckpointSnapshot) -> None:
         # One writer at a time: each file goes through the same .tmp name.
         with self._checkpoint_lock:
-            for log_dir, (recovery_points, log_start_offsets) in snapshot.items():
+            for log_dir, (recovery_points, log_start_offsets, high_watermarks) in snapshot.items():
                 write_offset_checkpoint(log_dir / RECOVERY_POINT_CHECKPOINT, recovery_points)
                 write_offset_checkpoint(log_dir / LOG_START_OFFSET_CHECKPOINT, log_start_offsets)
+                write_offset_checkpoint(log_dir / REPLICATION_OFFSET_CHECKPOINT, high_watermarks)
 
     def shutdown(self) -> None:
         """Flush, checkpoint, close, then mark each log dir as cleanly shut down."""

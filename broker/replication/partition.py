@@ -1,11 +1,35 @@
-"""One partition replica hosted by this broker: its log, its role and who waits on it."""
+"""One partition replica hosted by this broker: its log, its role and the leader's view of
+its followers (Kafka's `Partition`).
+
+Only `make_leader`, `make_follower`, `apply_isr` and the follower-fetch update change the
+role, epoch, ISR or positions, so every rule about them lives here. The high watermark is kept
+on the log (it is checkpointed with it); this class decides when it moves.
+"""
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 
 from broker.log.log import Log
+from broker.replication.purgatory import PartitionWaiters
+from zk.znodes import PartitionState
+
+UNKNOWN_OFFSET = -1
+
+
+@dataclass(slots=True)
+class FollowerState:
+    """What the leader knows of one follower (Kafka's `Replica`)."""
+
+    log_end_offset: int = UNKNOWN_OFFSET
+    # The last time the follower had everything the leader had (replica.lag.time.max.ms).
+    last_caught_up_time_ms: int = 0
+    last_fetch_time_ms: int = 0
+    last_fetch_leader_log_end_offset: int = UNKNOWN_OFFSET
+
+
+class InvariantError(AssertionError):
+    """A replication invariant broke; raised explicitly so `python -O` cannot strip it."""
 
 
 @dataclass(slots=True)
@@ -14,26 +38,153 @@ class Partition:
     partition: int
     log: Log
     replicas: list[int]
+    broker_id: int = -1
     leader_id: int = -1
     leader_epoch: int = -1
+    # zkVersion of the partition state znode: the leader's ISR writes are conditional on it.
+    zk_version: int = -1
+    controller_epoch: int = -1
     isr: list[int] = field(default_factory=list)
     is_leader: bool = False
-    _waiters: set[asyncio.Future[None]] = field(default_factory=set)
+    # Offset at which this broker's leadership epoch started (the leader's log end then).
+    leader_epoch_start_offset: int = UNKNOWN_OFFSET
+    followers: dict[int, FollowerState] = field(default_factory=dict)
+    # An ISR write to ZooKeeper is on its way; no other ISR change starts meanwhile.
+    isr_write_in_flight: bool = False
+    waiters: PartitionWaiters = field(default_factory=PartitionWaiters)
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.topic, self.partition
 
     @property
     def high_watermark(self) -> int:
-        # Until follower replication lands, a leader's committed point is its log end
-        # (acks=all behaves as acks=1; see DEVIATIONS.md).
-        return self.log.log_end_offset
+        return self.log.high_watermark
 
-    def add_waiter(self, waiter: asyncio.Future[None]) -> None:
-        self._waiters.add(waiter)
+    # -- role changes -----------------------------------------------------------------------
 
-    def remove_waiter(self, waiter: asyncio.Future[None]) -> None:
-        self._waiters.discard(waiter)
+    def is_newer(self, state: PartitionState, zk_version: int) -> bool:
+        """Whether a state read from ZooKeeper is newer than what this replica applied."""
+        if state.leader_epoch != self.leader_epoch:
+            return state.leader_epoch > self.leader_epoch
+        return zk_version > self.zk_version
 
-    def wake_waiters(self) -> None:
-        for waiter in self._waiters:
-            if not waiter.done():
-                waiter.set_result(None)
-        self._waiters.clear()
+    def make_leader(
+        self, state: PartitionState, zk_version: int, replicas: list[int], now_ms: int
+    ) -> bool:
+        """Lead at `state.leader_epoch`; True if this is a new leadership (not an ISR update).
+        Followers start as caught up if in the ISR, so none is dropped before it could fetch."""
+        new_epoch = not self.is_leader or state.leader_epoch != self.leader_epoch
+        self._apply(state, zk_version, replicas)
+        self.is_leader = True
+        if new_epoch:
+            self.leader_epoch_start_offset = self.log.log_end_offset
+            self.log.leader_epoch_cache.assign(state.leader_epoch, self.log.log_end_offset)
+            self.followers = {
+                replica: FollowerState(last_caught_up_time_ms=now_ms if replica in self.isr else 0)
+                for replica in replicas
+                if replica != self.broker_id
+            }
+        self.maybe_increment_high_watermark()
+        return new_epoch
+
+    def make_follower(self, state: PartitionState, zk_version: int, replicas: list[int]) -> bool:
+        """Follow `state.leader`; True if the leader or its epoch changed (the fetcher must
+        then truncate and restart)."""
+        changed = (
+            self.is_leader
+            or state.leader != self.leader_id
+            or state.leader_epoch != self.leader_epoch
+        )
+        self._apply(state, zk_version, replicas)
+        self.is_leader = False
+        self.followers = {}
+        self.leader_epoch_start_offset = UNKNOWN_OFFSET
+        return changed
+
+    def apply_isr(self, isr: list[int], zk_version: int) -> None:
+        """The ISR this leader wrote (or re-read) at `zk_version`."""
+        self._check_isr(isr, self.replicas)
+        self.isr = list(isr)
+        self.zk_version = zk_version
+        self.maybe_increment_high_watermark()
+
+    def _apply(self, state: PartitionState, zk_version: int, replicas: list[int]) -> None:
+        if state.leader_epoch < self.leader_epoch:
+            raise InvariantError(
+                f"{self.topic}-{self.partition}: leader epoch {state.leader_epoch} is below"
+                f" {self.leader_epoch}"
+            )
+        self.replicas = list(replicas)
+        self.leader_id = state.leader
+        self.leader_epoch = state.leader_epoch
+        self.controller_epoch = state.controller_epoch
+        self.zk_version = zk_version
+        self.isr = list(state.isr)
+
+    @staticmethod
+    def _check_isr(isr: list[int], replicas: list[int]) -> None:
+        if not set(isr) <= set(replicas):
+            raise InvariantError(f"ISR {isr} is not within the replicas {replicas}")
+
+    # -- the leader's view of followers --------------------------------------------------------
+
+    def update_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> bool:
+        """A follower fetched from `fetch_offset`, so it holds everything below it. Kafka's
+        rule for "caught up": it reached the leader's log end as of now, or as of its previous
+        fetch. Returns whether the high watermark moved."""
+        follower = self.followers.get(replica_id)
+        if follower is None:
+            return False  # not (or no longer) a replica of this partition
+        leader_end = self.log.log_end_offset
+        if fetch_offset >= leader_end:
+            follower.last_caught_up_time_ms = now_ms
+        elif fetch_offset >= follower.last_fetch_leader_log_end_offset:
+            follower.last_caught_up_time_ms = max(
+                follower.last_caught_up_time_ms, follower.last_fetch_time_ms
+            )
+        follower.log_end_offset = min(fetch_offset, leader_end)
+        follower.last_fetch_leader_log_end_offset = leader_end
+        follower.last_fetch_time_ms = now_ms
+        return self.maybe_increment_high_watermark()
+
+    def maybe_increment_high_watermark(self) -> bool:
+        """HW = the smallest log end over the ISR; it only moves forward."""
+        if not self.is_leader:
+            return False
+        ends = [self.log.log_end_offset]
+        for replica in self.isr:
+            if replica == self.broker_id:
+                continue
+            follower = self.followers.get(replica)
+            ends.append(follower.log_end_offset if follower is not None else UNKNOWN_OFFSET)
+        candidate = min(ends)
+        if candidate <= self.log.high_watermark:
+            return False
+        self.log.update_high_watermark(candidate)
+        return True
+
+    def isr_after_shrink(self, now_ms: int, lag_time_max_ms: int) -> list[int] | None:
+        """The ISR without followers that have not caught up for `lag_time_max_ms`; None if
+        nobody lags. The leader itself always stays."""
+        lagging = {
+            replica
+            for replica in self.isr
+            if replica != self.broker_id
+            and (follower := self.followers.get(replica)) is not None
+            and now_ms - follower.last_caught_up_time_ms > lag_time_max_ms
+        }
+        if not lagging:
+            return None
+        return [replica for replica in self.isr if replica not in lagging]
+
+    def isr_after_expand(self, replica_id: int) -> list[int] | None:
+        """The ISR with `replica_id` added if it has reached the high watermark and this
+        leadership's start offset (it holds everything committed); None otherwise."""
+        follower = self.followers.get(replica_id)
+        if follower is None or replica_id in self.isr or replica_id not in self.replicas:
+            return None
+        reached = follower.log_end_offset
+        if reached < self.log.high_watermark or reached < self.leader_epoch_start_offset:
+            return None
+        return [*self.isr, replica_id]

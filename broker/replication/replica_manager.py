@@ -1,8 +1,11 @@
 """Owns this broker's partition replicas: role changes from ZooKeeper, appends and reads.
 
-Role changes arrive from the cluster watch (partition state znodes); appends and reads come
-from the Produce/Fetch/ListOffsets handlers. Nothing here awaits between checking a partition's
-role and acting on it.
+Role changes arrive from the cluster watch (partition state znodes) and become `make_leader`
+or `make_follower` on the partition, starting or stopping its fetcher. Appends and reads come
+from the Produce/Fetch/ListOffsets handlers, replicated appends from the fetchers; a follower's
+fetch moves the leader's view of it, which may move the high watermark (waking acks=all
+produces and consumer fetches) or let it back into the ISR. Nothing here awaits between
+checking a partition's role and acting on it.
 """
 
 from __future__ import annotations
@@ -19,7 +22,10 @@ from broker.log.log import AppendInfo, Log, LogConfig, OffsetOutOfRangeError
 from broker.log.manager import LogManager
 from broker.log.partition_metadata import read_topic_id, write_topic_id
 from broker.log.records import RecordError
+from broker.replication.fetcher import ReplicaFetcherManager
+from broker.replication.isr import IsrWriter
 from broker.replication.partition import Partition
+from broker.replication.purgatory import TooManyWaitersError
 from zk.kafka_zk import PartitionState
 
 log = logging.getLogger(__name__)
@@ -41,20 +47,29 @@ class ReadResult:
     log_end_offset: int = -1
 
 
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
 class ReplicaManager:
     def __init__(
         self,
         broker_id: int,
         log_manager: LogManager,
         partition_exists: Callable[[str, int], bool],
+        replica_lag_time_max_ms: int = 30_000,
     ) -> None:
         self._broker_id = broker_id
         self._log_manager = log_manager
         # Whether cluster metadata knows the partition: a partition that exists but is not
         # hosted here is NOT_LEADER_OR_FOLLOWER (clients refresh metadata), not UNKNOWN.
         self._partition_exists = partition_exists
+        self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self._partitions: dict[tuple[str, int], Partition] = {}
         self._topic_ids: dict[str, str] = {}
+        # Wired by the server once the event loop runs; absent in unit tests of one broker.
+        self.fetchers: ReplicaFetcherManager | None = None
+        self.isr_writer: IsrWriter | None = None
 
     def get(self, topic: str, partition: int) -> Partition | None:
         return self._partitions.get((topic, partition))
@@ -72,29 +87,60 @@ class ReplicaManager:
         replicas: list[int],
         state: PartitionState,
         log_config: LogConfig,
+        zk_version: int = 0,
     ) -> None:
         key = (topic, partition)
         if self._broker_id not in replicas:
-            self._stop_replica(key)
+            self.stop_replica(key)
             return
         current = self._partitions.get(key)
         if current is None:
-            current = Partition(topic, partition, self._open_log(topic, topic_id, partition), [])
+            replica_log = self._open_log(topic, topic_id, partition)
+            current = Partition(topic, partition, replica_log, [], broker_id=self._broker_id)
             self._partitions[key] = current
         if current.log.config != log_config:
             current.log.update_config(log_config)
-        if state.leader_epoch < current.leader_epoch:
-            return  # a stale notification; the newer state has already been applied
-        current.replicas = list(replicas)
-        current.isr = list(state.isr)
-        was_leader = current.is_leader
-        current.leader_id = state.leader
-        current.leader_epoch = state.leader_epoch
-        current.is_leader = state.leader == self._broker_id
-        if current.is_leader != was_leader:
-            role = "leader" if current.is_leader else "follower"
-            log.info("%s-%d: now %s at epoch %d", topic, partition, role, state.leader_epoch)
-        current.wake_waiters()
+        if not current.is_newer(state, zk_version):
+            current.replicas = list(replicas)
+            return  # stale, or what this replica already applied
+        if state.leader == self._broker_id:
+            self._become_leader(current, state, zk_version, replicas)
+        else:
+            self._become_follower(current, state, zk_version, replicas)
+
+    def _become_leader(
+        self, current: Partition, state: PartitionState, zk_version: int, replicas: list[int]
+    ) -> None:
+        if self.fetchers is not None:
+            self.fetchers.remove_partition(current.key)
+        if current.make_leader(state, zk_version, replicas, _now_ms()):
+            log.info(
+                "%s-%d: leader at epoch %d, ISR %s, log end %d, high watermark %d",
+                *current.key,
+                state.leader_epoch,
+                state.isr,
+                current.log.log_end_offset,
+                current.high_watermark,
+            )
+            current.waiters.on_leadership_change()
+        else:
+            current.waiters.on_high_watermark(current.high_watermark)
+
+    def _become_follower(
+        self, current: Partition, state: PartitionState, zk_version: int, replicas: list[int]
+    ) -> None:
+        if not current.make_follower(state, zk_version, replicas):
+            return
+        log.info(
+            "%s-%d: follower of %d at epoch %d", *current.key, state.leader, state.leader_epoch
+        )
+        current.waiters.on_leadership_change()
+        if self.fetchers is None:
+            return
+        if state.leader < 0:
+            self.fetchers.remove_partition(current.key)
+        else:
+            self.fetchers.add_partition(current.key, state.leader, state.leader_epoch)
 
     def _open_log(self, topic: str, topic_id: str, partition: int) -> Log:
         """This partition's log, after dropping one left over from a deleted incarnation."""
@@ -115,10 +161,13 @@ class ReplicaManager:
             write_topic_id(replica_log.directory, topic_id)
         return replica_log
 
-    def _stop_replica(self, key: tuple[str, int]) -> None:
+    def stop_replica(self, key: tuple[str, int]) -> None:
         stopped = self._partitions.pop(key, None)
         if stopped is not None:
-            stopped.wake_waiters()
+            stopped.is_leader = False
+            stopped.waiters.on_leadership_change()
+        if self.fetchers is not None:
+            self.fetchers.remove_partition(key)
 
     def ensure_topic_id(self, topic: str, topic_id: str) -> None:
         """A topic re-created under the same name must not reuse the old incarnation's logs;
@@ -132,13 +181,13 @@ class ReplicaManager:
     def delete_topic(self, topic: str) -> None:
         self._topic_ids.pop(topic, None)
         for key in [k for k in self._partitions if k[0] == topic]:
-            self._stop_replica(key)
+            self.stop_replica(key)
         for replica_log in self._log_manager.all_logs():
             if replica_log.topic == topic:
                 self._log_manager.delete_log(topic, replica_log.partition)
                 log.info("deleted log %s-%d", topic, replica_log.partition)
 
-    # -- data path ----------------------------------------------------------------------
+    # -- leader data path ---------------------------------------------------------------
 
     def _leader(
         self, topic: str, partition: int, current_leader_epoch: int = -1
@@ -177,8 +226,13 @@ class ReplicaManager:
         except OSError as error:
             log.error("write to %s-%d failed: %s", topic, partition, error)
             return AppendResult(ErrorCode.kafka_storage_error, None, str(error))
-        current.wake_waiters()
+        current.waiters.on_append()
+        self._after_high_watermark_check(current)
         return AppendResult(ErrorCode.none, info)
+
+    def _after_high_watermark_check(self, current: Partition) -> None:
+        if current.maybe_increment_high_watermark():
+            current.waiters.on_high_watermark(current.high_watermark)
 
     def read(
         self,
@@ -188,14 +242,20 @@ class ReplicaManager:
         max_bytes: int,
         min_one_batch: bool,
         current_leader_epoch: int = -1,
+        replica_id: int = -1,
     ) -> ReadResult:
+        """Consumers read below the high watermark; a follower (`replica_id` >= 0) reads to
+        the log end, and its fetch offset tells the leader how far it has come."""
         current, error = self._leader(topic, partition, current_leader_epoch)
         if current is None:
             return ReadResult(error)
+        if replica_id >= 0:
+            self._on_follower_fetch(current, replica_id, fetch_offset)
         replica_log = current.log
         high_watermark = current.high_watermark
+        max_offset = None if replica_id >= 0 else high_watermark
         try:
-            records = replica_log.read(fetch_offset, max_bytes, high_watermark, min_one_batch)
+            records = replica_log.read(fetch_offset, max_bytes, max_offset, min_one_batch)
         except OffsetOutOfRangeError:
             return _positions(ErrorCode.offset_out_of_range, current)
         return ReadResult(
@@ -206,24 +266,123 @@ class ReplicaManager:
             replica_log.log_end_offset,
         )
 
+    def _on_follower_fetch(self, current: Partition, replica_id: int, fetch_offset: int) -> None:
+        if fetch_offset > current.log.log_end_offset:
+            return  # a diverged follower; it truncates after OFFSET_OUT_OF_RANGE
+        if current.update_follower_fetch(replica_id, fetch_offset, _now_ms()):
+            current.waiters.on_high_watermark(current.high_watermark)
+        expanded = current.isr_after_expand(replica_id)
+        if expanded is not None and self.isr_writer is not None:
+            self.isr_writer.propose(current, expanded)
+
     def leader_partition(
         self, topic: str, partition: int, current_leader_epoch: int = -1
     ) -> tuple[Partition | None, ErrorCode]:
         return self._leader(topic, partition, current_leader_epoch)
 
-    async def wait_for_data(self, keys: Iterable[tuple[str, int]], timeout_s: float) -> None:
-        """Return when any of these partitions changes (append or role), or at the timeout."""
+    async def wait_for_data(
+        self, keys: Iterable[tuple[str, int]], timeout_s: float, follower: bool = False
+    ) -> None:
+        """Return when one of these partitions may have more to give (an append for a
+        follower, a high-watermark move for a consumer, any change of role), or at the
+        timeout."""
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        watched = [p for key in keys if (p := self._partitions.get(key)) is not None]
-        for current in watched:
-            current.add_waiter(waiter)
+        watched = []
+        for key in keys:
+            current = self._partitions.get(key)
+            if current is None:
+                continue
+            try:
+                current.waiters.watch(waiter, follower)
+            except TooManyWaitersError:
+                break  # answer with what is there now rather than park more
+            watched.append(current)
         try:
-            await asyncio.wait_for(waiter, timeout_s)
+            await asyncio.wait_for(asyncio.shield(waiter), timeout_s)
         except TimeoutError:
             pass
         finally:
             for current in watched:
-                current.remove_waiter(waiter)
+                current.waiters.unwatch(waiter)
+
+    async def wait_for_replication(
+        self, topic: str, partition: int, required_offset: int, min_isr: int, timeout_s: float
+    ) -> ErrorCode:
+        """acks=all: wait until the high watermark reaches `required_offset` (the offset after
+        the appended batch), then answer as Kafka's DelayedProduce does."""
+        key = (topic, partition)
+        current = self._partitions.get(key)
+        if current is None or not current.is_leader:
+            return ErrorCode.not_leader_or_follower
+        epoch = current.leader_epoch
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while current.high_watermark < required_offset:
+            if not _still_leading(self._partitions.get(key), current, epoch):
+                return ErrorCode.not_leader_or_follower
+            remaining_s = deadline - loop.time()
+            if remaining_s <= 0:
+                return ErrorCode.request_timed_out
+            try:
+                future = current.waiters.wait_for_high_watermark(required_offset)
+                await asyncio.wait_for(future, remaining_s)
+            except (TimeoutError, TooManyWaitersError):
+                return ErrorCode.request_timed_out
+        if not _still_leading(self._partitions.get(key), current, epoch):
+            return ErrorCode.not_leader_or_follower
+        if len(current.isr) < min_isr:
+            return ErrorCode.not_enough_replicas_after_append
+        return ErrorCode.none
+
+    # -- follower data path -------------------------------------------------------------
+
+    def follower(self, key: tuple[str, int], leader_epoch: int) -> Partition | None:
+        current = self._partitions.get(key)
+        if current is None or current.is_leader or current.leader_epoch != leader_epoch:
+            return None
+        return current
+
+    def append_replicated(
+        self, partition: Partition, records: bytes, high_watermark: int, log_start_offset: int
+    ) -> None:
+        if records:
+            partition.log.append_as_follower(records)
+        if log_start_offset > partition.log.log_start_offset:
+            partition.log.increment_log_start_offset(log_start_offset)
+        # A follower's high watermark never runs ahead of its own log.
+        partition.log.update_high_watermark(
+            max(min(high_watermark, partition.log.log_end_offset), partition.high_watermark)
+        )
+
+    def truncate(self, partition: Partition, offset: int) -> None:
+        partition.log.truncate_to(offset)
+
+    def truncate_fully(self, partition: Partition, offset: int) -> None:
+        partition.log.truncate_fully_and_start_at(offset)
+
+    # -- ISR maintenance ------------------------------------------------------------------
+
+    def maybe_shrink_isrs(self, now_ms: int | None = None) -> None:
+        """Leaders drop followers that have not caught up for replica.lag.time.max.ms."""
+        if self.isr_writer is None:
+            return
+        now_ms = _now_ms() if now_ms is None else now_ms
+        for current in list(self._partitions.values()):
+            if not current.is_leader:
+                continue
+            shrunk = current.isr_after_shrink(now_ms, self.replica_lag_time_max_ms)
+            if shrunk is not None:
+                self.isr_writer.propose(current, shrunk)
+
+    def on_isr_changed(self, current: Partition) -> None:
+        """An ISR write landed: the high watermark may move (a shrink), and waiting acks=all
+        produces must re-check the ISR size."""
+        self._after_high_watermark_check(current)
+        current.waiters.on_high_watermark(current.high_watermark)
+
+
+def _still_leading(found: Partition | None, current: Partition, epoch: int) -> bool:
+    return found is current and current.is_leader and current.leader_epoch == epoch
 
 
 def _check_leader_epoch(current: Partition, requested_epoch: int) -> ErrorCode | None:

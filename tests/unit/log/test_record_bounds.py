@@ -8,7 +8,6 @@ more than a few megabytes.
 from __future__ import annotations
 
 import contextlib
-import time
 import tracemalloc
 import zlib
 from collections.abc import Callable
@@ -160,7 +159,7 @@ def test_zstd_and_gzip_bombs_are_small(bombs: dict[int, bytes]) -> None:
 
 
 @pytest.mark.parametrize("codec", BOMB_CODECS)
-def test_produce_refuses_bomb_as_too_large_quickly_in_little_memory(
+def test_produce_refuses_bomb_as_too_large_in_little_memory(
     bombs: dict[int, bytes], codec: int
 ) -> None:
     batch = bombs[codec]
@@ -169,9 +168,8 @@ def test_produce_refuses_bomb_as_too_large_quickly_in_little_memory(
     def refuse() -> object:
         return validate_batches(batch, MAX_MESSAGE_BYTES)
 
-    started = time.perf_counter()
+    # Speed is for scripts/bench; here the bound that matters is memory.
     assert _error_code(refuse, match="decompress") == MESSAGE_TOO_LARGE
-    assert time.perf_counter() - started < 1.0
     assert _peak_bytes(refuse) < COUNT_PEAK_BYTES
 
 
@@ -271,9 +269,9 @@ def test_records_count_beyond_what_the_bytes_hold_is_invalid(codec: int) -> None
 @pytest.mark.parametrize("codec", [compression.NONE, compression.ZSTD])
 def test_decode_records_refuses_a_forged_records_count_before_looping(codec: int) -> None:
     batch = _with_records_count(build_batch(RECORDS, compression_type=codec), 2**31 - 1)
-    started = time.perf_counter()
     assert _error_code(lambda: decode_records(batch)) == CORRUPT_MESSAGE
-    assert time.perf_counter() - started < 0.1
+    # Nothing is reserved for the claimed count (timing is for scripts/bench, not tests).
+    assert _peak_bytes(lambda: decode_records(batch)) < MIB
 
 
 def _record_with_header_count(header_count: int) -> bytes:
@@ -293,9 +291,9 @@ def _record_with_header_count(header_count: int) -> bytes:
 @pytest.mark.parametrize("header_count", [2**31 - 1, 5, -1, -(2**31)])
 def test_header_count_beyond_the_record_bytes_or_negative_is_corrupt(header_count: int) -> None:
     batch = _batch(_record_with_header_count(header_count), compression.NONE)
-    started = time.perf_counter()
     assert _error_code(lambda: decode_records(batch)) == CORRUPT_MESSAGE
-    assert time.perf_counter() - started < 0.1
+    # Nothing is reserved for the claimed count (timing is for scripts/bench, not tests).
+    assert _peak_bytes(lambda: decode_records(batch)) < MIB
 
 
 def test_record_without_headers_still_decodes() -> None:

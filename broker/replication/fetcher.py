@@ -1,0 +1,407 @@
+"""Followers fetch from their leaders (Kafka's ReplicaFetcherManager / ReplicaFetcherThread).
+
+One fetcher task per (leader broker, fetcher id): a partition goes to fetcher
+`abs(31 * hash(topic) + partition) % num.replica.fetchers` of its leader. Each task owns one
+inter-broker connection and loops: truncate the partitions that just started following (via
+OffsetForLeaderEpoch, so the local log never keeps a tail the leader does not have), then send
+one Fetch for the rest, append what comes back byte-for-byte and take the leader's high
+watermark. A partition that fails is backed off for `replica.fetch.backoff.ms`; the others go
+on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kio.schema.errors import ErrorCode
+
+from broker.log.errors import RecordError, UnexpectedAppendOffsetError
+from broker.network.broker_client import BrokerClient, BrokerClientError
+from broker.protocol import adapter
+from broker.protocol.registry import request_class
+from broker.replication.partition import Partition
+
+log = logging.getLogger(__name__)
+
+FETCH_KEY = 1
+OFFSET_FOR_LEADER_EPOCH_KEY = 23
+# The versions one broker of this project sends another (Kafka pins them with
+# inter.broker.protocol.version): Fetch v12 still names topics, OffsetForLeaderEpoch v4 is
+# the last one.
+FETCH_VERSION = 12
+OFFSET_FOR_LEADER_EPOCH_VERSION = 4
+UNDEFINED_EPOCH = -1
+UNDEFINED_OFFSET = -1
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class FetcherConfig:
+    broker_id: int
+    num_fetchers: int
+    max_wait_ms: int
+    min_bytes: int
+    response_max_bytes: int
+    partition_max_bytes: int
+    backoff_ms: int
+    socket_timeout_ms: int
+
+
+class FollowerLogs(Protocol):
+    """What a fetcher needs of the replica manager."""
+
+    def follower(self, key: TopicPartition, leader_epoch: int) -> Partition | None: ...
+
+    def append_replicated(
+        self, partition: Partition, records: bytes, high_watermark: int, log_start_offset: int
+    ) -> None: ...
+
+    def truncate(self, partition: Partition, offset: int) -> None: ...
+
+    def truncate_fully(self, partition: Partition, offset: int) -> None: ...
+
+
+AddressOf = Callable[[int], tuple[str, int] | None]
+
+
+@dataclass(slots=True)
+class FetchState:
+    leader_epoch: int
+    fetch_offset: int = UNDEFINED_OFFSET
+    truncating: bool = True
+    delayed_until_s: float = 0.0
+
+
+def fetcher_id(key: TopicPartition, num_fetchers: int) -> int:
+    topic, partition = key
+    return abs(31 * _java_string_hash(topic) + partition) % num_fetchers
+
+
+def _java_string_hash(text: str) -> int:
+    value = 0
+    for char in text:
+        value = (31 * value + ord(char)) & 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+class ReplicaFetcher:
+    def __init__(
+        self,
+        source_broker_id: int,
+        config: FetcherConfig,
+        logs: FollowerLogs,
+        address_of: AddressOf,
+    ) -> None:
+        self.source_broker_id = source_broker_id
+        self._config = config
+        self._logs = logs
+        self._address_of = address_of
+        self.partitions: dict[TopicPartition, FetchState] = {}
+        self._wakeup = asyncio.Event()
+        self._client: BrokerClient | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        name = f"replica-fetcher-{self.source_broker_id}"
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=name)
+
+    def add(self, key: TopicPartition, leader_epoch: int) -> None:
+        self.partitions[key] = FetchState(leader_epoch)
+        self._wakeup.set()
+
+    def remove(self, key: TopicPartition) -> None:
+        self.partitions.pop(key, None)
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self._client is not None:
+            await self._client.close()
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self._do_work()
+            except asyncio.CancelledError:
+                raise
+            except BrokerClientError as error:
+                log.info("fetching from broker %d failed: %s", self.source_broker_id, error)
+                await self._drop_client()
+                await asyncio.sleep(self._config.backoff_ms / 1000)
+            except Exception:
+                log.exception("replica fetcher for broker %d failed", self.source_broker_id)
+                await asyncio.sleep(self._config.backoff_ms / 1000)
+
+    async def _do_work(self) -> None:
+        now_s = time.monotonic()
+        ready = {k: s for k, s in self.partitions.items() if s.delayed_until_s <= now_s}
+        if not ready:
+            await self._idle(now_s)
+            return
+        client = self._connect()
+        if client is None:
+            await asyncio.sleep(self._config.backoff_ms / 1000)
+            return
+        truncating = {k: s for k, s in ready.items() if s.truncating}
+        if truncating:
+            await self._truncate(client, truncating)
+        fetching = {k: s for k, s in ready.items() if not s.truncating}
+        if fetching:
+            await self._fetch(client, fetching)
+
+    async def _idle(self, now_s: float) -> None:
+        self._wakeup.clear()
+        delays = [s.delayed_until_s - now_s for s in self.partitions.values()]
+        timeout_s = min(delays) if delays else None
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wakeup.wait(), timeout_s)
+
+    def _connect(self) -> BrokerClient | None:
+        if self._client is not None:
+            return self._client
+        address = self._address_of(self.source_broker_id)
+        if address is None:
+            return None  # not registered (yet); its partitions wait for a new leader or it
+        self._client = BrokerClient(
+            address[0],
+            address[1],
+            client_id=f"broker-{self._config.broker_id}-fetcher",
+            request_timeout_ms=self._config.socket_timeout_ms + self._config.max_wait_ms,
+        )
+        return self._client
+
+    async def _drop_client(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
+
+    def _delay(self, key: TopicPartition, state: FetchState) -> None:
+        state.delayed_until_s = time.monotonic() + self._config.backoff_ms / 1000
+
+    # -- truncation ----------------------------------------------------------------------
+
+    async def _truncate(
+        self, client: BrokerClient, states: dict[TopicPartition, FetchState]
+    ) -> None:
+        requests: dict[TopicPartition, int] = {}
+        for key, state in states.items():
+            partition = self._logs.follower(key, state.leader_epoch)
+            if partition is None:
+                continue
+            latest_epoch = partition.log.leader_epoch_cache.latest_epoch
+            if latest_epoch == UNDEFINED_EPOCH:
+                self._finish_truncation(partition, state, partition.high_watermark)
+            else:
+                requests[key] = latest_epoch
+        if not requests:
+            return
+        response = await client.send(self._epoch_request(states, requests))
+        for topic in response.topics:
+            for result in topic.partitions:
+                key = (topic.topic, int(result.partition))
+                self._on_epoch_end_offset(key, result)
+
+    def _epoch_request(
+        self, states: dict[TopicPartition, FetchState], requests: dict[TopicPartition, int]
+    ) -> Any:
+        by_topic: dict[str, list[dict[str, int]]] = {}
+        for (topic, partition), epoch in requests.items():
+            by_topic.setdefault(topic, []).append(
+                {
+                    "partition": partition,
+                    "current_leader_epoch": states[(topic, partition)].leader_epoch,
+                    "leader_epoch": epoch,
+                }
+            )
+        cls = request_class(OFFSET_FOR_LEADER_EPOCH_KEY, OFFSET_FOR_LEADER_EPOCH_VERSION)
+        topics = [{"topic": t, "partitions": p} for t, p in by_topic.items()]
+        return adapter.build(cls, {"replica_id": self._config.broker_id, "topics": topics})
+
+    def _on_epoch_end_offset(self, key: TopicPartition, result: Any) -> None:
+        state = self.partitions.get(key)
+        if state is None or not state.truncating:
+            return
+        partition = self._logs.follower(key, state.leader_epoch)
+        if partition is None:
+            return
+        if result.error_code != ErrorCode.none:
+            log.info("%s-%d: OffsetForLeaderEpoch: %s", *key, result.error_code.name)
+            self._delay(key, state)
+            return
+        leader_epoch, end_offset = int(result.leader_epoch), int(result.end_offset)
+        if end_offset == UNDEFINED_OFFSET:
+            self._finish_truncation(partition, state, partition.high_watermark)
+            return
+        self._finish_truncation(
+            partition, state, self._truncation_offset(partition, leader_epoch, end_offset)
+        )
+
+    @staticmethod
+    def _truncation_offset(partition: Partition, leader_epoch: int, end_offset: int) -> int:
+        """Kafka's rule: keep what both logs hold for the largest epoch they share."""
+        replica_log = partition.log
+        cache = replica_log.leader_epoch_cache
+        if leader_epoch == cache.latest_epoch:
+            return min(end_offset, replica_log.log_end_offset)
+        local_epoch, local_end = cache.end_offset_for(leader_epoch, replica_log.log_end_offset)
+        if local_epoch == UNDEFINED_EPOCH or local_end == UNDEFINED_OFFSET:
+            return min(partition.high_watermark, end_offset)
+        return min(end_offset, local_end)
+
+    def _finish_truncation(self, partition: Partition, state: FetchState, offset: int) -> None:
+        if offset < partition.log.log_end_offset:
+            log.info(
+                "%s-%d: truncating from %d to %d (leader %d, epoch %d)",
+                partition.topic,
+                partition.partition,
+                partition.log.log_end_offset,
+                offset,
+                self.source_broker_id,
+                state.leader_epoch,
+            )
+            self._logs.truncate(partition, offset)
+        state.truncating = False
+        state.fetch_offset = partition.log.log_end_offset
+
+    # -- fetching ------------------------------------------------------------------------
+
+    async def _fetch(self, client: BrokerClient, states: dict[TopicPartition, FetchState]) -> None:
+        sent = {}
+        by_topic: dict[str, list[dict[str, int]]] = {}
+        for key, state in states.items():
+            partition = self._logs.follower(key, state.leader_epoch)
+            if partition is None:
+                continue
+            sent[key] = state.fetch_offset
+            by_topic.setdefault(key[0], []).append(
+                {
+                    "partition": key[1],
+                    "current_leader_epoch": state.leader_epoch,
+                    "fetch_offset": state.fetch_offset,
+                    "last_fetched_epoch": UNDEFINED_EPOCH,
+                    "log_start_offset": partition.log.log_start_offset,
+                    "partition_max_bytes": self._config.partition_max_bytes,
+                }
+            )
+        if not sent:
+            return
+        response = await client.send(self._fetch_request(by_topic))
+        if response.error_code != ErrorCode.none:
+            raise BrokerClientError(f"Fetch answered {response.error_code.name}")
+        for topic in response.responses:
+            for data in topic.partitions:
+                key = (topic.topic, int(data.partition_index))
+                if key in sent:
+                    self._on_partition_data(key, sent[key], data)
+
+    def _fetch_request(self, by_topic: dict[str, list[dict[str, int]]]) -> Any:
+        values = {
+            "replica_id": self._config.broker_id,
+            "max_wait": self._config.max_wait_ms,
+            "min_bytes": self._config.min_bytes,
+            "max_bytes": self._config.response_max_bytes,
+            "isolation_level": 0,
+            "session_id": 0,
+            "session_epoch": -1,
+            "topics": [{"topic": t, "partitions": p} for t, p in by_topic.items()],
+            "forgotten_topics_data": [],
+            "rack_id": "",
+        }
+        return adapter.build(request_class(FETCH_KEY, FETCH_VERSION), values)
+
+    def _on_partition_data(self, key: TopicPartition, fetch_offset: int, data: Any) -> None:
+        state = self.partitions.get(key)
+        if state is None or state.truncating or state.fetch_offset != fetch_offset:
+            return  # removed, re-added or moved while the request was out
+        partition = self._logs.follower(key, state.leader_epoch)
+        if partition is None:
+            return
+        error = data.error_code
+        if error == ErrorCode.none:
+            self._append(key, state, partition, data)
+        elif error == ErrorCode.offset_out_of_range:
+            self._on_out_of_range(partition, state, data)
+        else:
+            if error != ErrorCode.not_leader_or_follower:
+                log.info("%s-%d: fetch from broker %d: %s", *key, self.source_broker_id, error.name)
+            self._delay(key, state)
+
+    def _append(
+        self, key: TopicPartition, state: FetchState, partition: Partition, data: Any
+    ) -> None:
+        try:
+            self._logs.append_replicated(
+                partition,
+                data.records or b"",
+                int(data.high_watermark),
+                int(data.log_start_offset),
+            )
+        except UnexpectedAppendOffsetError as error:
+            log.warning("%s-%d: %s; truncating again", *key, error)
+            state.truncating = True
+            return
+        except RecordError as error:
+            log.error("%s-%d: corrupt data from the leader: %s", *key, error)
+            self._delay(key, state)
+            return
+        state.fetch_offset = partition.log.log_end_offset
+
+    def _on_out_of_range(self, partition: Partition, state: FetchState, data: Any) -> None:
+        leader_start = int(data.log_start_offset)
+        if leader_start >= 0 and state.fetch_offset < leader_start:
+            # The leader deleted what we would fetch next (retention): start where it starts.
+            log.info("%s-%d: restarting the log at %d", *partition.key, leader_start)
+            self._logs.truncate_fully(partition, leader_start)
+        else:
+            # Our log ends beyond the leader's (an unclean election): drop what it lacks.
+            self._logs.truncate(partition, max(int(data.high_watermark), 0))
+        state.fetch_offset = partition.log.log_end_offset
+
+
+class ReplicaFetcherManager:
+    def __init__(self, config: FetcherConfig, logs: FollowerLogs, address_of: AddressOf) -> None:
+        self._config = config
+        self._logs = logs
+        self._address_of = address_of
+        self._fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
+        self._fetcher_of: dict[TopicPartition, tuple[int, int]] = {}
+
+    def add_partition(self, key: TopicPartition, leader_id: int, leader_epoch: int) -> None:
+        """Follow `leader_id` at `leader_epoch`, truncating first."""
+        self.remove_partition(key)
+        fetcher_key = (leader_id, fetcher_id(key, self._config.num_fetchers))
+        fetcher = self._fetchers.get(fetcher_key)
+        if fetcher is None:
+            fetcher = ReplicaFetcher(leader_id, self._config, self._logs, self._address_of)
+            fetcher.start()
+            self._fetchers[fetcher_key] = fetcher
+        fetcher.add(key, leader_epoch)
+        self._fetcher_of[key] = fetcher_key
+
+    def remove_partition(self, key: TopicPartition) -> None:
+        fetcher_key = self._fetcher_of.pop(key, None)
+        if fetcher_key is not None:
+            self._fetchers[fetcher_key].remove(key)
+
+    def fetching(self, key: TopicPartition) -> bool:
+        return key in self._fetcher_of
+
+    async def shutdown_idle_fetchers(self) -> None:
+        idle = [k for k, fetcher in self._fetchers.items() if not fetcher.partitions]
+        for fetcher_key in idle:
+            await self._fetchers.pop(fetcher_key).stop()
+
+    async def shutdown(self) -> None:
+        fetchers = list(self._fetchers.values())
+        self._fetchers.clear()
+        self._fetcher_of.clear()
+        await asyncio.gather(*(fetcher.stop() for fetcher in fetchers), return_exceptions=True)
