@@ -32,6 +32,12 @@ class ControllerContext:
         topic, partition = topic_partition
         return list(self.assignments[topic].partitions[partition])
 
+    def has_partition(self, topic_partition: TopicPartition) -> bool:
+        """The partition belongs to a topic the controller knows."""
+        topic, partition = topic_partition
+        assignment = self.assignments.get(topic)
+        return assignment is not None and partition in assignment.partitions
+
     def partitions_of(self, topics: Iterable[str]) -> list[TopicPartition]:
         return [
             (topic, partition)

@@ -18,13 +18,14 @@ import random
 from collections.abc import Awaitable, Callable
 
 from controller.config import ControllerConfig
-from controller.context import ControllerContext, load_context, read_topics
+from controller.context import ControllerContext, TopicPartition, load_context, read_topics
 from controller.errors import NOT_CONTROLLER, TopicError
 from controller.event_manager import ControllerEventManager
 from controller.events import (
     BrokerChange,
     ControllerChange,
     ControllerEvent,
+    IsrChangeNotification,
     Reconcile,
     Resign,
     Startup,
@@ -35,13 +36,15 @@ from controller.partition_state_machine import PartitionStateMachine
 from controller.topic_admin import create_topics, delete_topics
 from controller.topic_creation import NewTopic
 from controller.topic_deletion import delete_marked_topics
-from controller.zk_api import ControllerZk
+from controller.zk_api import ControllerZk, PartitionState
 from zk.errors import ConnectionLossError, ControllerMovedError, SessionExpiredError, ZkError
 from zk.znodes import (
     BrokerIdsZNode,
     ControllerZNode,
     DeleteTopicsZNode,
+    IsrChangeNotificationZNode,
     TopicsZNode,
+    ZnodeDecodeError,
 )
 
 log = logging.getLogger(__name__)
@@ -55,6 +58,11 @@ FAILED_FAILOVER_BACKOFF_S = 1.0
 RECONCILE_RETRY_BACKOFF_S = 1.0
 # Between attempts to delete /controller after a connection loss left the outcome unknown.
 RESIGN_RETRY_DELAY_S = 0.1
+# ISR change notifications handled by one event: bounds its reads and deletes in flight (they
+# pile up while there is no controller). Any beyond it are left for an event queued at once.
+MAX_ISR_CHANGE_NOTIFICATIONS_PER_EVENT = 1000
+# Partitions named in one log line about many.
+MAX_LOGGED_PARTITIONS = 20
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -80,7 +88,8 @@ class Controller:
         # Counts expired ZooKeeper sessions; an election won under an older session is void.
         self._session_generation = 0
         self._elected_generation = -1
-        # /brokers/ids, /brokers/topics and /admin/delete_topics are watched only while active.
+        # /brokers/ids, /brokers/topics, /admin/delete_topics and /isr_change_notification
+        # are watched only while active.
         self._watching_active_paths = False
         # An active-event handler failed part-way: the context may hold changes that never
         # reached ZooKeeper, so the next event also reconciles every partition.
@@ -148,6 +157,9 @@ class Controller:
     def _enqueue_topic_deletion(self) -> None:
         self._events.enqueue(TopicDeletion())
 
+    def _enqueue_isr_change_notification(self) -> None:
+        self._events.enqueue(IsrChangeNotification())
+
     def _on_session_event(self, state: str) -> None:
         if state == "LOST":
             # Our ephemeral /controller died with the session; a ControllerChange follows.
@@ -178,9 +190,13 @@ class Controller:
                 await self._on_controller_change()
             case Resign() if self._elected_generation != self._session_generation:
                 self._deactivate()
-            case BrokerChange() | TopicChange() | TopicDeletion() | Reconcile() if (
-                self._context is not None
-            ):
+            case (
+                BrokerChange()
+                | TopicChange()
+                | TopicDeletion()
+                | IsrChangeNotification()
+                | Reconcile()
+            ) if self._context is not None:
                 await self._on_active_event(event, self._context)
             case _:
                 pass  # an active-only event that arrived after resignation
@@ -195,6 +211,8 @@ class Controller:
                 await self._on_topic_change(context)
             case TopicDeletion():
                 await self._on_topic_deletion(context)
+            case IsrChangeNotification():
+                await self._on_isr_change_notification(context)
         if self._reconcile_pending:
             await self._reconcile_all(context)
             self._reconcile_pending = False
@@ -282,8 +300,14 @@ class Controller:
         await self._reconcile_all(context)
 
     async def _reconcile_all(self, context: ControllerContext) -> None:
-        """Create missing partition states, fix every leader and ISR, carry out deletions:
-        what a failover does, and what repairs a context that got ahead of ZooKeeper."""
+        """Adopt the ISR changes leaders announced, create missing partition states, fix every
+        leader and ISR, carry out deletions: what a failover does, and what repairs a context
+        that got ahead of (or fell behind) ZooKeeper."""
+        # Notifications present at failover fire no watch: handle them here. (Kafka deletes
+        # them unread before loading the context, which reads every state anyway; reading
+        # them after the load costs a round trip for the partitions they name, and also
+        # covers the retry after a failed ISR change event.)
+        await self._on_isr_change_notification(context)
         partitions = self._require_partitions()
         all_topics = sorted(context.assignments)
         await partitions.initialize_partitions(context.partitions_without_state(all_topics))
@@ -346,6 +370,66 @@ class Controller:
         context.topics_queued_for_deletion = set(await self._zk.get_topics_pending_deletion())
         await self._delete_marked_topics(context)
 
+    async def _on_isr_change_notification(self, context: ControllerContext) -> None:
+        """A leader rewrote ISRs (a conditional write that bumped the state's zkVersion) and
+        created /isr_change_notification/isr_change_<seq>: re-read the partitions named, so
+        the next controller write is conditional on the leader's zkVersion and decides from
+        the current ISR, then delete the notifications (Kafka's processIsrChangeNotification
+        and updateLeaderAndIsrCache). Brokers learn the ISR from the state znode's watch, so
+        there is no UpdateMetadata to send."""
+        names = await self._zk.get_isr_change_notifications()
+        if not names:
+            return
+        batch = names[:MAX_ISR_CHANGE_NOTIFICATIONS_PER_EVENT]
+        named = await self._zk.read_isr_change_notifications(batch)
+        known = [tp for tp in named if context.has_partition(tp)]
+        unknown = [tp for tp in named if not context.has_partition(tp)]
+        if unknown:
+            # A topic deleted (or not yet seen) since the leader wrote: nothing to refresh.
+            log.info(
+                "ISR change notifications name %d unknown partitions, ignored: %s%s",
+                len(unknown),
+                unknown[:MAX_LOGGED_PARTITIONS],
+                " ..." if len(unknown) > MAX_LOGGED_PARTITIONS else "",
+            )
+        if known:
+            states = await self._zk.get_many_partition_states(
+                known, on_malformed=_log_malformed_partition_state
+            )
+            for tp, versioned in states.items():
+                # A vanished state belongs to a topic being deleted: a TopicChange follows.
+                if versioned is not None:
+                    self._adopt_leader_state(context, tp, versioned)
+        # Malformed and vanished notifications go too: nothing in them can be acted on.
+        await self._zk.delete_isr_change_notifications(context.epoch_zk_version, batch)
+        if len(names) > len(batch):
+            self._events.enqueue(IsrChangeNotification())
+
+    @staticmethod
+    def _adopt_leader_state(
+        context: ControllerContext,
+        tp: TopicPartition,
+        versioned: tuple[PartitionState, int],
+    ) -> None:
+        previous = context.partition_states.get(tp)
+        context.partition_states[tp] = versioned
+        if previous == versioned:
+            return
+        state, zk_version = versioned
+        if previous is None:
+            log.info("partition %s-%d: adopted %s (zkVersion %d)", *tp, state, zk_version)
+            return
+        old_state, old_version = previous
+        log.info(
+            "partition %s-%d: ISR %s -> %s, leader %d, zkVersion %d -> %d (leader's change)",
+            *tp,
+            old_state.isr,
+            state.isr,
+            state.leader,
+            old_version,
+            zk_version,
+        )
+
     async def _delete_marked_topics(self, context: ControllerContext) -> None:
         if not context.topics_queued_for_deletion:
             return
@@ -376,6 +460,9 @@ class Controller:
         self._zk.client.watch_children(BrokerIdsZNode.path(), self._enqueue_broker_change)
         self._zk.client.watch_children(TopicsZNode.path(), self._enqueue_topic_change)
         self._zk.client.watch_children(DeleteTopicsZNode.path(), self._enqueue_topic_deletion)
+        self._zk.client.watch_children(
+            IsrChangeNotificationZNode.path(), self._enqueue_isr_change_notification
+        )
 
     def _unwatch_active_paths(self) -> None:
         if not self._watching_active_paths:
@@ -384,6 +471,9 @@ class Controller:
         self._zk.client.unwatch_children(BrokerIdsZNode.path(), self._enqueue_broker_change)
         self._zk.client.unwatch_children(TopicsZNode.path(), self._enqueue_topic_change)
         self._zk.client.unwatch_children(DeleteTopicsZNode.path(), self._enqueue_topic_deletion)
+        self._zk.client.unwatch_children(
+            IsrChangeNotificationZNode.path(), self._enqueue_isr_change_notification
+        )
 
     # ------------------------------------------------------------------ admin requests
 
@@ -404,3 +494,9 @@ class Controller:
         if context is None:
             return dict.fromkeys(names, NOT_CONTROLLER)
         return await delete_topics(self._zk, context, self._config, names)
+
+
+def _log_malformed_partition_state(path: str, error: ZnodeDecodeError) -> None:
+    # The context keeps what it had: a malformed state cannot be adopted, and dropping the
+    # partition from the context would make the controller create its state again.
+    log.warning("ignoring ISR change of %s, its state does not decode: %s", path, error)

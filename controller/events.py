@@ -41,6 +41,12 @@ class TopicDeletion(ControllerEvent):
 
 
 @dataclass(frozen=True, slots=True)
+class IsrChangeNotification(ControllerEvent):
+    """The children of /isr_change_notification changed: a partition leader rewrote an ISR
+    (and so the state's zkVersion) and asks the controller to re-read those partitions."""
+
+
+@dataclass(frozen=True, slots=True)
 class Resign(ControllerEvent):
     """The ZooKeeper session expired: our /controller is gone, stop acting as controller."""
 

@@ -9,15 +9,20 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
-from zk.znodes import BrokerRegistration, PartitionState, TopicAssignment
+from zk.znodes import BrokerRegistration, PartitionState, TopicAssignment, ZnodeDecodeError
 
 __all__ = [
     "BrokerRegistration",
     "ControllerZk",
+    "MalformedHandler",
     "PartitionState",
     "TopicAssignment",
     "ZkWatches",
 ]
+
+# Told (path, error) about a znode that does not decode, by reads that skip such znodes
+# (`zk.kafka_zk.MalformedHandler`).
+MalformedHandler = Callable[[str, ZnodeDecodeError], None]
 
 
 class ZkWatches(Protocol):
@@ -53,6 +58,11 @@ class ControllerZk(Protocol):
     async def get_partition_states(
         self, topic: str, partitions: Sequence[int]
     ) -> dict[int, tuple[PartitionState, int] | None]: ...
+    async def get_many_partition_states(
+        self,
+        partitions: Sequence[tuple[str, int]],
+        on_malformed: MalformedHandler | None = None,
+    ) -> dict[tuple[str, int], tuple[PartitionState, int] | None]: ...
     async def mark_topic_for_deletion(self, topic: str) -> None: ...
     async def get_topics_pending_deletion(self) -> list[str]: ...
     async def create_partition_states(
@@ -66,6 +76,13 @@ class ControllerZk(Protocol):
         state: PartitionState,
         expected_zk_version: int,
     ) -> int: ...
+    async def get_isr_change_notifications(self) -> list[str]: ...
+    async def read_isr_change_notifications(
+        self, names: Sequence[str]
+    ) -> list[tuple[str, int]]: ...
+    async def delete_isr_change_notifications(
+        self, epoch_zk_version: int, names: Iterable[str]
+    ) -> None: ...
     async def delete_topic_znodes(self, epoch_zk_version: int, topic: str) -> None: ...
     async def delete_topic_deletion_markers(
         self, epoch_zk_version: int, topics: Iterable[str]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
@@ -37,6 +38,7 @@ from zk.znodes import (
     DeleteTopicsTopicZNode,
     DeleteTopicsZNode,
     IsrChangeNotificationSequenceZNode,
+    IsrChangeNotificationZNode,
     PartitionState,
     ProducerIdBlockZNode,
     TopicAssignment,
@@ -48,6 +50,8 @@ from zk.znodes import (
     ZnodeDecodeError,
     new_kafka_uuid,
 )
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "BrokerRegistration",
@@ -462,6 +466,25 @@ class KafkaZk:
         assert isinstance(stat, ZnodeStat)
         return stat.version
 
+    async def conditional_update_partition_state_as_leader(
+        self,
+        topic: str,
+        partition: int,
+        state: PartitionState,
+        expected_zk_version: int,
+    ) -> int:
+        """Leader-side ISR change: a plain conditional write of the partition state, not fenced
+        by the controller epoch (Kafka's leader writes it with conditionalUpdatePath, keeping
+        the controller_epoch it read). Returns the new zkVersion (the partition epoch).
+        BadVersionError if the state changed since it was read (the controller or another
+        leader wrote it), NoNodeError if it is gone (the topic was deleted)."""
+        stat = await self.client.set(
+            TopicPartitionStateZNode.path(topic, partition),
+            TopicPartitionStateZNode.encode(state),
+            expected_zk_version,
+        )
+        return stat.version
+
     async def create_isr_change_notification(self, partitions: Iterable[tuple[str, int]]) -> str:
         """Leader-side: tell the controller an ISR changed (sequential znode)."""
         return await self.client.create(
@@ -470,6 +493,46 @@ class KafkaZk:
             sequence=True,
             makepath=True,
         )
+
+    async def get_isr_change_notifications(self) -> list[str]:
+        """Names (isr_change_<seq>) of the pending ISR change notifications, oldest first."""
+        children = await self.client.get_children(IsrChangeNotificationZNode.path()) or []
+        return sorted(children)
+
+    async def read_isr_change_notifications(self, names: Sequence[str]) -> list[tuple[str, int]]:
+        """The partitions named by the notifications `names`, in order, duplicates removed;
+        batched reads. A notification that vanished meanwhile or does not decode is skipped
+        with a warning: it names nothing the controller can act on, and deleting it with the
+        others is all that is left to do (Kafka treats an undecodable one as empty)."""
+        paths = [f"{IsrChangeNotificationZNode.path()}/{name}" for name in names]
+        found = await self.client.get_many(paths)
+        partitions: dict[tuple[str, int], None] = {}
+        for path, item in zip(paths, found, strict=True):
+            if item is None:
+                log.warning("ISR change notification %s vanished before it was read", path)
+                continue
+            try:
+                named = IsrChangeNotificationSequenceZNode.decode(item[0])
+            except ZnodeDecodeError as exc:
+                log.warning("skipping malformed ISR change notification %s: %s", path, exc)
+                continue
+            partitions.update(dict.fromkeys(named))
+        return list(partitions)
+
+    async def delete_isr_change_notifications(
+        self, epoch_zk_version: int, names: Iterable[str]
+    ) -> None:
+        """Fenced removal of processed ISR change notifications (Kafka's
+        deleteIsrChangeNotifications is a controller write: a deposed controller must not
+        delete what its successor has not read); already-missing ones are skipped."""
+        paths = [f"{IsrChangeNotificationZNode.path()}/{name}" for name in names]
+        outcomes = await asyncio.gather(
+            *(self._fenced_multi(epoch_zk_version, [DeleteOp(path)]) for path in paths),
+            return_exceptions=True,
+        )
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException) and not isinstance(outcome, NoNodeError):
+                raise outcome
 
     # ------------------------------------------------------------------ topic deletion
 

@@ -6,7 +6,9 @@ Each `FakeKafkaZk` is one broker's session on it. The controller-relevant semant
 - controller writes check the /controller_epoch zkVersion (ControllerMovedError otherwise);
 - partition state updates check the partition's zkVersion (BadVersionError otherwise);
 - watch callbacks run on the asyncio loop, later (loop.call_soon), like the real client's;
-- expiring a session deletes its ephemerals and tells its listeners "LOST".
+- expiring a session deletes its ephemerals and tells its listeners "LOST";
+- ISR change notifications are sequential children of /isr_change_notification holding
+  Kafka's JSON, read and deleted like the real ones (creation and deletion fire the watch).
 Faults: `FakeKafkaZk.fail_next` makes one session's next calls of a method raise (e.g. a
 connection loss); `FakeZkStore.failing` makes a method fail for every session until removed.
 """
@@ -25,12 +27,19 @@ from zk.errors import (
     SessionExpiredError,
     TopicExistsError,
 )
-from zk.znodes import BrokerRegistration, PartitionState, TopicAssignment
+from zk.znodes import (
+    BrokerRegistration,
+    IsrChangeNotificationSequenceZNode,
+    PartitionState,
+    TopicAssignment,
+    ZnodeDecodeError,
+)
 
 CONTROLLER = "/controller"
 BROKER_IDS = "/brokers/ids"
 TOPICS = "/brokers/topics"
 DELETE_TOPICS = "/admin/delete_topics"
+ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 
 
 def registration(broker_id: int) -> BrokerRegistration:
@@ -60,6 +69,11 @@ class FakeZkStore:
     next_session_id: int = 1
     # method name -> error raised by every session's calls of it (a persistent fault)
     failing: dict[str, Exception] = field(default_factory=dict)
+    # child name (isr_change_<10-digit seq>) -> data, as /isr_change_notification holds them
+    isr_change_notifications: dict[str, bytes] = field(default_factory=dict)
+    next_isr_change_sequence: int = 0
+    # Conditional writes of a partition state refused for a stale zkVersion (BadVersionError).
+    bad_version_writes: int = 0
 
     def fire(self, kind: str, path: str) -> None:
         for client in self.clients:
@@ -102,6 +116,15 @@ class FakeZkStore:
         for client in self.clients:
             if client.session_id == session_id:
                 client.session_event("LOST")
+
+    def add_isr_change_notification(self, data: bytes) -> str:
+        """A sequential child of /isr_change_notification with raw `data` (may be malformed)."""
+        name = f"{IsrChangeNotificationSequenceZNode.SEQUENCE_PREFIX}"
+        name += f"{self.next_isr_change_sequence:010d}"
+        self.next_isr_change_sequence += 1
+        self.isr_change_notifications[name] = data
+        self.fire("children", ISR_CHANGE_NOTIFICATION)
+        return name
 
     def bump_controller_epoch(self) -> None:
         """What another broker winning an election does to /controller_epoch."""
@@ -286,10 +309,72 @@ class FakeKafkaZk:
         if current is None:
             raise NoNodeError(path=f"{TOPICS}/{topic}/partitions/{partition}/state")
         if current[1] != expected_zk_version:
+            self.store.bad_version_writes += 1
             raise BadVersionError(path=f"{TOPICS}/{topic}/partitions/{partition}/state")
         self.store.partition_states[(topic, partition)] = (state, current[1] + 1)
         self.store.state_writes.append((topic, partition, state))
         return current[1] + 1
+
+    async def get_many_partition_states(
+        self,
+        partitions: Sequence[tuple[str, int]],
+        on_malformed: Callable[[str, ZnodeDecodeError], None] | None = None,
+    ) -> dict[tuple[str, int], tuple[PartitionState, int] | None]:
+        self._ensure_open("get_many_partition_states")
+        return {key: self.store.partition_states.get(key) for key in partitions}
+
+    # ISR change propagation: the leader's two writes, and the controller's reads and deletes.
+
+    async def conditional_update_partition_state_as_leader(
+        self, topic: str, partition: int, state: PartitionState, expected_zk_version: int
+    ) -> int:
+        """Not fenced by the controller epoch, like the real leader-side write."""
+        self._ensure_open("conditional_update_partition_state_as_leader")
+        path = f"{TOPICS}/{topic}/partitions/{partition}/state"
+        current = self.store.partition_states.get((topic, partition))
+        if current is None:
+            raise NoNodeError(path=path)
+        if current[1] != expected_zk_version:
+            self.store.bad_version_writes += 1
+            raise BadVersionError(path=path)
+        self.store.partition_states[(topic, partition)] = (state, current[1] + 1)
+        return current[1] + 1
+
+    async def create_isr_change_notification(self, partitions: Iterable[tuple[str, int]]) -> str:
+        self._ensure_open("create_isr_change_notification")
+        name = self.store.add_isr_change_notification(
+            IsrChangeNotificationSequenceZNode.encode(partitions)
+        )
+        return f"{ISR_CHANGE_NOTIFICATION}/{name}"
+
+    async def get_isr_change_notifications(self) -> list[str]:
+        self._ensure_open("get_isr_change_notifications")
+        return sorted(self.store.isr_change_notifications)
+
+    async def read_isr_change_notifications(self, names: Sequence[str]) -> list[tuple[str, int]]:
+        self._ensure_open("read_isr_change_notifications")
+        partitions: dict[tuple[str, int], None] = {}
+        for name in names:
+            data = self.store.isr_change_notifications.get(name)
+            if data is None:
+                continue  # vanished: skipped, as the real one does
+            try:
+                partitions.update(dict.fromkeys(IsrChangeNotificationSequenceZNode.decode(data)))
+            except ZnodeDecodeError:
+                continue  # malformed: skipped, as the real one does
+        return list(partitions)
+
+    async def delete_isr_change_notifications(
+        self, epoch_zk_version: int, names: Iterable[str]
+    ) -> None:
+        self._fenced(epoch_zk_version, "delete_isr_change_notifications")
+        removed = [
+            name
+            for name in names
+            if self.store.isr_change_notifications.pop(name, None) is not None
+        ]
+        if removed:
+            self.store.fire("children", ISR_CHANGE_NOTIFICATION)
 
     async def delete_topic_znodes(self, epoch_zk_version: int, topic: str) -> None:
         self._fenced(epoch_zk_version, "delete_topic_znodes")
