@@ -29,6 +29,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KafkaPythonPartition
 from kafka.admin import ConfigResource as KafkaPythonConfigResource
 from kafka.admin import ConfigResourceType
+from kafka.protocol.consumer.offsets import OffsetForLeaderEpochRequest
 
 RECORD_PREFIX = "fuzz-rec-"
 CLIENT_TIMEOUT_S = 30.0
@@ -114,11 +115,33 @@ def _kafka_python_consume(bootstrap: str, topic: str) -> None:
         consumer.close()
 
 
+def _kafka_python_validate_position(bootstrap: str, topic: str) -> None:
+    """The OffsetForLeaderEpoch request kafka-python's consumer sends to validate a position
+    after a leader change (KIP-320), sent through its own network layer: provoking a real
+    leader change while recording would make the corpus depend on timing."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="fuzz-rec-kafka-python")
+    try:
+        leader = admin._manager.cluster.leader_for_partition(KafkaPythonPartition(topic, 0))
+        partition = OffsetForLeaderEpochRequest.OffsetForLeaderTopic.OffsetForLeaderPartition(
+            partition=0, current_leader_epoch=0, leader_epoch=0
+        )
+        request = OffsetForLeaderEpochRequest(replica_id=-1, topics=[(topic, [partition])])
+
+        async def send() -> object:
+            return await admin._manager.send(request, node_id=leader)
+
+        admin._manager.run(send)
+    finally:
+        admin.close()
+
+
 def kafka_python_steps(bootstrap: str, topics: Topics) -> list[Step]:
+    topic = topics.kafka_python
     return [
         ("kafka-python admin", lambda: _kafka_python_admin(bootstrap, topics)),
-        ("kafka-python produce", lambda: _kafka_python_produce(bootstrap, topics.kafka_python)),
-        ("kafka-python consume", lambda: _kafka_python_consume(bootstrap, topics.kafka_python)),
+        ("kafka-python produce", lambda: _kafka_python_produce(bootstrap, topic)),
+        ("kafka-python consume", lambda: _kafka_python_consume(bootstrap, topic)),
+        ("kafka-python validate", lambda: _kafka_python_validate_position(bootstrap, topic)),
     ]
 
 
