@@ -207,7 +207,7 @@ class KafkaServer:
             assignment = view.topics.get(topic)
             try:
                 if assignment is None:
-                    self._forget_topic(topic)
+                    await self._forget_topic(topic)
                 elif self.broker_id in {b for r in assignment.partitions.values() for b in r}:
                     await self._reconcile_topic(topic, assignment)
                 else:
@@ -220,13 +220,13 @@ class KafkaServer:
         if topics is None:
             hosted = {replica_log.topic for replica_log in self.log_manager.all_logs()}
             for topic in hosted - set(view.topics):
-                self._forget_topic(topic)
+                await self._forget_topic(topic)
         self._signal_metadata_changed()
         return failed
 
-    def _forget_topic(self, topic: str) -> None:
+    async def _forget_topic(self, topic: str) -> None:
         if any(replica_log.topic == topic for replica_log in self.log_manager.all_logs()):
-            self.replica_manager.delete_topic(topic)
+            await self.replica_manager.delete_topic(topic)
         self.topic_configs.forget(topic)
 
     def _stop_replicas_of(self, topic: str) -> None:
@@ -238,8 +238,13 @@ class KafkaServer:
         topic_id = assignment.topic_id or ""
         configs = await self.topic_configs.get(topic, topic_id)
         log_config = self.default_log_config.with_overrides(configs)
-        self.replica_manager.ensure_topic_id(topic, topic_id)
+        await self.replica_manager.ensure_topic_id(topic, topic_id)
+        hosted = [p for p, replicas in assignment.partitions.items() if self.broker_id in replicas]
+        for partition in hosted:
+            await self.replica_manager.prepare_log(topic, topic_id, partition)
+        # Read the view again after the awaits: apply what is current, without awaiting.
         view = self.cluster_watch.view
+        assignment = view.topics.get(topic, assignment)
         for partition, replicas in assignment.partitions.items():
             entry = view.partition_states.get((topic, partition))
             if entry is not None:

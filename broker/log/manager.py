@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import shutil
 import threading
@@ -29,6 +30,12 @@ DELETE_DIR_SUFFIX = "-delete"
 FUTURE_DIR_SUFFIX = "-future"
 
 TopicPartition = tuple[str, int]
+
+
+def _open_new_log(log_dir: Path, name: str, config: LogConfig) -> Log:
+    log = Log.open(log_dir / name, config)
+    fsync_directory(log_dir)
+    return log
 
 
 def _read_checkpoint(path: Path) -> dict[TopicPartition, int]:
@@ -97,6 +104,54 @@ class LogManager:
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self._logs.get((topic, partition))
 
+    async def open_log_off_loop(self, topic: str, partition: int) -> Log:
+        """`get_or_create_log` with the file-system work (directory, segment files, fsync) on
+        a worker thread; the registry itself is only touched on the event loop."""
+        key = (topic, partition)
+        existing = self._logs.get(key)
+        if existing is not None:
+            return existing
+        log_dir = self._least_loaded_log_dir()
+        opened = await asyncio.to_thread(
+            _open_new_log, log_dir, f"{topic}-{partition}", self.default_config
+        )
+        raced = self._logs.get(key)
+        if raced is not None:  # opened by another task meanwhile: keep that one
+            await asyncio.to_thread(opened.close)
+            return raced
+        self._logs[key] = opened
+        self._log_dir_of[key] = log_dir
+        return opened
+
+    async def delete_log_off_loop(self, topic: str, partition: int) -> None:
+        """`delete_log` with the renames, removal and checkpoint writes on a worker thread."""
+        detached = self._detach(topic, partition)
+        if detached is None:
+            return
+        log, log_dir = detached
+        snapshot = {log_dir: self._snapshot_log_dir(log_dir)}
+        await asyncio.to_thread(self._remove_detached, log, log_dir, snapshot)
+
+    def _detach(self, topic: str, partition: int) -> tuple[Log, Path] | None:
+        key = (topic, partition)
+        log = self._logs.pop(key, None)
+        log_dir = self._log_dir_of.pop(key, None)
+        if log is None or log_dir is None:
+            return None
+        return log, log_dir
+
+    def _remove_detached(self, log: Log, log_dir: Path, snapshot: CheckpointSnapshot) -> None:
+        """Rename to `<dir>.<uuid>-delete` (so a crash cannot resurrect it), then remove."""
+        log.close()
+        doomed = log.directory.with_name(
+            f"{log.directory.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+        )
+        log.directory.rename(doomed)
+        log.rename_directory(doomed)
+        fsync_directory(log_dir)
+        shutil.rmtree(doomed, ignore_errors=True)
+        self.write_checkpoints(snapshot)
+
     def get_or_create_log(self, topic: str, partition: int, config: LogConfig | None = None) -> Log:
         key = (topic, partition)
         log = self._logs.get(key)
@@ -116,21 +171,11 @@ class LogManager:
         return min(self.log_dirs, key=lambda log_dir: counts[log_dir])
 
     def delete_log(self, topic: str, partition: int) -> None:
-        """Rename to `<dir>.<uuid>-delete` (so a crash cannot resurrect it), then remove."""
-        key = (topic, partition)
-        log = self._logs.pop(key, None)
-        log_dir = self._log_dir_of.pop(key, None)
-        if log is None or log_dir is None:
-            return
-        log.close()
-        doomed = log.directory.with_name(
-            f"{log.directory.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
-        )
-        log.directory.rename(doomed)
-        log.rename_directory(doomed)
-        fsync_directory(log_dir)
-        shutil.rmtree(doomed, ignore_errors=True)
-        self.write_checkpoints({log_dir: self._snapshot_log_dir(log_dir)})
+        """Blocking `delete_log_off_loop` (start-up and tests)."""
+        detached = self._detach(topic, partition)
+        if detached is not None:
+            log, log_dir = detached
+            self._remove_detached(log, log_dir, {log_dir: self._snapshot_log_dir(log_dir)})
 
     def all_logs(self) -> list[Log]:
         return list(self._logs.values())

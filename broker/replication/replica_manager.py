@@ -67,6 +67,8 @@ class ReplicaManager:
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self._partitions: dict[tuple[str, int], Partition] = {}
         self._topic_ids: dict[str, str] = {}
+        # Logs opened (and topic-id checked) by `prepare_log`, with the topic id checked.
+        self._prepared: dict[tuple[str, int], str] = {}
         # Wired by the server once the event loop runs; absent in unit tests of one broker.
         self.fetchers: ReplicaFetcherManager | None = None
         self.isr_writer: IsrWriter | None = None
@@ -142,8 +144,32 @@ class ReplicaManager:
         else:
             self.fetchers.add_partition(current.key, state.leader, state.leader_epoch)
 
+    async def prepare_log(self, topic: str, topic_id: str, partition: int) -> None:
+        """Open this partition's log (dropping one left over from a deleted incarnation) with
+        the disk work on worker threads, so that `apply_state` then finds it ready."""
+        key = (topic, partition)
+        if key in self._partitions or self._prepared.get(key) == topic_id:
+            return
+        replica_log = await self._log_manager.open_log_off_loop(topic, partition)
+        stored_id = await asyncio.to_thread(read_topic_id, replica_log.directory)
+        if topic_id and stored_id is not None and stored_id != topic_id:
+            log.info(
+                "%s-%d: log belongs to topic id %s, not %s: deleting it", *key, stored_id, topic_id
+            )
+            await self._log_manager.delete_log_off_loop(topic, partition)
+            replica_log = await self._log_manager.open_log_off_loop(topic, partition)
+            stored_id = None
+        if topic_id and stored_id != topic_id:
+            await asyncio.to_thread(write_topic_id, replica_log.directory, topic_id)
+        if self._log_manager.get_log(topic, partition) is replica_log:
+            self._prepared[key] = topic_id
+
     def _open_log(self, topic: str, topic_id: str, partition: int) -> Log:
-        """This partition's log, after dropping one left over from a deleted incarnation."""
+        """This partition's log, after dropping one left over from a deleted incarnation
+        (blocking unless `prepare_log` ran first)."""
+        prepared = self._log_manager.get_log(topic, partition)
+        if prepared is not None and self._prepared.pop((topic, partition), None) == topic_id:
+            return prepared
         replica_log = self._log_manager.get_or_create_log(topic, partition)
         stored_id = read_topic_id(replica_log.directory)
         if topic_id and stored_id is not None and stored_id != topic_id:
@@ -169,22 +195,25 @@ class ReplicaManager:
         if self.fetchers is not None:
             self.fetchers.remove_partition(key)
 
-    def ensure_topic_id(self, topic: str, topic_id: str) -> None:
+    async def ensure_topic_id(self, topic: str, topic_id: str) -> None:
         """A topic re-created under the same name must not reuse the old incarnation's logs;
         an id given to a topic that had none (older tools) is adopted, not a re-creation."""
         known = self._topic_ids.get(topic)
         if known and topic_id and known != topic_id:
             log.info("topic %s was re-created (id %s -> %s)", topic, known, topic_id)
-            self.delete_topic(topic)
+            await self.delete_topic(topic)
         self._topic_ids[topic] = topic_id
 
-    def delete_topic(self, topic: str) -> None:
+    async def delete_topic(self, topic: str) -> None:
+        """Stop the topic's replicas at once; delete their logs on worker threads."""
         self._topic_ids.pop(topic, None)
         for key in [k for k in self._partitions if k[0] == topic]:
             self.stop_replica(key)
+        for key in [k for k in self._prepared if k[0] == topic]:
+            del self._prepared[key]
         for replica_log in self._log_manager.all_logs():
             if replica_log.topic == topic:
-                self._log_manager.delete_log(topic, replica_log.partition)
+                await self._log_manager.delete_log_off_loop(topic, replica_log.partition)
                 log.info("deleted log %s-%d", topic, replica_log.partition)
 
     # -- leader data path ---------------------------------------------------------------

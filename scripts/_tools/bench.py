@@ -2,9 +2,12 @@
 
     scripts/bench [--bootstrap 127.0.0.1:9092] [--records 200000] [--record-bytes 100]
                   [--partitions 6] [--replication-factor 1] [--compression none] [--acks 1]
+                  [--compare-replication]
 
-Prints one JSON object with records/s and MB/s for each phase. Start a cluster first
-(`make up` or `scripts/cluster up`).
+Prints one JSON object with records/s and MB/s for each phase. `--compare-replication` runs
+acks=1 on replication factor 1 and then acks=all on replication factor 3 (each on a new topic)
+and reports both with the ratio of their produce throughputs: what durability costs. Start a
+cluster first (`make up` or `scripts/cluster up`; 3 brokers for the comparison).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--replication-factor", type=int, default=1)
     parser.add_argument("--compression", default="none")
     parser.add_argument("--acks", default="1")
+    parser.add_argument("--compare-replication", action="store_true")
     return parser.parse_args()
 
 
@@ -93,16 +97,16 @@ def consume(args: argparse.Namespace, topic: str) -> float:
     return elapsed
 
 
-def main() -> int:
-    args = parse_args()
+def run_case(args: argparse.Namespace) -> dict[str, object]:
     topic = f"bench-{uuid.uuid4().hex[:8]}"
     create_topic(args, topic)
     megabytes = args.records * args.record_bytes / 1e6
-    results = {
+    results: dict[str, object] = {
         "topic": topic,
         "records": args.records,
         "record_bytes": args.record_bytes,
         "partitions": args.partitions,
+        "replication_factor": args.replication_factor,
         "compression": args.compression,
         "acks": args.acks,
     }
@@ -113,6 +117,25 @@ def main() -> int:
             "records_per_s": round(args.records / seconds),
             "mb_per_s": round(megabytes / seconds, 2),
         }
+    return results
+
+
+def compare_replication(args: argparse.Namespace) -> dict[str, object]:
+    fast = run_case(argparse.Namespace(**{**vars(args), "acks": "1", "replication_factor": 1}))
+    durable = run_case(argparse.Namespace(**{**vars(args), "acks": "all", "replication_factor": 3}))
+    ratio = _produce_rate(durable) / _produce_rate(fast)
+    return {"acks=1 rf=1": fast, "acks=all rf=3": durable, "produce_ratio": round(ratio, 3)}
+
+
+def _produce_rate(case: dict[str, object]) -> float:
+    produce_phase = case["produce"]
+    assert isinstance(produce_phase, dict)
+    return float(produce_phase["records_per_s"])
+
+
+def main() -> int:
+    args = parse_args()
+    results = compare_replication(args) if args.compare_replication else run_case(args)
     print(json.dumps(results, indent=2))
     return 0
 
