@@ -49,6 +49,9 @@ class Partition:
     # Offset at which this broker's leadership epoch started (the leader's log end then).
     leader_epoch_start_offset: int = UNKNOWN_OFFSET
     followers: dict[int, FollowerState] = field(default_factory=dict)
+    # Counts starts and ends of this broker's leaderships: an acks=all produce waits only
+    # within the leadership that appended it (epoch bumps by the controller do not end it).
+    leadership_generation: int = 0
     # An ISR write to ZooKeeper is on its way; no other ISR change starts meanwhile.
     isr_write_in_flight: bool = False
     waiters: PartitionWaiters = field(default_factory=PartitionWaiters)
@@ -72,21 +75,28 @@ class Partition:
     def make_leader(
         self, state: PartitionState, zk_version: int, replicas: list[int], now_ms: int
     ) -> bool:
-        """Lead at `state.leader_epoch`; True if this is a new leadership (not an ISR update).
-        Followers start as caught up if in the ISR, so none is dropped before it could fetch."""
-        new_epoch = not self.is_leader or state.leader_epoch != self.leader_epoch
+        """Lead at `state.leader_epoch`; True if this broker was not leading before. An epoch
+        bump of an ongoing leadership (the controller changed the ISR) keeps what the leader
+        knows of its followers, as Kafka does; a new leadership starts followers as caught up
+        if in the ISR, so none is dropped before it could fetch."""
+        new_leader = not self.is_leader
+        new_epoch = new_leader or state.leader_epoch != self.leader_epoch
         self._apply(state, zk_version, replicas)
         self.is_leader = True
+        if new_leader:
+            self.leadership_generation += 1
+            self.followers = {}
         if new_epoch:
             self.leader_epoch_start_offset = self.log.log_end_offset
             self.log.leader_epoch_cache.assign(state.leader_epoch, self.log.log_end_offset)
-            self.followers = {
-                replica: FollowerState(last_caught_up_time_ms=now_ms if replica in self.isr else 0)
-                for replica in replicas
-                if replica != self.broker_id
-            }
+        for replica in replicas:
+            if replica != self.broker_id and replica not in self.followers:
+                caught_up_ms = now_ms if replica in self.isr else 0
+                self.followers[replica] = FollowerState(last_caught_up_time_ms=caught_up_ms)
+        for gone in set(self.followers) - set(replicas):
+            del self.followers[gone]
         self.maybe_increment_high_watermark()
-        return new_epoch
+        return new_leader
 
     def make_follower(self, state: PartitionState, zk_version: int, replicas: list[int]) -> bool:
         """Follow `state.leader`; True if the leader or its epoch changed (the fetcher must
@@ -96,6 +106,8 @@ class Partition:
             or state.leader != self.leader_id
             or state.leader_epoch != self.leader_epoch
         )
+        if self.is_leader:
+            self.leadership_generation += 1
         self._apply(state, zk_version, replicas)
         self.is_leader = False
         self.followers = {}

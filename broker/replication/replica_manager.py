@@ -115,6 +115,7 @@ class ReplicaManager:
     ) -> None:
         if self.fetchers is not None:
             self.fetchers.remove_partition(current.key)
+        previous_epoch = current.leader_epoch
         if current.make_leader(state, zk_version, replicas, _now_ms()):
             log.info(
                 "%s-%d: leader at epoch %d, ISR %s, log end %d, high watermark %d",
@@ -126,6 +127,10 @@ class ReplicaManager:
             )
             current.waiters.on_leadership_change()
         else:
+            if state.leader_epoch != previous_epoch:
+                log.info(
+                    "%s-%d: leader epoch %d, ISR %s", *current.key, state.leader_epoch, state.isr
+                )
             current.waiters.on_high_watermark(current.high_watermark)
 
     def _become_follower(
@@ -190,6 +195,8 @@ class ReplicaManager:
     def stop_replica(self, key: tuple[str, int]) -> None:
         stopped = self._partitions.pop(key, None)
         if stopped is not None:
+            if stopped.is_leader:
+                stopped.leadership_generation += 1
             stopped.is_leader = False
             stopped.waiters.on_leadership_change()
         if self.fetchers is not None:
@@ -343,11 +350,11 @@ class ReplicaManager:
         current = self._partitions.get(key)
         if current is None or not current.is_leader:
             return ErrorCode.not_leader_or_follower
-        epoch = current.leader_epoch
+        generation = current.leadership_generation
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         while current.high_watermark < required_offset:
-            if not _still_leading(self._partitions.get(key), current, epoch):
+            if not _still_leading(self._partitions.get(key), current, generation):
                 return ErrorCode.not_leader_or_follower
             remaining_s = deadline - loop.time()
             if remaining_s <= 0:
@@ -357,7 +364,7 @@ class ReplicaManager:
                 await asyncio.wait_for(future, remaining_s)
             except (TimeoutError, TooManyWaitersError):
                 return ErrorCode.request_timed_out
-        if not _still_leading(self._partitions.get(key), current, epoch):
+        if not _still_leading(self._partitions.get(key), current, generation):
             return ErrorCode.not_leader_or_follower
         if len(current.isr) < min_isr:
             return ErrorCode.not_enough_replicas_after_append
@@ -410,8 +417,8 @@ class ReplicaManager:
         current.waiters.on_high_watermark(current.high_watermark)
 
 
-def _still_leading(found: Partition | None, current: Partition, epoch: int) -> bool:
-    return found is current and current.is_leader and current.leader_epoch == epoch
+def _still_leading(found: Partition | None, current: Partition, generation: int) -> bool:
+    return found is current and current.is_leader and current.leadership_generation == generation
 
 
 def _check_leader_epoch(current: Partition, requested_epoch: int) -> ErrorCode | None:

@@ -87,3 +87,19 @@ def test_consumers_read_only_below_the_high_watermark(tmp_path: Path) -> None:
     _append(manager)
     assert manager.read("t", 0, 0, 1024, True).records == b""
     assert manager.read("t", 0, 0, 1024, True, replica_id=FOLLOWER).records != b""
+
+
+def test_acks_all_survives_an_epoch_bump_that_keeps_this_broker_leader(tmp_path: Path) -> None:
+    """The controller shrinking the ISR after a broker death bumps the epoch, but the batch
+    was appended in the same leadership: it is acknowledged once committed, not refused."""
+
+    async def scenario() -> None:
+        manager = _leading(tmp_path, isr=[ME, FOLLOWER])
+        required = _append(manager)
+        waiting = asyncio.create_task(manager.wait_for_replication("t", 0, required, 1, 30))
+        await asyncio.sleep(0)
+        shrunk = PartitionState(leader=ME, leader_epoch=1, isr=[ME], controller_epoch=1)
+        manager.apply_state("t", "", 0, [ME, FOLLOWER], shrunk, LogConfig(), zk_version=1)
+        assert await asyncio.wait_for(waiting, 5) == ErrorCode.none
+
+    asyncio.run(scenario())

@@ -91,9 +91,12 @@ def test_an_older_leader_epoch_is_refused(tmp_path: Path) -> None:
         partition.make_follower(older, zk_version=5, replicas=[ME, OTHER])
 
 
-def test_becoming_leader_records_the_epoch_start_at_the_log_end(tmp_path: Path) -> None:
-    partition = _leader(tmp_path, isr=[ME, OTHER], records=3)
+def test_epoch_bump_of_an_ongoing_leadership_keeps_follower_positions(tmp_path: Path) -> None:
+    partition = _leader(tmp_path, isr=[ME, OTHER, THIRD], records=3)
+    partition.update_follower_fetch(OTHER, 3, now_ms=1)
     state = PartitionState(leader=ME, leader_epoch=4, isr=[ME, OTHER], controller_epoch=1)
-    assert partition.make_leader(state, zk_version=1, replicas=[ME, OTHER], now_ms=0)
+    assert not partition.make_leader(state, zk_version=1, replicas=[ME, OTHER, THIRD], now_ms=2)
+    assert partition.followers[OTHER].log_end_offset == 3
+    assert partition.high_watermark == 3  # THIRD left the ISR; OTHER's position still counts
     assert partition.leader_epoch_start_offset == 3
     assert partition.log.leader_epoch_cache.entries[-1] == (4, 3)
