@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import signal
 import sys
+import threading
 from pathlib import Path
 
 from broker.config import ConfigError, KafkaConfig, load_config
@@ -15,6 +17,8 @@ from broker.server import KafkaServer
 from zk.errors import BrokerIdInUseError, ZkError
 
 log = logging.getLogger("broker")
+
+EXIT_GRACE_S = 10.0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,7 +58,23 @@ async def _run(config: KafkaConfig) -> int:
         return 1
     await server.wait_stopped()
     await server.shutdown()
+    _exit_if_finalization_hangs(0)
     return 0
+
+
+def _exit_if_finalization_hangs(code: int) -> None:
+    """Everything is flushed and closed; if asyncio's own finalization (cancelling leftover
+    tasks, joining executor threads) does not end the process soon, end it anyway: a broker
+    that logged its shutdown but keeps running cannot be restarted by its supervisor."""
+
+    def force_exit() -> None:
+        log.warning("process did not exit %.0f s after shutdown; exiting now", EXIT_GRACE_S)
+        logging.shutdown()
+        os._exit(code)
+
+    timer = threading.Timer(EXIT_GRACE_S, force_exit)
+    timer.daemon = True
+    timer.start()
 
 
 if __name__ == "__main__":

@@ -49,6 +49,10 @@ class Listener:
         self._connections.add(task)
         try:
             await Connection(self._server, self._endpoint.listener_name, reader, writer).serve()
+        except asyncio.CancelledError:
+            # Shutdown cancels connections mid-request (an acks=all produce may be waiting);
+            # ending the task normally keeps asyncio from logging it as a failure.
+            writer.close()
         finally:
             self._connections.discard(task)
             self._quotas.release(host)

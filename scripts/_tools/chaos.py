@@ -22,8 +22,9 @@ At the end producing stops; once every ISR is full and the replicas' segment fil
 Prints one line per fault, a table (faults and longest unavailability and recovery per kind;
 acked, lost, duplicated, reordered, divergent partitions) and a one-line JSON summary (also
 written to --report-json). Exits 1 on a lost, duplicated or reordered record, a divergent
-partition, a cluster that did not recover (or took no writes), or a fault gone wrong (e.g. a
-process that outlived SIGTERM's grace period; it is killed so the run goes on). Run it against
+partition, a cluster that did not recover after a fault, settle at the end or take writes, or a
+fault gone wrong (e.g. a process that outlived SIGTERM's grace period; it is then killed so the
+run goes on). Run it against
 `scripts/cluster up --set min.insync.replicas=2 --set zookeeper.session.timeout.ms=6000
 --set replica.lag.time.max.ms=5000` (short timeouts make failover, and so each fault, quick).
 """
@@ -84,7 +85,11 @@ def _kinds(text: str | None, zookeeper_too: bool, parser: argparse.ArgumentParse
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="scripts/chaos", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="scripts/chaos",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--dir", type=Path, default=Path(".cluster"))
     parser.add_argument("--faults", "--rounds", type=int, default=10, dest="faults")
     parser.add_argument("--seconds", type=float, default=3600.0, help="bounds the fault phase")

@@ -1,0 +1,182 @@
+"""Unavailability per fault, the summary (JSON) and the table a person reads.
+
+Unavailability of a fault is the longest time, over all partitions, between acknowledgements
+from the fault's start until the next fault (or the end of producing): the window's first gap
+runs from the fault's start, and a gap still open at the window's end runs to that partition's
+next acknowledgement. Producers write every partition steadily, so between faults a partition's
+gaps are a few milliseconds.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from collections import defaultdict
+from typing import Any
+
+from .chaos_faults import Fault
+from .chaos_produce import Ack, FleetResult
+from .chaos_replicas import Divergence
+from .chaos_verify import RecordCheck
+
+
+def ack_times(acks: list[Ack]) -> dict[int, list[float]]:
+    times: dict[int, list[float]] = defaultdict(list)
+    for ack in acks:
+        times[ack.partition].append(ack.at)
+    return {partition: sorted(values) for partition, values in times.items()}
+
+
+def longest_gap_ms(times: list[float], start: float, end: float, finish: float) -> float:
+    """Longest gap in `times` seen from `start` through `end`; a gap open at `end` closes at the
+    next acknowledgement, or at `finish` (producing stopped) if none came."""
+    first = bisect.bisect_right(times, start)
+    after = bisect.bisect_right(times, end)
+    closing = times[after] if after < len(times) else finish
+    points = [start, *times[first:after], closing]
+    return max(b - a for a, b in itertools.pairwise(points)) * 1000
+
+
+def measure_unavailability(
+    faults: list[Fault], times: dict[int, list[float]], partitions: int, finish: float
+) -> None:
+    for index, fault in enumerate(faults):
+        end = faults[index + 1].started_at if index + 1 < len(faults) else finish
+        gaps = [
+            longest_gap_ms(times.get(partition, []), fault.started_at, end, finish)
+            for partition in range(partitions)
+        ]
+        fault.unavailability_ms = max(gaps, default=0.0)
+
+
+def _by_kind(faults: list[Fault]) -> dict[str, dict[str, Any]]:
+    kinds: dict[str, dict[str, Any]] = {}
+    for fault in faults:
+        row = kinds.setdefault(
+            fault.kind, {"faults": 0, "longest_unavailability_ms": 0, "longest_recovery_ms": 0}
+        )
+        row["faults"] += 1
+        row["longest_unavailability_ms"] = max(
+            row["longest_unavailability_ms"], round(fault.unavailability_ms)
+        )
+        row["longest_recovery_ms"] = max(row["longest_recovery_ms"], round(fault.recovery_ms or 0))
+    return dict(sorted(kinds.items()))
+
+
+def summary(
+    settings: dict[str, Any],
+    faults: list[Fault],
+    fleet: FleetResult,
+    records: RecordCheck,
+    divergences: list[Divergence],
+    settled: bool,
+) -> dict[str, Any]:
+    recovered = all(fault.recovered_at is not None for fault in faults)
+    kinds = _by_kind(faults)
+    result: dict[str, Any] = {
+        **settings,
+        "faults": len(faults),
+        "faults_by_kind": {kind: row["faults"] for kind, row in kinds.items()},
+        "longest_unavailability_ms": {
+            kind: row["longest_unavailability_ms"] for kind, row in kinds.items()
+        },
+        "longest_recovery_ms": {kind: row["longest_recovery_ms"] for kind, row in kinds.items()},
+        "produced": fleet.produced,
+        "acked": records.acked,
+        "acked_without_offset": records.acked_without_offset,
+        "failed": sum(fleet.failed.values()),
+        "failed_by_error": fleet.failed,
+        "unresolved": fleet.unresolved,
+        "producer_fatal_errors": fleet.fatal_errors,
+        "stored": records.stored,
+        "unacknowledged_stored": records.unacknowledged,
+        "lost": records.lost,
+        "duplicated": records.duplicated,
+        "reordered": records.reordered,
+        "read_complete": records.read_complete,
+        "divergent": len(divergences),
+        "divergent_partitions": [d.describe() for d in divergences],
+        "samples": records.samples,
+        "recovered": recovered,
+        "fault_errors": sum(fault.error is not None for fault in faults),
+        "settled": settled,
+        "fault_log": [_fault_entry(fault) for fault in faults],
+    }
+    result["ok"] = passed(result)
+    return result
+
+
+def _fault_entry(fault: Fault) -> dict[str, Any]:
+    recovery = fault.recovery_ms
+    return {
+        "kind": fault.kind,
+        "target": fault.target,
+        "unavailability_ms": round(fault.unavailability_ms),
+        "recovery_ms": None if recovery is None else round(recovery),
+        "error": fault.error,
+    }
+
+
+def passed(result: dict[str, Any]) -> bool:
+    problems = (result["lost"], result["duplicated"], result["reordered"], result["divergent"])
+    return (
+        not any(problems)
+        and result["writable"]
+        and not result["fault_errors"]
+        and result["recovered"]
+        and result["settled"]
+        and result["read_complete"]
+    )
+
+
+def _columns(rows: list[list[str]]) -> list[str]:
+    """Plain-text columns: the first left-aligned (names), the rest right-aligned (numbers)."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = []
+    for row in rows:
+        cells = [row[0].ljust(widths[0])]
+        cells += [cell.rjust(width) for cell, width in zip(row[1:], widths[1:], strict=True)]
+        lines.append("  ".join(cells).rstrip())
+    return lines
+
+
+def _with_details(total: int, by_name: dict[str, int]) -> str:
+    details = ", ".join(f"{name} {count}" for name, count in sorted(by_name.items()))
+    return f"{total} ({details})" if details else str(total)
+
+
+def table(result: dict[str, Any]) -> str:
+    header = ["fault kind", "faults", "longest unavailability ms", "longest recovery ms"]
+    rows = [header]
+    for kind, count in result["faults_by_kind"].items():
+        unavailable = result["longest_unavailability_ms"][kind]
+        recovery = result["longest_recovery_ms"][kind]
+        rows.append([kind, str(count), str(unavailable), str(recovery)])
+    rows.append(["total", str(result["faults"]), "", ""])
+    totals = [
+        ("acked", result["acked"]),
+        ("acked without offset", result["acked_without_offset"]),
+        ("lost", result["lost"]),
+        ("duplicated", result["duplicated"]),
+        ("reordered", result["reordered"]),
+        ("divergent partitions", result["divergent"]),
+        ("failed deliveries", _with_details(result["failed"], result["failed_by_error"])),
+        ("unresolved deliveries", result["unresolved"]),
+        ("stored, never acked", result["unacknowledged_stored"]),
+        ("producer fatal errors", len(result["producer_fatal_errors"])),
+        ("all partitions writable", "yes" if result["writable"] else "NO"),
+        ("faults gone wrong", result["fault_errors"]),
+        ("recovered after each fault", "yes" if result["recovered"] else "NO"),
+        ("settled (full ISR, same bytes)", "yes" if result["settled"] else "NO"),
+        ("read complete", "yes" if result["read_complete"] else "NO"),
+        ("result", "PASS" if result["ok"] else "FAIL"),
+    ]
+    lines = [*_columns(rows), "", *_columns([[name, str(value)] for name, value in totals])]
+    for divergence in result["divergent_partitions"]:
+        lines.append(f"divergent {divergence}")
+    for problem, samples in result["samples"].items():
+        lines += [f"{problem}: {sample}" for sample in samples]
+    for entry in result["fault_log"]:
+        if entry["error"]:
+            lines.append(f"fault {entry['kind']} on {entry['target']}: {entry['error']}")
+    return "\n".join(lines)

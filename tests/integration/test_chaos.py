@@ -1,0 +1,82 @@
+"""scripts/chaos against a cluster of its own: one fault of each signal and role (leader kill,
+follower SIGTERM, leader SIGSTOP, controller kill) while idempotent acks=all producers write to
+a topic with replication factor 3 and min.insync.replicas=2; afterwards nothing acknowledged may
+be lost, duplicated or reordered, and every partition's replicas must be byte-identical on disk.
+
+The scenario is bounded (4 faults, a fault phase of at most 100 s) so it fits CI; runs of 100+
+faults are made by hand (`scripts/chaos --faults 100`). The seed is random per run and printed
+in every failure message, with the checker's output, so a failure can be replayed (`--seed`).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import REPO_ROOT, ClusterFactory
+
+pytestmark = pytest.mark.integration
+
+CHAOS_SCRIPT = REPO_ROOT / "scripts" / "chaos"
+KINDS = ("leader-kill", "follower-term", "leader-stop", "controller-kill")
+FAULT_PHASE_LIMIT_S = 100
+# The fault phase, then up to a 120 s flush, settle and read-back each in the worst case.
+CHAOS_TIMEOUT_S = 420
+OVERRIDES = {
+    "min.insync.replicas": "2",
+    # Quick failure detection keeps each fault, and so the whole test, short.
+    "zookeeper.session.timeout.ms": "6000",
+    "replica.lag.time.max.ms": "5000",
+}
+
+
+def _run_chaos(cluster_dir: Path, report_path: Path, seed: int) -> str:
+    args = [sys.executable, str(CHAOS_SCRIPT), "--dir", str(cluster_dir)]
+    args += ["--faults", str(len(KINDS)), "--kinds", ",".join(KINDS), "--seed", str(seed)]
+    args += ["--seconds", str(FAULT_PHASE_LIMIT_S), "--interval-s", "2"]
+    args += ["--report-json", str(report_path)]
+    result = subprocess.run(
+        args,
+        cwd=REPO_ROOT,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=CHAOS_TIMEOUT_S,
+        check=False,
+    )
+    output = f"exit {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr[-4000:]}"
+    assert report_path.exists(), f"scripts/chaos wrote no report (seed {seed})\n{output}"
+    return output
+
+
+@pytest.mark.timeout(CHAOS_TIMEOUT_S + 180)
+def test_acknowledged_records_survive_leader_follower_and_controller_faults(
+    make_cluster: ClusterFactory, tmp_path: Path
+) -> None:
+    cluster = make_cluster(overrides=OVERRIDES)
+    seed = random.randrange(2**32)
+    report_path = tmp_path / "chaos-report.json"
+    output = _run_chaos(cluster.dir, report_path, seed)
+    report = json.loads(report_path.read_text())
+    context = f"seed {seed}\n{output}"
+
+    assert report["faults"] == len(KINDS), f"faults cut short\n{context}"
+    assert sorted(report["faults_by_kind"]) == sorted(KINDS), context
+    assert report["recovered"], f"the cluster did not recover after a fault\n{context}"
+    assert report["settled"], f"ISRs not full or replicas not identical at the end\n{context}"
+    assert report["acked"] > 0, f"nothing was acknowledged\n{context}"
+    assert report["read_complete"], f"the topic could not be read back\n{context}"
+    assert report["lost"] == 0, f"acknowledged records lost\n{context}"
+    assert report["duplicated"] == 0, f"records duplicated\n{context}"
+    assert report["reordered"] == 0, f"records reordered\n{context}"
+    assert report["divergent"] == 0, f"replicas differ on disk\n{context}"
+    assert output.startswith("exit 0"), context
+
+    status = cluster.status()
+    for broker_id, broker in status.brokers.items():
+        assert broker.alive and broker.registered, f"broker {broker_id}: {status.text}"
