@@ -120,8 +120,12 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("replica.fetch.backoff.ms", _int, 1000),
     ConfigDef("replica.socket.timeout.ms", _int, 30000),
     ConfigDef("replica.high.watermark.checkpoint.interval.ms", _int, 5000),
-    ConfigDef("offsets.topic.replication.factor", _int, 3, used=False),
-    ConfigDef("offsets.topic.num.partitions", _int, 50, used=False),
+    ConfigDef("offsets.topic.replication.factor", _int, 3),
+    ConfigDef("offsets.topic.num.partitions", _int, 50),
+    ConfigDef("offsets.topic.segment.bytes", _int, 104857600),
+    ConfigDef("offsets.commit.timeout.ms", _int, 5000),
+    ConfigDef("offsets.retention.minutes", _int, 10080),
+    ConfigDef("offset.metadata.max.bytes", _int, 4096),
     ConfigDef("transaction.state.log.replication.factor", _int, 3, used=False),
     ConfigDef("transaction.state.log.min.isr", _int, 2, used=False),
     ConfigDef("group.initial.rebalance.delay.ms", _int, 3000, used=False),
@@ -292,6 +296,11 @@ def _validate(config: KafkaConfig) -> None:
         raise ConfigError(f"max.connections.per.ip.overrides: {error}") from None
     _require_range(config, "create.topics.max.partitions", 1)
     _require_range(config, "num.replica.fetchers", 1)
+    _require_range(config, "offsets.topic.replication.factor", 1)
+    _require_range(config, "offsets.topic.num.partitions", 1)
+    _require_range(config, "offsets.topic.segment.bytes", 1)
+    _require_range(config, "offsets.commit.timeout.ms", 1)
+    _require_range(config, "offsets.retention.minutes", 1)
     _require_range(config, "replica.lag.time.max.ms", 1)
     _require_range(config, "replica.fetch.max.bytes", 0)
     _require_range(config, "replica.fetch.response.max.bytes", 0)

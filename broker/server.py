@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from broker.config import KafkaConfig
 from broker.config_changes import ConfigChangeListener
+from broker.coordinator.group.coordinator import GroupCoordinator
 from broker.coordinator.transaction.producer_id_manager import ProducerIdManager
 from broker.handlers import build_registry
 from broker.log.cleaner import delete_retained_segments
@@ -67,6 +68,7 @@ class KafkaServer:
             _fetcher_config(config), self.replica_manager, self._inter_broker_address
         )
         self.topic_configs = TopicConfigs(self.kafka_zk)
+        self.group_coordinator = GroupCoordinator(self)
         self.producer_ids = ProducerIdManager(self.kafka_zk, self.broker_id)
         self.cluster_watch = ClusterWatch(self.kafka_zk, self._on_cluster_change)
         self.config_changes = ConfigChangeListener(self.zk_client, self._on_topic_config_change)

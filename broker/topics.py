@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
+from broker.coordinator.group.offsets import OFFSETS_TOPIC
 from controller.errors import TOPIC_ALREADY_EXISTS, ApiError
 from controller.topic_creation import NewTopic, plan_new_topic
 from zk.errors import TopicExistsError
@@ -24,6 +25,10 @@ log = logging.getLogger(__name__)
 
 async def auto_create_topic(server: KafkaServer, topic: str) -> ErrorCode:
     """Create `topic` with the broker defaults; return the error to report for it now."""
+    if topic == OFFSETS_TOPIC:
+        # Created with its own layout (partition count, compaction), as Kafka does.
+        await server.group_coordinator.create_offsets_topic()
+        return ErrorCode.leader_not_available
     cache = server.metadata_cache
     try:
         plan = plan_new_topic(

@@ -1,6 +1,9 @@
-"""FindCoordinator: v0-v3. There is no group or transaction coordinator yet, so every key is
-answered with COORDINATOR_NOT_AVAILABLE (retriable). Advertised because librdkafka enables some
-client features only when this API is present (DEVIATIONS.md).
+"""FindCoordinator: v0-v4 (v4 batches keys, KIP-699).
+
+Group keys (key type 0) are answered with the leader of the group's `__consumer_offsets`
+partition, created on first use; COORDINATOR_NOT_AVAILABLE (retriable) while the topic or its
+leader is not there yet. Transaction keys (type 1) get COORDINATOR_NOT_AVAILABLE: there is no
+transaction coordinator yet (DEVIATIONS.md).
 """
 
 from __future__ import annotations
@@ -9,21 +12,46 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.coordinator.group.coordinator import CoordinatorAddress
 from broker.network.context import RequestContext
 from broker.protocol import adapter
 from broker.protocol.registry import response_class
 
+API_KEY = 10
+GROUP_KEY_TYPE = 0
+TRANSACTION_KEY_TYPE = 1
+
 
 async def handle(context: RequestContext, request: Any) -> Any:
-    cls = response_class(10, context.api_version)
-    return adapter.build(
-        cls,
-        {
-            "throttle_time": 0,
-            "error_code": ErrorCode.coordinator_not_available,
-            "error_message": "the group coordinator is not implemented yet",
-            "node_id": -1,
-            "host": "",
-            "port": -1,
-        },
-    )
+    cls = response_class(API_KEY, context.api_version)
+    key_type = int(getattr(request, "key_type", GROUP_KEY_TYPE))
+    if hasattr(request, "coordinator_keys"):
+        coordinators = [
+            {"key": key, **_fields(await _find(context, key_type, key))}
+            for key in request.coordinator_keys
+        ]
+        return adapter.build(cls, {"throttle_time": 0, "coordinators": coordinators})
+    found = await _find(context, key_type, request.key)
+    return adapter.build(cls, {"throttle_time": 0, **_fields(found)})
+
+
+async def _find(context: RequestContext, key_type: int, key: str) -> CoordinatorAddress:
+    if key_type != GROUP_KEY_TYPE:
+        if key_type == TRANSACTION_KEY_TYPE:
+            return CoordinatorAddress(ErrorCode.coordinator_not_available)
+        return CoordinatorAddress(ErrorCode.invalid_request)
+    if not key:
+        return CoordinatorAddress(ErrorCode.invalid_request)
+    coordinator = context.server.group_coordinator
+    return await coordinator.find(key, context.listener_name)
+
+
+def _fields(found: CoordinatorAddress) -> dict[str, Any]:
+    message = None if found.error == ErrorCode.none else found.error.name
+    return {
+        "error_code": found.error,
+        "error_message": message,
+        "node_id": found.node_id,
+        "host": found.host,
+        "port": found.port,
+    }

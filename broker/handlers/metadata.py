@@ -58,6 +58,9 @@ def _requested_topics(context: RequestContext, request: Any) -> list[str] | None
     return [t.name for t in request.topics if t.name is not None]
 
 
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
 async def _topic(
     context: RequestContext, cache: MetadataCache, name: str, allow_auto_create: bool
 ) -> dict[str, Any]:
@@ -82,7 +85,7 @@ def _topic_entry(
         "error_code": error,
         "name": name,
         "topic_id": topic_id,
-        "is_internal": False,
+        "is_internal": name in INTERNAL_TOPICS,
         "partitions": partitions,
         "topic_authorized_operations": -2147483648,
     }

@@ -16,6 +16,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.handlers.metadata import INTERNAL_TOPICS
 from broker.log.batch import check_compressed_records, is_compressed
 from broker.log.errors import RecordError
 from broker.network.context import RequestContext
@@ -69,6 +70,10 @@ def _produce_partition(
 ) -> dict[str, Any]:
     if acks not in VALID_ACKS:
         return _error(partition, ErrorCode.invalid_required_acks)
+    if topic in INTERNAL_TOPICS:
+        return _error(
+            partition, ErrorCode.invalid_topic_exception, "cannot append to an internal topic"
+        )
     if not records:
         return _error(partition, ErrorCode.invalid_record, "no record batches in the request")
     if acks == -1:

@@ -1,7 +1,8 @@
 """Kafka's checkpoint files: a version line, a count line, then one entry per line.
 
 Offset checkpoints (`recovery-point-offset-checkpoint`, `replication-offset-checkpoint`,
-`log-start-offset-checkpoint`): "<topic> <partition> <offset>".
+`log-start-offset-checkpoint`, `cleaner-offset-checkpoint`): "<topic> <partition> <offset>".
+The cleaner's offset is the first dirty (not yet compacted) offset of each compacted log.
 Leader epoch checkpoint (per partition, `leader-epoch-checkpoint`): "<epoch> <start_offset>".
 Writes go to "<name>.tmp", are fsynced, then renamed over the file (and the directory fsynced),
 so a crash leaves either the old or the new file, never a mix.
@@ -16,6 +17,7 @@ from pathlib import Path
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 CHECKPOINT_VERSION = 0
 

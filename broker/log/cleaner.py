@@ -4,6 +4,10 @@ A segment goes when it is wholly below the log start offset, older than retentio
 largest timestamp, or its file's mtime when it has none), or when dropping it still leaves at
 least retention.bytes. Segments are only deleted from the oldest, never the active one, and
 never above the high watermark (consumers may not have seen that data yet).
+
+As in Kafka, retention.ms and retention.bytes apply only when cleanup.policy includes
+"delete": a log with cleanup.policy=compact alone keeps everything the cleaner keeps
+(`broker.log.compaction`), and loses segments only once they are below the log start offset.
 """
 
 from __future__ import annotations
@@ -22,8 +26,9 @@ def _segment_time_ms(segment: LogSegment) -> int:
 
 def deletable_segment_count(log: Log, now_ms: int, high_watermark: int) -> int:
     segments = log.segments
-    retention_ms = log.config.retention_ms
-    retention_bytes = log.config.retention_bytes
+    # Without "delete" in cleanup.policy only the log-start breach removes segments.
+    retention_ms = log.config.retention_ms if log.config.delete else -1
+    retention_bytes = log.config.retention_bytes if log.config.delete else -1
     remaining_bytes = log.size_bytes
     count = 0
     for segment, following in itertools.pairwise(segments):

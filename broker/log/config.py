@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from broker.log.compression import MAX_DECOMPRESSED_BYTES_DEFAULT
 
 CREATE_TIME = "CreateTime"
 LOG_APPEND_TIME = "LogAppendTime"
+COMPACT_POLICY = "compact"
+DELETE_POLICY = "delete"
+LONG_MAX = 2**63 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +28,27 @@ class LogConfig:
     # message.max.decompressed.bytes (broker only, not a Kafka key): the most a client's
     # compressed batch may expand to; bounds the memory a decompression bomb can take.
     max_decompressed_bytes: int = MAX_DECOMPRESSED_BYTES_DEFAULT
+    # log.cleanup.policy / cleanup.policy: "delete", "compact" or "compact,delete".
+    cleanup_policy: str = DELETE_POLICY
+    # log.cleaner.delete.retention.ms / delete.retention.ms: how long tombstones survive
+    # cleaning (from the last-modified time of the segment holding them).
+    delete_retention_ms: int = 86400000
+    # log.cleaner.min.cleanable.ratio / min.cleanable.dirty.ratio
+    min_cleanable_dirty_ratio: float = 0.5
+    # log.cleaner.min.compaction.lag.ms / min.compaction.lag.ms
+    min_compaction_lag_ms: int = 0
+    # log.cleaner.max.compaction.lag.ms / max.compaction.lag.ms
+    max_compaction_lag_ms: int = LONG_MAX
+
+    @property
+    def compact(self) -> bool:
+        """Whether the log cleaner compacts this log (Kafka: "compact" in cleanup.policy)."""
+        return COMPACT_POLICY in policy_items(self.cleanup_policy)
+
+    @property
+    def delete(self) -> bool:
+        """Whether retention.ms / retention.bytes apply (Kafka: "delete" in cleanup.policy)."""
+        return DELETE_POLICY in policy_items(self.cleanup_policy)
 
     def with_overrides(self, topic_configs: Mapping[str, str]) -> LogConfig:
         """Apply topic-level overrides (Kafka's topic config names, string values).
@@ -36,9 +60,25 @@ class LogConfig:
             field_name = TOPIC_CONFIG_FIELDS.get(name)
             if field_name is None:
                 continue
-            changes[field_name] = value if field_name == "message_timestamp_type" else int(value)
+            changes[field_name] = _FIELD_PARSERS.get(field_name, int)(value)
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
 
+
+def policy_items(policy: str) -> list[str]:
+    """ "compact, delete" -> ["compact", "delete"] (Kafka's LIST type: comma separated)."""
+    return [item.strip() for item in policy.split(",") if item.strip()]
+
+
+def _normalize_policy(policy: str) -> str:
+    return ",".join(policy_items(policy))
+
+
+# Fields that are not plain integers; the rest parse with int().
+_FIELD_PARSERS: dict[str, Callable[[str], object]] = {
+    "message_timestamp_type": str,
+    "cleanup_policy": _normalize_policy,
+    "min_cleanable_dirty_ratio": float,
+}
 
 # Kafka topic config name -> LogConfig field.
 TOPIC_CONFIG_FIELDS = {
@@ -50,4 +90,9 @@ TOPIC_CONFIG_FIELDS = {
     "message.timestamp.type": "message_timestamp_type",
     "retention.ms": "retention_ms",
     "retention.bytes": "retention_bytes",
+    "cleanup.policy": "cleanup_policy",
+    "delete.retention.ms": "delete_retention_ms",
+    "min.cleanable.dirty.ratio": "min_cleanable_dirty_ratio",
+    "min.compaction.lag.ms": "min_compaction_lag_ms",
+    "max.compaction.lag.ms": "max_compaction_lag_ms",
 }

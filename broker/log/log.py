@@ -11,6 +11,7 @@ import logging
 import shutil
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,8 +30,11 @@ from broker.log.errors import (
 from broker.log.log_loader import load_segments
 from broker.log.producer_state import NO_PRODUCER_ID, ProducerStateManager
 from broker.log.segment import (
+    CLEANED_SUFFIX,
+    DELETED_SUFFIX,
     INDEX_SUFFIX,
     LOG_SUFFIX,
+    SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
     BatchSpan,
     LogSegment,
@@ -97,6 +101,9 @@ class Log:
         self._lifecycle_lock = threading.Lock()
         self._directory_dirty = False
         self._closed = False
+        # Bumped by every truncation, so the log cleaner can tell that segments it read may
+        # have been rewritten meanwhile (same objects, different bytes).
+        self.truncation_count = 0
 
     @classmethod
     def open(
@@ -402,6 +409,7 @@ class Log:
         if offset < self._segments[0].base_offset:
             self.truncate_fully_and_start_at(offset)
             return
+        self.truncation_count += 1
         with self._lifecycle_lock:
             doomed = [segment for segment in self._segments if segment.base_offset > offset]
             for segment in doomed:
@@ -418,6 +426,7 @@ class Log:
 
     def truncate_fully_and_start_at(self, offset: int, now_ms: int | None = None) -> None:
         """Drop all data; the log restarts empty at `offset`."""
+        self.truncation_count += 1
         with self._lifecycle_lock:
             for segment in self._segments:
                 segment.delete()
@@ -452,6 +461,64 @@ class Log:
                 segment.delete()
         self.increment_log_start_offset(self._segments[0].base_offset)
         return count
+
+    # ---- compaction ------------------------------------------------------------------------
+
+    def replace_segments(
+        self, old: Sequence[LogSegment], new: LogSegment, truncation_count: int
+    ) -> bool:
+        """Swap `old`, a run of inactive segments, for `new`: their compacted copy, written
+        with CLEANED_SUFFIX by the log cleaner. Call on the event loop: it only renames files
+        and swaps the segment list, so readers see either all old or all new segments.
+
+        Returns False, changing nothing, when the log moved on since the cleaner's snapshot
+        (closed, truncated, or `old` is no longer a run of inactive segments because retention
+        deleted some). The caller then closes the replaced segments and fsyncs the directory
+        off the loop (`release_replaced_segments`).
+        """
+        first = self._replaceable_slot(old, truncation_count)
+        if first is None:
+            return False
+        following = self._segments[first + len(old)]
+        if new.base_offset != old[0].base_offset or new.next_offset > following.base_offset:
+            raise LogCorruptError(
+                f"cleaned segment {new} does not fit between {old[0]} and {following}"
+            )
+        # Kafka's order: `.swap` commits the new segment; a crash after it makes loading
+        # finish the swap (delete what the swap covers), a crash before it discards it.
+        new.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)
+        for segment in old:
+            segment.change_file_suffixes("", DELETED_SUFFIX)
+        new.change_file_suffixes(SWAP_SUFFIX, "")
+        self._segments[first : first + len(old)] = [new]
+        self._bases[first : first + len(old)] = [new.base_offset]
+        self._directory_dirty = True
+        return True
+
+    def _replaceable_slot(self, old: Sequence[LogSegment], truncation_count: int) -> int | None:
+        """Where the run `old` starts in the segment list, if it is still there, inactive."""
+        if self._closed or truncation_count != self.truncation_count or not old:
+            return None
+        first = next((i for i, s in enumerate(self._segments) if s is old[0]), None)
+        if first is None or first + len(old) >= len(self._segments):
+            return None  # gone, or reaching the active segment
+        current = self._segments[first : first + len(old)]
+        if any(kept is not expected for kept, expected in zip(current, old, strict=True)):
+            return None
+        return first
+
+    def release_replaced_segments(self, old: Sequence[LogSegment]) -> None:
+        """Close and delete the `.deleted` files of segments `replace_segments` took out, and
+        make the swap durable (blocking: run it on a worker thread)."""
+        with self._lifecycle_lock:
+            for segment in old:
+                segment.delete()
+            if not self._closed:
+                fsync_directory(self.directory)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     # ---- lifecycle -------------------------------------------------------------------------
 

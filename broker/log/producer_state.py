@@ -69,6 +69,15 @@ class ProducerStateManager:
     def entry(self, producer_id: int) -> ProducerEntry | None:
         return self._producers.get(producer_id)
 
+    def last_offsets(self) -> dict[int, int]:
+        """Producer id -> last offset of its latest batch: the batch the log cleaner keeps
+        (empty if need be) so that the producer's sequence survives compaction."""
+        return {
+            producer_id: entry.batches[-1].last_offset
+            for producer_id, entry in self._producers.items()
+            if entry.batches
+        }
+
     def check(self, header: BatchHeader) -> BatchRange | None:
         """Validate a client batch before it is written.
 

@@ -21,6 +21,12 @@ LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 RECOVERY_CHUNK_BYTES = 1024 * 1024
+# Suffixes of a compaction swap (Kafka's): the cleaner writes `.cleaned` files, renames them to
+# `.swap` (the commit point), renames the replaced segments' files to `.deleted`, then drops
+# `.swap`. Loading a log completes or discards an interrupted swap (`compaction_recovery`).
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+DELETED_SUFFIX = ".deleted"
 
 # (size_bytes, last_offset, max_timestamp) of one batch being appended.
 BatchSpan = tuple[int, int, int]
@@ -44,14 +50,32 @@ def segment_file_name(base_offset: int, suffix: str) -> str:
     return f"{base_offset:020d}{suffix}"
 
 
+def _with_suffix(path: Path, old_suffix: str, new_suffix: str) -> Path:
+    if not path.name.endswith(old_suffix):
+        raise ValueError(f"{path} does not end with {old_suffix!r}")
+    stem = path.name[: len(path.name) - len(old_suffix)]
+    return path.with_name(stem + new_suffix)
+
+
 class LogSegment:
-    def __init__(self, directory: Path, base_offset: int, config: LogConfig, now_ms: int) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        base_offset: int,
+        config: LogConfig,
+        now_ms: int,
+        file_suffix: str = "",
+    ) -> None:
+        """`file_suffix` names the files of a segment that is not (yet) part of the log: the
+        cleaner writes `<base>.log.cleaned` and renames it in (`change_file_suffixes`)."""
         self.base_offset = base_offset
-        self.log_path = directory / segment_file_name(base_offset, LOG_SUFFIX)
+        self.log_path = directory / (segment_file_name(base_offset, LOG_SUFFIX) + file_suffix)
         self.index_interval_bytes = config.index_interval_bytes
         self.created_ms = now_ms
-        index_path = directory / segment_file_name(base_offset, INDEX_SUFFIX)
-        time_index_path = directory / segment_file_name(base_offset, TIME_INDEX_SUFFIX)
+        index_path = directory / (segment_file_name(base_offset, INDEX_SUFFIX) + file_suffix)
+        time_index_path = directory / (
+            segment_file_name(base_offset, TIME_INDEX_SUFFIX) + file_suffix
+        )
         # An index that is missing while the log has data must be rebuilt by recovery.
         self.indexes_missing = not index_path.exists() or not time_index_path.exists()
         self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
@@ -316,6 +340,16 @@ class LogSegment:
         self.log_path.unlink(missing_ok=True)
         self.offset_index.delete()
         self.time_index.delete()
+
+    def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
+        """Rename the three files from `<name><old_suffix>` to `<name><new_suffix>`; open
+        handles stay valid. The index files go first and the `.log` last, so a `.log` with
+        the new suffix means the whole segment was renamed."""
+        for index in (self.offset_index, self.time_index):
+            index.rename(_with_suffix(index.path, old_suffix, new_suffix))
+        renamed = _with_suffix(self.log_path, old_suffix, new_suffix)
+        os.replace(self.log_path, renamed)
+        self.log_path = renamed
 
     @property
     def file_descriptor(self) -> int:

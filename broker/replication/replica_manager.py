@@ -72,6 +72,9 @@ class ReplicaManager:
         # Wired by the server once the event loop runs; absent in unit tests of one broker.
         self.fetchers: ReplicaFetcherManager | None = None
         self.isr_writer: IsrWriter | None = None
+        # Told when this broker starts (True) or stops (False) leading a partition: the
+        # group coordinator loads and unloads its offsets partitions this way.
+        self.leadership_listeners: list[Callable[[Partition, bool], None]] = []
 
     def get(self, topic: str, partition: int) -> Partition | None:
         return self._partitions.get((topic, partition))
@@ -126,6 +129,7 @@ class ReplicaManager:
                 current.high_watermark,
             )
             current.waiters.on_leadership_change()
+            self._notify_leadership(current, True)
         else:
             if state.leader_epoch != previous_epoch:
                 log.info(
@@ -136,8 +140,11 @@ class ReplicaManager:
     def _become_follower(
         self, current: Partition, state: PartitionState, zk_version: int, replicas: list[int]
     ) -> None:
+        was_leader = current.is_leader
         if not current.make_follower(state, zk_version, replicas):
             return
+        if was_leader:
+            self._notify_leadership(current, False)
         log.info(
             "%s-%d: follower of %d at epoch %d", *current.key, state.leader, state.leader_epoch
         )
@@ -169,6 +176,13 @@ class ReplicaManager:
         if self._log_manager.get_log(topic, partition) is replica_log:
             self._prepared[key] = topic_id
 
+    def _notify_leadership(self, current: Partition, is_leader: bool) -> None:
+        for listener in self.leadership_listeners:
+            try:
+                listener(current, is_leader)
+            except Exception:
+                log.exception("%s-%d: leadership listener failed", *current.key)
+
     def _open_log(self, topic: str, topic_id: str, partition: int) -> Log:
         """This partition's log, after dropping one left over from a deleted incarnation
         (blocking unless `prepare_log` ran first)."""
@@ -197,6 +211,7 @@ class ReplicaManager:
         if stopped is not None:
             if stopped.is_leader:
                 stopped.leadership_generation += 1
+                self._notify_leadership(stopped, False)
             stopped.is_leader = False
             stopped.waiters.on_leadership_change()
         if self.fetchers is not None:

@@ -30,6 +30,7 @@ from kafka import TopicPartition as KafkaPythonPartition
 from kafka.admin import ConfigResource as KafkaPythonConfigResource
 from kafka.admin import ConfigResourceType
 from kafka.protocol.consumer.offsets import OffsetForLeaderEpochRequest
+from kafka.structs import OffsetAndMetadata
 
 RECORD_PREFIX = "fuzz-rec-"
 CLIENT_TIMEOUT_S = 30.0
@@ -135,6 +136,23 @@ def _kafka_python_validate_position(bootstrap: str, topic: str) -> None:
         admin.close()
 
 
+def _kafka_python_commit(bootstrap: str, topic: str) -> None:
+    """OffsetCommit and OffsetFetch as a consumer that assigns its partitions sends them."""
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        group_id=f"{RECORD_PREFIX}group",
+        enable_auto_commit=False,
+        request_timeout_ms=int(CLIENT_TIMEOUT_S * 1000),
+    )
+    partition = KafkaPythonPartition(topic, 0)
+    try:
+        consumer.assign([partition])
+        consumer.commit({partition: OffsetAndMetadata(1, "fuzz", -1)})
+        consumer.committed(partition)
+    finally:
+        consumer.close()
+
+
 def kafka_python_steps(bootstrap: str, topics: Topics) -> list[Step]:
     topic = topics.kafka_python
     return [
@@ -142,6 +160,7 @@ def kafka_python_steps(bootstrap: str, topics: Topics) -> list[Step]:
         ("kafka-python produce", lambda: _kafka_python_produce(bootstrap, topic)),
         ("kafka-python consume", lambda: _kafka_python_consume(bootstrap, topic)),
         ("kafka-python validate", lambda: _kafka_python_validate_position(bootstrap, topic)),
+        ("kafka-python commit", lambda: _kafka_python_commit(bootstrap, topic)),
     ]
 
 

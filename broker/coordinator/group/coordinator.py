@@ -1,0 +1,113 @@
+"""The group coordinator's broker-facing side: where a group's coordinator is, the offsets
+topic's creation, and reacting to leadership of its partitions.
+
+`__consumer_offsets` is created on the first FindCoordinator for a group, with
+`offsets.topic.num.partitions` partitions and `offsets.topic.replication.factor` replicas; as in
+Kafka, creation waits (COORDINATOR_NOT_AVAILABLE meanwhile) until that many brokers are alive.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kio.schema.errors import ErrorCode
+
+from broker.coordinator.group.offsets import OFFSETS_TOPIC, OffsetsConfig, OffsetStore
+from broker.replication.partition import Partition
+from controller.errors import ApiError
+from controller.topic_creation import NewTopic, plan_new_topic
+from zk.errors import TopicExistsError
+from zk.znodes import new_kafka_uuid
+
+if TYPE_CHECKING:
+    from broker.server import KafkaServer
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorAddress:
+    error: ErrorCode
+    node_id: int = -1
+    host: str = ""
+    port: int = -1
+
+
+class GroupCoordinator:
+    def __init__(self, server: KafkaServer) -> None:
+        self._server = server
+        config = server.config
+        self.offsets_config = OffsetsConfig(
+            partition_count=config["offsets.topic.num.partitions"],
+            metadata_max_bytes=config["offset.metadata.max.bytes"],
+            commit_timeout_ms=config["offsets.commit.timeout.ms"],
+            retention_ms=config["offsets.retention.minutes"] * 60_000,
+        )
+        self.offsets = OffsetStore(
+            server.replica_manager, self.offsets_config, self._offsets_min_insync_replicas
+        )
+        server.replica_manager.leadership_listeners.append(self._on_leadership_change)
+
+    def _offsets_min_insync_replicas(self) -> int:
+        return self._server.topic_config_int(OFFSETS_TOPIC, "min.insync.replicas")
+
+    def _on_leadership_change(self, partition: Partition, is_leader: bool) -> None:
+        if partition.topic == OFFSETS_TOPIC:
+            self.offsets.on_leadership_change(partition.partition, is_leader)
+
+    async def find(self, group_id: str, listener_name: str) -> CoordinatorAddress:
+        """The broker leading the group's offsets partition, creating the topic if needed."""
+        cache = self._server.metadata_cache
+        partitions = cache.partitions(OFFSETS_TOPIC)
+        if partitions is None:
+            await self.create_offsets_topic()
+            return CoordinatorAddress(ErrorCode.coordinator_not_available)
+        wanted = self.offsets.partition_of(group_id)
+        found = next((p for p in partitions if p.partition == wanted), None)
+        if found is None or not cache.is_leader_available(found):
+            return CoordinatorAddress(ErrorCode.coordinator_not_available)
+        registration = cache.live_brokers().get(found.leader_id)
+        endpoint = None
+        if registration is not None:
+            prefix = f"{listener_name}://"
+            endpoint = next((e for e in registration.endpoints if e.startswith(prefix)), None)
+        if endpoint is None:
+            return CoordinatorAddress(ErrorCode.coordinator_not_available)
+        host, _, port = endpoint[len(listener_name) + 3 :].rpartition(":")
+        return CoordinatorAddress(ErrorCode.none, found.leader_id, host, int(port))
+
+    async def create_offsets_topic(self) -> None:
+        server = self._server
+        config = server.config
+        live = list(server.metadata_cache.live_brokers())
+        replication_factor = config["offsets.topic.replication.factor"]
+        if len(live) < replication_factor:
+            log.info(
+                "not creating %s yet: %d live brokers, offsets.topic.replication.factor=%d",
+                OFFSETS_TOPIC,
+                len(live),
+                replication_factor,
+            )
+            return
+        new_topic = NewTopic(
+            OFFSETS_TOPIC,
+            num_partitions=self.offsets_config.partition_count,
+            replication_factor=replication_factor,
+            configs={
+                "cleanup.policy": "compact",
+                "compression.type": "producer",
+                "segment.bytes": str(config["offsets.topic.segment.bytes"]),
+            },
+        )
+        try:
+            plan = plan_new_topic(new_topic, [], (), live, server.controller_config)
+            await server.kafka_zk.create_topic(
+                OFFSETS_TOPIC, plan.assignment, plan.configs, new_kafka_uuid()
+            )
+            log.info("created %s with %d partitions", OFFSETS_TOPIC, len(plan.assignment))
+        except TopicExistsError:
+            pass  # another broker created it first
+        except ApiError as error:
+            log.warning("cannot create %s: %s", OFFSETS_TOPIC, error.message)

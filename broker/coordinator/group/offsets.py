@@ -1,0 +1,273 @@
+"""Committed offsets and stored groups, kept in `__consumer_offsets` (Kafka's
+GroupMetadataManager, offsets side).
+
+A group lives on offsets partition `partition_for(group_id)`; the broker leading that partition
+is its coordinator. On becoming leader the partition's log is read from the start (on a worker
+thread) into memory, and until that finishes requests for its groups get
+COORDINATOR_LOAD_IN_PROGRESS; on losing leadership the partition's state is dropped. A commit
+is appended to the log like an acks=all produce and only then made visible.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from kio.schema.errors import ErrorCode
+
+from broker.coordinator.group.records import (
+    GroupKey,
+    GroupValue,
+    OffsetKey,
+    OffsetValue,
+    RecordFormatError,
+    decode_group_value,
+    decode_key,
+    decode_offset_value,
+    encode_group_key,
+    encode_group_value,
+    encode_offset_key,
+    encode_offset_value,
+    partition_for,
+)
+from broker.log.errors import RecordError
+from broker.log.log import Log
+from broker.log.record_codec import SimpleRecord, build_batch, decode_records
+from broker.replication.replica_manager import ReplicaManager
+
+log = logging.getLogger(__name__)
+
+OFFSETS_TOPIC = "__consumer_offsets"
+# Bytes read from the log per step while loading a partition.
+LOAD_READ_BYTES = 1024 * 1024
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetsConfig:
+    partition_count: int = 50
+    metadata_max_bytes: int = 4096  # offset.metadata.max.bytes
+    commit_timeout_ms: int = 5000  # offsets.commit.timeout.ms
+    retention_ms: int = 7 * 24 * 3600 * 1000  # offsets.retention.minutes
+
+
+@dataclass(slots=True)
+class _PartitionState:
+    loaded: bool = False
+    offsets: dict[str, dict[TopicPartition, OffsetValue]] = field(default_factory=dict)
+    groups: dict[str, GroupValue] = field(default_factory=dict)
+    load_task: asyncio.Task[None] | None = None
+
+
+class OffsetStore:
+    def __init__(
+        self,
+        replica_manager: ReplicaManager,
+        config: OffsetsConfig,
+        min_insync_replicas: Callable[[], int],
+    ) -> None:
+        self._replica_manager = replica_manager
+        self._config = config
+        self._min_insync_replicas = min_insync_replicas
+        self._partitions: dict[int, _PartitionState] = {}
+        # Called with each group restored from the log (membership rebuilds it).
+        self.on_group_loaded: Callable[[str, GroupValue], None] = lambda group, value: None
+        self.on_partition_unloaded: Callable[[int], None] = lambda partition: None
+
+    def partition_of(self, group_id: str) -> int:
+        return partition_for(group_id, self._config.partition_count)
+
+    # -- leadership ------------------------------------------------------------------------
+
+    def on_leadership_change(self, partition: int, is_leader: bool) -> None:
+        """The broker became leader (load) or stopped being leader (unload) of a partition."""
+        current = self._partitions.pop(partition, None)
+        if current is not None:
+            if current.load_task is not None:
+                current.load_task.cancel()
+            self.on_partition_unloaded(partition)
+        if not is_leader:
+            return
+        state = _PartitionState()
+        self._partitions[partition] = state
+        state.load_task = asyncio.get_running_loop().create_task(
+            self._load(partition, state), name=f"load-offsets-{partition}"
+        )
+
+    async def _load(self, partition: int, state: _PartitionState) -> None:
+        leader = self._replica_manager.get(OFFSETS_TOPIC, partition)
+        if leader is None:
+            return
+        started = time.monotonic()
+        try:
+            records = await asyncio.to_thread(_read_all, leader.log)
+        except (RecordError, OSError):
+            log.exception("loading %s-%d failed", OFFSETS_TOPIC, partition)
+            return
+        for key, value in records:
+            _apply(state, key, value)
+        state.loaded = True
+        for group, group_value in state.groups.items():
+            self.on_group_loaded(group, group_value)
+        log.info(
+            "loaded %d groups and the offsets of %d groups from %s-%d in %d ms",
+            len(state.groups),
+            len(state.offsets),
+            OFFSETS_TOPIC,
+            partition,
+            (time.monotonic() - started) * 1000,
+        )
+
+    def coordinator_error(self, group_id: str) -> ErrorCode:
+        """NONE if this broker coordinates `group_id` and has loaded it."""
+        state = self._partitions.get(self.partition_of(group_id))
+        if state is None:
+            return ErrorCode.not_coordinator
+        if not state.loaded:
+            return ErrorCode.coordinator_load_in_progress
+        return ErrorCode.none
+
+    # -- offsets -----------------------------------------------------------------------------
+
+    def fetch(
+        self, group_id: str, partitions: list[TopicPartition] | None
+    ) -> dict[TopicPartition, OffsetValue | None]:
+        state = self._partitions.get(self.partition_of(group_id))
+        committed = state.offsets.get(group_id, {}) if state is not None else {}
+        if partitions is None:
+            return dict(committed)
+        return {tp: committed.get(tp) for tp in partitions}
+
+    async def commit(
+        self, group_id: str, offsets: Mapping[TopicPartition, OffsetValue]
+    ) -> dict[TopicPartition, ErrorCode]:
+        """Append the commits and wait for the ISR; per-partition error codes."""
+        errors = {
+            tp: ErrorCode.offset_metadata_too_large
+            for tp, value in offsets.items()
+            if len(value.metadata.encode("utf-8")) > self._config.metadata_max_bytes
+        }
+        valid = {tp: value for tp, value in offsets.items() if tp not in errors}
+        if not valid:
+            return errors
+        records = [
+            SimpleRecord(
+                encode_offset_key(OffsetKey(group_id, topic, partition)),
+                encode_offset_value(value),
+                (),
+                value.commit_timestamp_ms,
+            )
+            for (topic, partition), value in valid.items()
+        ]
+        error = await self._append(group_id, records)
+        if error == ErrorCode.none:
+            state = self._partitions.get(self.partition_of(group_id))
+            if state is not None:
+                state.offsets.setdefault(group_id, {}).update(valid)
+        errors.update(dict.fromkeys(valid, error))
+        return errors
+
+    # -- groups ------------------------------------------------------------------------------
+
+    async def store_group(self, group_id: str, value: GroupValue) -> ErrorCode:
+        key, encoded = encode_group_key(GroupKey(group_id)), encode_group_value(value)
+        error = await self._append(group_id, [SimpleRecord(key, encoded, (), _now_ms())])
+        state = self._partitions.get(self.partition_of(group_id))
+        if error == ErrorCode.none and state is not None:
+            state.groups[group_id] = value
+        return error
+
+    async def delete_group(self, group_id: str) -> ErrorCode:
+        """Tombstones for the group and all of its offsets."""
+        state = self._partitions.get(self.partition_of(group_id))
+        committed = state.offsets.get(group_id, {}) if state is not None else {}
+        records = [SimpleRecord(encode_group_key(GroupKey(group_id)), None, (), _now_ms())]
+        records += [
+            SimpleRecord(encode_offset_key(OffsetKey(group_id, t, p)), None, (), _now_ms())
+            for t, p in committed
+        ]
+        error = await self._append(group_id, records)
+        if error == ErrorCode.none and state is not None:
+            state.groups.pop(group_id, None)
+            state.offsets.pop(group_id, None)
+        return error
+
+    def has_offsets(self, group_id: str) -> bool:
+        state = self._partitions.get(self.partition_of(group_id))
+        return state is not None and bool(state.offsets.get(group_id))
+
+    def groups(self) -> dict[str, GroupValue | None]:
+        """Every loaded group with stored metadata or offsets (ListGroups)."""
+        found: dict[str, GroupValue | None] = {}
+        for state in self._partitions.values():
+            for group in state.offsets:
+                found.setdefault(group, None)
+            found.update(state.groups)
+        return found
+
+    async def _append(self, group_id: str, records: list[SimpleRecord]) -> ErrorCode:
+        partition = self.partition_of(group_id)
+        batch = build_batch(records)
+        result = self._replica_manager.append(OFFSETS_TOPIC, partition, batch)
+        if result.info is None:
+            return _coordinator_error(result.error_code)
+        outcome = await self._replica_manager.wait_for_replication(
+            OFFSETS_TOPIC,
+            partition,
+            result.info.last_offset + 1,
+            self._min_insync_replicas(),
+            self._config.commit_timeout_ms / 1000,
+        )
+        return _coordinator_error(outcome)
+
+
+def _coordinator_error(error: ErrorCode) -> ErrorCode:
+    """How Kafka maps a failed append to the offsets topic for group clients."""
+    if error == ErrorCode.none:
+        return error
+    if error in (ErrorCode.not_leader_or_follower, ErrorCode.kafka_storage_error):
+        return ErrorCode.not_coordinator
+    if error in (ErrorCode.message_too_large, ErrorCode.record_list_too_large):
+        return ErrorCode.invalid_commit_offset_size
+    return ErrorCode.coordinator_not_available
+
+
+def _read_all(replica_log: Log) -> list[tuple[bytes, bytes | None]]:
+    """(key, value) of every record in the log (worker thread: reads whole batches)."""
+    records: list[tuple[bytes, bytes | None]] = []
+    offset, end = replica_log.log_start_offset, replica_log.log_end_offset
+    while offset < end:
+        data = replica_log.read(offset, LOAD_READ_BYTES, end, min_one_batch=True)
+        if not data:
+            break
+        decoded = decode_records(data)
+        records += [(r.key, r.value) for r in decoded if r.key is not None]
+        if not decoded:
+            break
+        offset = decoded[-1].offset + 1
+    return records
+
+
+def _apply(state: _PartitionState, key_bytes: bytes, value: bytes | None) -> None:
+    try:
+        key = decode_key(key_bytes)
+        if isinstance(key, OffsetKey):
+            group_offsets = state.offsets.setdefault(key.group, {})
+            if value is None:
+                group_offsets.pop((key.topic, key.partition), None)
+            else:
+                group_offsets[(key.topic, key.partition)] = decode_offset_value(value)
+        elif value is None:
+            state.groups.pop(key.group, None)
+        else:
+            state.groups[key.group] = decode_group_value(value)
+    except RecordFormatError as error:
+        log.warning("skipping an unreadable record in %s: %s", OFFSETS_TOPIC, error)
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000

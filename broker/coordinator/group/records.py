@@ -1,0 +1,268 @@
+"""The records of `__consumer_offsets`, in Kafka's own key and value schemas.
+
+Every key and value starts with an int16 schema version, so Kafka's tools (and Kafka itself)
+can read the topic:
+
+- key v0/v1 `OffsetCommitKey`: group, topic, partition. Value `OffsetCommitValue` v0
+  (offset, metadata, commit timestamp), v1 (+ expire timestamp), v2 (v0's fields), v3
+  (offset, leader epoch, metadata, commit timestamp). We write v3, as Kafka 2.1+ does.
+- key v2 `GroupMetadataKey`: group. Value `GroupMetadataValue` v0-v3 (protocol type,
+  generation, protocol, leader, then v2+ current state timestamp, then the members; member
+  v1+ adds the rebalance timeout, v3+ the group instance id). We write v3.
+- A null value (tombstone) deletes the key's offset or group.
+
+Strings are int16-length-prefixed UTF-8 (-1 = null), bytes int32-length-prefixed, arrays int32
+counts: the classic non-flexible encoding.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+OFFSET_COMMIT_KEY_VERSION = 1
+GROUP_METADATA_KEY_VERSION = 2
+OFFSET_COMMIT_VALUE_VERSION = 3
+GROUP_METADATA_VALUE_VERSION = 3
+NO_LEADER_EPOCH = -1
+
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+_INT64 = struct.Struct(">q")
+
+
+class RecordFormatError(ValueError):
+    """A key or value that does not follow the schemas above."""
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetKey:
+    group: str
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupKey:
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetValue:
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_timestamp_ms: int
+    expire_timestamp_ms: int = -1  # only in v1 values, written by old brokers
+
+
+@dataclass(frozen=True, slots=True)
+class MemberValue:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    subscription: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class GroupValue:
+    protocol_type: str
+    generation: int
+    protocol: str | None
+    leader: str | None
+    current_state_timestamp_ms: int
+    members: tuple[MemberValue, ...]
+
+
+# ---- encoding -------------------------------------------------------------------------------
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.buffer = bytearray()
+
+    def int16(self, value: int) -> _Writer:
+        self.buffer += _INT16.pack(value)
+        return self
+
+    def int32(self, value: int) -> _Writer:
+        self.buffer += _INT32.pack(value)
+        return self
+
+    def int64(self, value: int) -> _Writer:
+        self.buffer += _INT64.pack(value)
+        return self
+
+    def string(self, value: str | None) -> _Writer:
+        if value is None:
+            return self.int16(-1)
+        data = value.encode("utf-8")
+        if len(data) > 0x7FFF:
+            raise RecordFormatError(f"string of {len(data)} bytes is too long")
+        self.int16(len(data))
+        self.buffer += data
+        return self
+
+    def bytes_(self, value: bytes) -> _Writer:
+        self.int32(len(value))
+        self.buffer += value
+        return self
+
+
+def encode_offset_key(key: OffsetKey) -> bytes:
+    writer = _Writer().int16(OFFSET_COMMIT_KEY_VERSION)
+    return bytes(writer.string(key.group).string(key.topic).int32(key.partition).buffer)
+
+
+def encode_group_key(key: GroupKey) -> bytes:
+    return bytes(_Writer().int16(GROUP_METADATA_KEY_VERSION).string(key.group).buffer)
+
+
+def encode_offset_value(value: OffsetValue) -> bytes:
+    writer = _Writer().int16(OFFSET_COMMIT_VALUE_VERSION).int64(value.offset)
+    writer.int32(value.leader_epoch).string(value.metadata).int64(value.commit_timestamp_ms)
+    return bytes(writer.buffer)
+
+
+def encode_group_value(value: GroupValue) -> bytes:
+    writer = _Writer().int16(GROUP_METADATA_VALUE_VERSION).string(value.protocol_type)
+    writer.int32(value.generation).string(value.protocol).string(value.leader)
+    writer.int64(value.current_state_timestamp_ms).int32(len(value.members))
+    for member in value.members:
+        writer.string(member.member_id).string(member.group_instance_id)
+        writer.string(member.client_id).string(member.client_host)
+        writer.int32(member.rebalance_timeout_ms).int32(member.session_timeout_ms)
+        writer.bytes_(member.subscription).bytes_(member.assignment)
+    return bytes(writer.buffer)
+
+
+# ---- decoding -------------------------------------------------------------------------------
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.position = 0
+
+    def _take(self, size: int) -> bytes:
+        if size < 0 or self.position + size > len(self.data):
+            raise RecordFormatError(f"needs {size} bytes at {self.position} of {len(self.data)}")
+        chunk = self.data[self.position : self.position + size]
+        self.position += size
+        return chunk
+
+    def int16(self) -> int:
+        return int(_INT16.unpack(self._take(2))[0])
+
+    def int32(self) -> int:
+        return int(_INT32.unpack(self._take(4))[0])
+
+    def int64(self) -> int:
+        return int(_INT64.unpack(self._take(8))[0])
+
+    def nullable_string(self) -> str | None:
+        size = self.int16()
+        if size == -1:
+            return None
+        try:
+            return self._take(size).decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise RecordFormatError(f"string is not UTF-8: {error}") from None
+
+    def string(self) -> str:
+        value = self.nullable_string()
+        if value is None:
+            raise RecordFormatError("null where a string is required")
+        return value
+
+    def bytes_(self) -> bytes:
+        return self._take(self.int32())
+
+    def array_count(self) -> int:
+        count = self.int32()
+        # Each element takes at least one byte: a forged count cannot make us loop for long.
+        if count < 0 or count > len(self.data) - self.position:
+            raise RecordFormatError(f"array count {count} does not fit")
+        return count
+
+
+def decode_key(data: bytes) -> OffsetKey | GroupKey:
+    reader = _Reader(data)
+    version = reader.int16()
+    if version in (0, 1):
+        return OffsetKey(reader.string(), reader.string(), reader.int32())
+    if version == GROUP_METADATA_KEY_VERSION:
+        return GroupKey(reader.string())
+    raise RecordFormatError(f"unknown key version {version}")
+
+
+def decode_offset_value(data: bytes) -> OffsetValue:
+    reader = _Reader(data)
+    version = reader.int16()
+    if version in (0, 2):
+        offset, metadata, timestamp = reader.int64(), reader.string(), reader.int64()
+        return OffsetValue(offset, NO_LEADER_EPOCH, metadata, timestamp)
+    if version == 1:
+        offset, metadata, timestamp = reader.int64(), reader.string(), reader.int64()
+        return OffsetValue(offset, NO_LEADER_EPOCH, metadata, timestamp, reader.int64())
+    if version == 3:
+        offset, epoch = reader.int64(), reader.int32()
+        return OffsetValue(offset, epoch, reader.string(), reader.int64())
+    raise RecordFormatError(f"unknown offset value version {version}")
+
+
+def decode_group_value(data: bytes) -> GroupValue:
+    reader = _Reader(data)
+    version = reader.int16()
+    if not 0 <= version <= GROUP_METADATA_VALUE_VERSION:
+        raise RecordFormatError(f"unknown group value version {version}")
+    protocol_type, generation = reader.string(), reader.int32()
+    protocol, leader = reader.nullable_string(), reader.nullable_string()
+    timestamp_ms = reader.int64() if version >= 2 else -1
+    members = tuple(_decode_member(reader, version) for _ in range(reader.array_count()))
+    return GroupValue(protocol_type, generation, protocol, leader, timestamp_ms, members)
+
+
+def _decode_member(reader: _Reader, version: int) -> MemberValue:
+    member_id = reader.string()
+    instance_id = reader.nullable_string() if version >= 3 else None
+    client_id, client_host = reader.string(), reader.string()
+    rebalance_timeout_ms = reader.int32() if version >= 1 else -1
+    session_timeout_ms = reader.int32()
+    if rebalance_timeout_ms < 0:
+        rebalance_timeout_ms = session_timeout_ms  # v0 had a single timeout
+    subscription, assignment = reader.bytes_(), reader.bytes_()
+    return MemberValue(
+        member_id,
+        instance_id,
+        client_id,
+        client_host,
+        rebalance_timeout_ms,
+        session_timeout_ms,
+        subscription,
+        assignment,
+    )
+
+
+def java_string_hash(text: str) -> int:
+    """`String.hashCode()` as Java computes it (UTF-16 code units, 32-bit wrap-around)."""
+    value = 0
+    for unit in _utf16_units(text):
+        value = (31 * value + unit) & 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def _utf16_units(text: str) -> list[int]:
+    data = text.encode("utf-16-be", errors="surrogatepass")
+    return [int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2)]
+
+
+def partition_for(group_id: str, partition_count: int) -> int:
+    """The offsets partition of a group: Kafka's `Utils.abs(groupId.hashCode) % count`, where
+    the absolute value of Integer.MIN_VALUE is taken as 0."""
+    code = java_string_hash(group_id)
+    return (0 if code == -(1 << 31) else abs(code)) % partition_count

@@ -1,0 +1,63 @@
+"""OffsetCommit: advertised v0-v8, implemented v2-v8 (kio has no v0-v1 classes).
+
+Commits are appended to the group's `__consumer_offsets` partition (Kafka's OffsetCommitValue
+v3) and acknowledged once the ISR has them. Until group membership lands, only commits outside
+a generation (generation -1, empty member id: consumers that assign partitions themselves) are
+accepted; a commit naming a generation gets ILLEGAL_GENERATION, as Kafka answers for a group it
+does not know. `retention_time` (v2-v4) is ignored: offsets.retention.minutes applies.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from broker.coordinator.group.records import NO_LEADER_EPOCH, OffsetValue
+from broker.network.context import RequestContext
+from broker.protocol import adapter
+from broker.protocol.registry import response_class
+
+API_KEY = 8
+NO_GENERATION = -1
+
+
+async def handle(context: RequestContext, request: Any) -> Any:
+    cls = response_class(API_KEY, context.api_version)
+    requested = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    error = _group_error(context, request)
+    if error != ErrorCode.none:
+        return _response(cls, dict.fromkeys(requested, error))
+    now_ms = time.time_ns() // 1_000_000
+    offsets = {
+        (topic.name, p.partition_index): OffsetValue(
+            offset=int(p.committed_offset),
+            leader_epoch=int(getattr(p, "committed_leader_epoch", NO_LEADER_EPOCH)),
+            metadata=p.committed_metadata or "",
+            commit_timestamp_ms=now_ms,
+        )
+        for topic in request.topics
+        for p in topic.partitions
+    }
+    errors = await context.server.group_coordinator.offsets.commit(request.group_id, offsets)
+    return _response(cls, errors)
+
+
+def _group_error(context: RequestContext, request: Any) -> ErrorCode:
+    if not request.group_id:
+        return ErrorCode.invalid_group_id
+    error = context.server.group_coordinator.offsets.coordinator_error(request.group_id)
+    if error != ErrorCode.none:
+        return error
+    if request.generation_id_or_member_epoch != NO_GENERATION or request.member_id:
+        return ErrorCode.illegal_generation
+    return ErrorCode.none
+
+
+def _response(cls: type, errors: dict[tuple[str, int], ErrorCode]) -> Any:
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for (topic, partition), error in errors.items():
+        by_topic.setdefault(topic, []).append({"partition_index": partition, "error_code": error})
+    topics = [{"name": name, "partitions": partitions} for name, partitions in by_topic.items()]
+    return adapter.build(cls, {"throttle_time": 0, "topics": topics})
