@@ -1,6 +1,7 @@
 """Opening a partition directory: find segments, repair what a crash or corruption left.
 
-Kafka's rules: leftovers of interrupted operations are removed; a segment whose index is
+Kafka's rules: a compaction swap that committed is completed (`compaction_recovery`), other
+leftovers of interrupted operations are removed; a segment whose index is
 missing or fails its sanity check is recovered (its indexes rebuilt from the batches); without
 a clean shutdown every segment from the one holding the recovery point on is recovered, and when
 recovery truncates a segment, all later segments are deleted (nothing after a hole is trusted).
@@ -13,6 +14,7 @@ import logging
 import re
 from pathlib import Path
 
+from broker.log.compaction_recovery import complete_interrupted_swaps
 from broker.log.config import LogConfig
 from broker.log.errors import LogCorruptError
 from broker.log.index import CorruptIndexError
@@ -21,7 +23,8 @@ from broker.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogS
 logger = logging.getLogger(__name__)
 
 SEGMENT_FILE = re.compile(r"^(\d{20})(\.log|\.index|\.timeindex)$")
-# Leftovers of interrupted writes, deletions, or compaction swaps (the cleaner re-does them).
+# Leftovers of interrupted writes, deletions, or compaction swaps that never committed (the
+# cleaner re-does them); committed swaps are completed first (`complete_interrupted_swaps`).
 LEFTOVER_SUFFIXES = (".tmp", ".deleted", ".cleaned", ".swap")
 
 
@@ -82,6 +85,7 @@ def _first_to_recover(segments: list[LogSegment], recovery_point: int) -> int:
 def load_segments(
     directory: Path, config: LogConfig, recovery_point: int, had_clean_shutdown: bool, now_ms: int
 ) -> list[LogSegment]:
+    complete_interrupted_swaps(directory)
     bases = remove_leftovers(directory)
     segments = [_open_segment(directory, base, config, now_ms) for base in bases]
     first_unflushed = len(segments)
