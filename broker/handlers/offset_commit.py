@@ -1,10 +1,10 @@
 """OffsetCommit: advertised v0-v8, implemented v2-v8 (kio has no v0-v1 classes).
 
 Commits are appended to the group's `__consumer_offsets` partition (Kafka's OffsetCommitValue
-v3) and acknowledged once the ISR has them. Until group membership lands, only commits outside
-a generation (generation -1, empty member id: consumers that assign partitions themselves) are
-accepted; a commit naming a generation gets ILLEGAL_GENERATION, as Kafka answers for a group it
-does not know. `retention_time` (v2-v4) is ignored: offsets.retention.minutes applies.
+v3) and acknowledged once the ISR has them. The group checks its generation and member first
+(generation -1 with no member id: a consumer that assigns its partitions itself, allowed while
+the group has no members). `retention_time` (v2-v4) is ignored: offsets.retention.minutes
+applies.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from broker.protocol import adapter
 from broker.protocol.registry import response_class
 
 API_KEY = 8
-NO_GENERATION = -1
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
@@ -50,9 +49,12 @@ def _group_error(context: RequestContext, request: Any) -> ErrorCode:
     error = context.server.group_coordinator.offsets.coordinator_error(request.group_id)
     if error != ErrorCode.none:
         return error
-    if request.generation_id_or_member_epoch != NO_GENERATION or request.member_id:
-        return ErrorCode.illegal_generation
-    return ErrorCode.none
+    return context.server.group_coordinator.membership.validate_offset_commit(
+        request.group_id,
+        request.member_id,
+        getattr(request, "group_instance_id", None),
+        request.generation_id_or_member_epoch,
+    )
 
 
 def _response(cls: type, errors: dict[tuple[str, int], ErrorCode]) -> Any:

@@ -32,6 +32,7 @@ from broker.log.compaction_records import (
     parse_records,
     records_section,
 )
+from broker.log.compaction_recovery import swap_end_path, write_swap_end
 from broker.log.config import LogConfig
 from broker.log.errors import LogCorruptError, RecordError
 from broker.log.segment import (
@@ -129,7 +130,9 @@ def read_batches(path: Path, size_bytes: int, io: CleanerIo) -> Iterator[tuple[B
         os.close(fd)
 
 
-def _complete_batches(chunk: bytes, path: Path, base_position: int) -> list[tuple[BatchHeader, bytes]]:
+def _complete_batches(
+    chunk: bytes, path: Path, base_position: int
+) -> list[tuple[BatchHeader, bytes]]:
     batches: list[tuple[BatchHeader, bytes]] = []
     position = 0
     while len(chunk) - position >= HEADER_SIZE_BYTES:
@@ -143,7 +146,9 @@ def _complete_batches(chunk: bytes, path: Path, base_position: int) -> list[tupl
     return batches
 
 
-def _read_one_batch(fd: int, path: Path, position: int, size_bytes: int) -> tuple[BatchHeader, bytes]:
+def _read_one_batch(
+    fd: int, path: Path, position: int, size_bytes: int
+) -> tuple[BatchHeader, bytes]:
     head = os.pread(fd, HEADER_SIZE_BYTES, position)
     if len(head) < HEADER_SIZE_BYTES:
         raise LogCorruptError(f"{path}: torn batch header at position {position}")
@@ -270,7 +275,8 @@ def write_cleaned_segment(
     io: CleanerIo,
 ) -> LogSegment:
     """Filter the group's batches into `<base>.log.cleaned` (+ indexes), fsynced, with the
-    group's latest modification time (the tombstone clock). The caller swaps it in."""
+    group's latest modification time (the tombstone clock), and write `<base>.swap-end`
+    (`compaction_recovery`). The caller swaps it in, then calls `discard_swap_end`."""
     base_offset = group[0].info.base_offset
     remove_cleaned_files(directory, base_offset)  # an earlier, abandoned attempt
     now_ms = time.time_ns() // NANOSECONDS_PER_MILLISECOND
@@ -301,10 +307,17 @@ def write_cleaned_segment(
         cleaned.flush()
         modified_ns = newest_modified_ms * NANOSECONDS_PER_MILLISECOND
         os.utime(cleaned.log_path, ns=(modified_ns, modified_ns))
+        write_swap_end(directory, base_offset, group[-1].info.end_offset)
     except BaseException:
         cleaned.delete()
+        discard_swap_end(directory, base_offset)
         raise
     return cleaned
+
+
+def discard_swap_end(directory: Path, base_offset: int) -> None:
+    """After the swap (or instead of it): the end marker is only needed while it runs."""
+    swap_end_path(directory, base_offset).unlink(missing_ok=True)
 
 
 def _check_within(header: BatchHeader, source: SourceSegment) -> None:

@@ -67,8 +67,7 @@ def first_uncleanable_offset(
             continue
         above_high_watermark = segment.end_offset > high_watermark
         too_recent = (
-            min_compaction_lag_ms > 0
-            and segment.largest_timestamp > now_ms - min_compaction_lag_ms
+            min_compaction_lag_ms > 0 and segment.largest_timestamp > now_ms - min_compaction_lag_ms
         )
         if above_high_watermark or too_recent:
             return segment.base_offset
@@ -151,8 +150,7 @@ def _fits(
     )
     return (
         sum(s.size_bytes for s in group) + segment.size_bytes <= max_size_bytes
-        and sum(s.offset_index_bytes for s in group) + segment.offset_index_bytes
-        <= max_index_bytes
+        and sum(s.offset_index_bytes for s in group) + segment.offset_index_bytes <= max_index_bytes
         and sum(s.time_index_bytes for s in group) + segment.time_index_bytes <= max_index_bytes
         and offsets_fit
     )

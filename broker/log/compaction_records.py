@@ -168,7 +168,9 @@ def rebuild_batch(header: BatchHeader, section: Buffer, kept: Sequence[RawRecord
     max_timestamp = header.max_timestamp
     if header.timestamp_type == 0:
         max_timestamp = max(record.timestamp_ms for record in kept)
-    return _encode_batch(header, header.attributes, max_timestamp, header.base_timestamp, records, len(kept))
+    return _encode_batch(
+        header, header.attributes, max_timestamp, header.base_timestamp, records, len(kept)
+    )
 
 
 def empty_batch(header: BatchHeader) -> bytes:

@@ -1,10 +1,10 @@
 """Opening a partition directory: find segments, repair what a crash or corruption left.
 
-Kafka's rules: a compaction swap that committed is completed (`compaction_recovery`), other
-leftovers of interrupted operations are removed; a segment whose index is
-missing or fails its sanity check is recovered (its indexes rebuilt from the batches); without
-a clean shutdown every segment from the one holding the recovery point on is recovered, and when
-recovery truncates a segment, all later segments are deleted (nothing after a hole is trusted).
+Kafka's rules: a compaction swap that committed is completed (`compaction_recovery`) and the
+other leftovers of interrupted operations are removed; a segment whose index is missing or fails
+its sanity check is recovered (its indexes rebuilt from the batches); without a clean shutdown
+every segment from the one holding the recovery point on is recovered, and when recovery
+truncates a segment, all later segments are deleted (nothing after a hole is trusted).
 """
 
 from __future__ import annotations

@@ -14,7 +14,10 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
+from broker.coordinator.group.group import GroupSnapshot, MemberSnapshot
+from broker.coordinator.group.membership import GroupConfig, GroupMembership
 from broker.coordinator.group.offsets import OFFSETS_TOPIC, OffsetsConfig, OffsetStore
+from broker.coordinator.group.records import GroupValue, MemberValue
 from broker.replication.partition import Partition
 from controller.errors import ApiError
 from controller.topic_creation import NewTopic, plan_new_topic
@@ -48,7 +51,39 @@ class GroupCoordinator:
         self.offsets = OffsetStore(
             server.replica_manager, self.offsets_config, self._offsets_min_insync_replicas
         )
+        self.membership = GroupMembership(
+            self._persist,
+            config=GroupConfig(
+                min_session_timeout_ms=config["group.min.session.timeout.ms"],
+                max_session_timeout_ms=config["group.max.session.timeout.ms"],
+                initial_rebalance_delay_ms=config["group.initial.rebalance.delay.ms"],
+                max_size=config["group.max.size"],
+            ),
+            is_coordinator_for=self._is_coordinator_for,
+            loading=self._is_loading,
+        )
+        self.offsets.on_group_loaded = self._on_group_loaded
+        self.offsets.on_partition_unloaded = self._on_partition_unloaded
         server.replica_manager.leadership_listeners.append(self._on_leadership_change)
+
+    def _is_coordinator_for(self, group_id: str) -> bool:
+        return self.offsets.coordinator_error(group_id) != ErrorCode.not_coordinator
+
+    def _is_loading(self, group_id: str) -> bool:
+        return self.offsets.coordinator_error(group_id) == ErrorCode.coordinator_load_in_progress
+
+    async def _persist(self, snapshot: GroupSnapshot) -> ErrorCode:
+        return await self.offsets.store_group(snapshot.group_id, to_group_value(snapshot))
+
+    def _on_group_loaded(self, group_id: str, value: GroupValue) -> None:
+        self.membership.load_group(from_group_value(group_id, value))
+
+    def _on_partition_unloaded(self, partition: int) -> None:
+        unloaded = self.membership.unload_groups(
+            lambda group_id: self.offsets.partition_of(group_id) == partition
+        )
+        if unloaded:
+            log.info("unloaded %d groups of %s-%d", unloaded, OFFSETS_TOPIC, partition)
 
     def _offsets_min_insync_replicas(self) -> int:
         return self._server.topic_config_int(OFFSETS_TOPIC, "min.insync.replicas")
@@ -111,3 +146,50 @@ class GroupCoordinator:
             pass  # another broker created it first
         except ApiError as error:
             log.warning("cannot create %s: %s", OFFSETS_TOPIC, error.message)
+
+
+def to_group_value(snapshot: GroupSnapshot) -> GroupValue:
+    return GroupValue(
+        protocol_type=snapshot.protocol_type,
+        generation=snapshot.generation_id,
+        protocol=snapshot.protocol_name,
+        leader=snapshot.leader_id,
+        current_state_timestamp_ms=snapshot.current_state_timestamp_ms,
+        members=tuple(
+            MemberValue(
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host,
+                m.rebalance_timeout_ms,
+                m.session_timeout_ms,
+                m.subscription,
+                m.assignment,
+            )
+            for m in snapshot.members
+        ),
+    )
+
+
+def from_group_value(group_id: str, value: GroupValue) -> GroupSnapshot:
+    return GroupSnapshot(
+        group_id=group_id,
+        protocol_type=value.protocol_type,
+        generation_id=value.generation,
+        protocol_name=value.protocol,
+        leader_id=value.leader,
+        current_state_timestamp_ms=value.current_state_timestamp_ms,
+        members=tuple(
+            MemberSnapshot(
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host,
+                m.rebalance_timeout_ms,
+                m.session_timeout_ms,
+                m.subscription,
+                m.assignment,
+            )
+            for m in value.members
+        ),
+    )

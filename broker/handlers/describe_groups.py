@@ -1,0 +1,42 @@
+"""DescribeGroups: v0-v5. Member metadata and assignments are filled only for a Stable group,
+as in Kafka; an unknown group is described as Dead with no error."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.network.context import RequestContext
+from broker.protocol import adapter
+from broker.protocol.registry import response_class
+
+API_KEY = 15
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+
+
+async def handle(context: RequestContext, request: Any) -> Any:
+    membership = context.server.group_coordinator.membership
+    groups = [_described(membership.describe_group(group_id)) for group_id in request.groups]
+    cls = response_class(API_KEY, context.api_version)
+    return adapter.build(cls, {"throttle_time": 0, "groups": groups})
+
+
+def _described(description: Any) -> dict[str, Any]:
+    return {
+        "error_code": description.error,
+        "group_id": description.group_id,
+        "group_state": description.state,
+        "protocol_type": description.protocol_type,
+        "protocol_data": description.protocol_name,
+        "members": [
+            {
+                "member_id": m.member_id,
+                "group_instance_id": m.group_instance_id,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "member_metadata": m.metadata,
+                "member_assignment": m.assignment,
+            }
+            for m in description.members
+        ],
+        "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+    }

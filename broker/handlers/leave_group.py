@@ -1,0 +1,28 @@
+"""LeaveGroup: v0-v4 (v3+ removes several members at once, KIP-345)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.network.context import RequestContext
+from broker.protocol import adapter
+from broker.protocol.registry import response_class
+
+API_KEY = 13
+
+
+async def handle(context: RequestContext, request: Any) -> Any:
+    if hasattr(request, "members"):
+        leaving = [(m.member_id, m.group_instance_id) for m in request.members]
+    else:
+        leaving = [(request.member_id, None)]
+    result = context.server.group_coordinator.membership.leave_group(request.group_id, leaving)
+    error = result.error
+    if not hasattr(request, "members") and result.members and error == 0:
+        error = result.members[0].error  # v0-v2 have one member and one error
+    members = [
+        {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "error_code": m.error}
+        for m in result.members
+    ]
+    cls = response_class(API_KEY, context.api_version)
+    return adapter.build(cls, {"throttle_time": 0, "error_code": error, "members": members})
