@@ -35,7 +35,8 @@ from kafka.structs import OffsetAndMetadata
 RECORD_PREFIX = "fuzz-rec-"
 CLIENT_TIMEOUT_S = 30.0
 RECORDS_PER_PRODUCER = 5
-GROUP_SUBSCRIBE_S = 3.0  # long enough for librdkafka to look for the coordinator
+GROUP_HEARTBEAT_S = 1.0  # a few heartbeats at 300 ms after joining
+CONFLUENT_GROUP = f"{RECORD_PREFIX}group-confluent"
 KCAT_TIMEOUT_S = 30.0
 
 
@@ -217,15 +218,33 @@ def _confluent_consume(bootstrap: str, topic: str) -> None:
 
 
 def _confluent_group(bootstrap: str, topic: str) -> None:
-    """A group member: its FindCoordinator requests are the point (there is no coordinator)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "fuzz-rec-group"})
+    """A group member: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": CONFLUENT_GROUP,
+            "heartbeat.interval.ms": 300,
+            "enable.auto.commit": False,
+        }
+    )
     try:
         consumer.subscribe([topic])
-        deadline = time.monotonic() + GROUP_SUBSCRIBE_S
-        while time.monotonic() < deadline:
+        deadline = time.monotonic() + CLIENT_TIMEOUT_S
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(0.2)
+        heartbeats_until = time.monotonic() + GROUP_HEARTBEAT_S
+        while time.monotonic() < heartbeats_until:
             consumer.poll(0.2)
     finally:
         consumer.close()
+
+
+def _confluent_group_admin(bootstrap: str) -> None:
+    """ListGroups, DescribeGroups and DeleteGroups of the (now empty) group."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.list_consumer_groups().result(timeout=CLIENT_TIMEOUT_S)
+    _wait_all(admin.describe_consumer_groups([CONFLUENT_GROUP]))
+    _wait_all(admin.delete_consumer_groups([CONFLUENT_GROUP]))
 
 
 def confluent_steps(bootstrap: str, topics: Topics) -> list[Step]:
@@ -234,6 +253,7 @@ def confluent_steps(bootstrap: str, topics: Topics) -> list[Step]:
         ("confluent produce", lambda: _confluent_produce(bootstrap, topics.confluent)),
         ("confluent consume", lambda: _confluent_consume(bootstrap, topics.confluent)),
         ("confluent group", lambda: _confluent_group(bootstrap, topics.confluent)),
+        ("confluent group admin", lambda: _confluent_group_admin(bootstrap)),
         ("confluent admin finish", lambda: _confluent_admin_finish(bootstrap, topics)),
     ]
 
