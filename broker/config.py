@@ -117,6 +117,7 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("log.cleaner.min.compaction.lag.ms", _int, 0),
     ConfigDef("log.cleaner.max.compaction.lag.ms", _int, 9223372036854775807),
     ConfigDef("log.cleaner.threads", _int, 1, used=False),
+    ConfigDef("log.segment.delete.delay.ms", _int, 60000),
     ConfigDef("compression.type", _str, "producer", used=False),
     ConfigDef("num.network.threads", _int, 3, used=False),
     ConfigDef("num.io.threads", _int, 8, used=False),

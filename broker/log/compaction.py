@@ -11,8 +11,9 @@ One pass over one log (Kafka's Cleaner.doClean):
    in the dirty part supersede its records - group by group (`group_segments_by_size`): on a
    worker, the group is filtered into one `.cleaned` segment (`compaction_io`); on the loop,
    `Log.replace_segments` swaps it in, or refuses if the log changed meanwhile (closed,
-   truncated, segments deleted by retention), which ends this log's pass; on a worker, the
-   replaced segments are closed and deleted.
+   truncated, segments deleted by retention), which ends this log's pass. The replaced
+   segments, renamed `.deleted`, stay open for file.delete.delay.ms (reads that already hold
+   them finish), then a later pass closes and deletes them.
 4. The end offset is checkpointed as the log's first dirty offset.
 
 The event loop only takes snapshots and swaps segment lists (a few renames); reading, decoding,
@@ -29,7 +30,8 @@ import asyncio
 import itertools
 import logging
 import threading
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -37,6 +39,7 @@ from typing import Any, Protocol
 from broker.log.checkpoints import (
     CLEANER_OFFSET_CHECKPOINT,
     CheckpointError,
+    fsync_directory,
     read_offset_checkpoint,
     write_offset_checkpoint,
 )
@@ -213,16 +216,33 @@ def _discard(cleaned: LogSegment) -> None:
     discard_swap_end(cleaned.log_path.parent, cleaned.base_offset)
 
 
-def _release(log: Log, replaced: list[LogSegment], base_offset: int) -> None:
-    """After a swap (worker thread): delete the replaced segments, fsync the directory, then
-    drop the swap's end marker, which only a crash before that fsync could need."""
-    log.release_replaced_segments(replaced)
+def _make_durable(log: Log, base_offset: int) -> None:
+    """After a swap (worker thread): fsync the directory, then drop the swap's end marker,
+    which only a crash before that fsync could need."""
+    try:
+        fsync_directory(log.directory)
+    except FileNotFoundError:
+        return  # the log was deleted meanwhile; nothing left to make durable
     discard_swap_end(log.directory, base_offset)
 
 
+@dataclass(frozen=True, slots=True)
+class _Retired:
+    """Segments swapped out, kept open until `due_s` for reads that already hold them."""
+
+    due_s: float
+    log: Log
+    segments: list[LogSegment]
+
+
 class LogCleaner:
-    def __init__(self, config: CleanerConfig) -> None:
+    def __init__(
+        self, config: CleanerConfig, clock_s: Callable[[], float] = time.monotonic
+    ) -> None:
         self.config = config
+        self._clock_s = clock_s
+        # Replaced segments waiting out file.delete.delay.ms, oldest first.
+        self._retired: list[_Retired] = []
         self._stop = threading.Event()
         self._lock = asyncio.Lock()  # one pass at a time
         # Per log dir, the cleaner-offset-checkpoint as last read or written.
@@ -240,6 +260,7 @@ class LogCleaner:
         if not self.config.enable or self._stop.is_set():
             return stats
         async with self._lock:
+            await self._delete_retired(self._clock_s())
             given = [log for log in logs if not log.closed]
             compacted = [log for log in given if log.config.compact]
             if not compacted:
@@ -253,13 +274,24 @@ class LogCleaner:
                     break
                 await self._clean_log(snapshot.log, now_ms, stats)
             await self._save_checkpoints(given, log_dirs)
+            await self._delete_retired(self._clock_s())
         return stats
 
     async def close(self) -> None:
-        """Stop: a pass under way is abandoned at its next batch; returns once it is."""
+        """Stop: a pass under way is abandoned at its next batch; returns once it is, with
+        every replaced segment closed and deleted."""
         self._stop.set()
         async with self._lock:
-            pass
+            await self._delete_retired(float("inf"))
+
+    async def _delete_retired(self, now_s: float) -> None:
+        due = [retired for retired in self._retired if retired.due_s <= now_s]
+        self._retired = [retired for retired in self._retired if retired.due_s > now_s]
+        for retired in due:
+            try:
+                await asyncio.to_thread(retired.log.release_replaced_segments, retired.segments)
+            except OSError as error:
+                logger.warning("deleting replaced segments of %s failed: %s", retired.log, error)
 
     # ---- choosing ----------------------------------------------------------------------------
 
@@ -386,20 +418,17 @@ class LogCleaner:
             if not log.replace_segments(replaced, cleaned, snapshot.truncation_count):
                 await asyncio.to_thread(_discard, cleaned)
                 raise CleaningAborted("the log changed while it was being cleaned")
-            await asyncio.to_thread(_release, log, replaced, cleaned.base_offset)
             stats.segments_replaced += len(group)
+            delay_s = snapshot.config.file_delete_delay_ms / 1000
+            self._retired.append(_Retired(self._clock_s() + delay_s, log, replaced))
+            await asyncio.to_thread(_make_durable, log, cleaned.base_offset)
 
     def _done(self, snapshot: LogSnapshot, end_offset: int, stats: CleanerStats) -> None:
         self._checkpoints.setdefault(snapshot.log_dir, {})[snapshot.key] = end_offset
         self._truncations_seen[snapshot.log.directory] = snapshot.truncation_count
         stats.logs_cleaned += 1
         stats.cleaned.append(snapshot.key)
-        logger.info(
-            "cleaned %s-%d up to offset %d (first dirty offset now %d)",
-            *snapshot.key,
-            end_offset - 1,
-            end_offset,
-        )
+        logger.info("cleaned %s-%d: offsets below %d are clean", *snapshot.key, end_offset)
 
     # ---- cleaner-offset-checkpoint -------------------------------------------------------------
 
@@ -423,6 +452,9 @@ class LogCleaner:
         present: dict[Path, set[TopicPartition]] = {log_dir: set() for log_dir in log_dirs}
         for log in logs:
             present.setdefault(log.directory.parent, set()).add((log.topic, log.partition))
+        directories = {log.directory for log in logs}
+        for directory in set(self._truncations_seen) - directories:
+            del self._truncations_seen[directory]
         changed: dict[Path, dict[TopicPartition, int]] = {}
         for log_dir in log_dirs:
             current = self._checkpoints.get(log_dir, {})

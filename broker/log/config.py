@@ -39,6 +39,9 @@ class LogConfig:
     min_compaction_lag_ms: int = 0
     # log.cleaner.max.compaction.lag.ms / max.compaction.lag.ms
     max_compaction_lag_ms: int = LONG_MAX
+    # log.segment.delete.delay.ms / file.delete.delay.ms: how long segments the cleaner
+    # replaced stay open (renamed `.deleted`), so reads that already hold them can finish.
+    file_delete_delay_ms: int = 60000
 
     @property
     def compact(self) -> bool:
@@ -95,4 +98,5 @@ TOPIC_CONFIG_FIELDS = {
     "min.cleanable.dirty.ratio": "min_cleanable_dirty_ratio",
     "min.compaction.lag.ms": "min_compaction_lag_ms",
     "max.compaction.lag.ms": "max_compaction_lag_ms",
+    "file.delete.delay.ms": "file_delete_delay_ms",
 }
