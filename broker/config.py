@@ -103,8 +103,8 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("log.retention.ms", _optional_int, None),
     ConfigDef("log.retention.bytes", _int, -1),
     ConfigDef("log.retention.check.interval.ms", _int, 300000),
-    ConfigDef("log.cleanup.policy", _str, "delete", used=False),
-    ConfigDef("log.cleaner.enable", _bool, True, used=False),
+    ConfigDef("log.cleanup.policy", _str, "delete"),
+    ConfigDef("log.cleaner.enable", _bool, True),
     # The log cleaner (broker/log/compaction.py): CleanerConfig.from_broker_config reads these;
     # the log.cleaner.* topic-config defaults go into LogConfig.
     ConfigDef("log.cleaner.backoff.ms", _int, 15000),

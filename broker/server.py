@@ -18,6 +18,7 @@ from broker.coordinator.group.coordinator import GroupCoordinator
 from broker.coordinator.transaction.producer_id_manager import ProducerIdManager
 from broker.handlers import build_registry
 from broker.log.cleaner import delete_retained_segments
+from broker.log.compaction import CleanerConfig, LogCleaner
 from broker.log.log import LogConfig
 from broker.log.manager import LogManager
 from broker.log.meta_properties import ensure_meta_properties
@@ -55,6 +56,7 @@ class KafkaServer:
         self.kafka_zk = KafkaZk(self.zk_client)
         self.default_log_config = _default_log_config(config)
         self.log_manager = LogManager(config.log_dirs, self.default_log_config)
+        self.log_cleaner = LogCleaner(CleanerConfig.from_broker_config(config))
         self.replica_manager = ReplicaManager(
             self.broker_id,
             self.log_manager,
@@ -120,6 +122,7 @@ class KafkaServer:
             asyncio.create_task(self._checkpoint_loop(), name="checkpoint"),
             asyncio.create_task(self._high_watermark_checkpoint_loop(), name="hw-checkpoint"),
             asyncio.create_task(self._isr_shrink_loop(), name="isr-shrink"),
+            asyncio.create_task(self._cleaner_loop(), name="log-cleaner"),
             asyncio.create_task(self._retention_loop(), name="retention"),
         ]
         log.info("broker %d started (cluster id %s)", self.broker_id, self.cluster_id)
@@ -331,6 +334,20 @@ class KafkaServer:
             except Exception:
                 log.exception("checking ISRs failed; will retry")
 
+    async def _cleaner_loop(self) -> None:
+        """Kafka's cleaner thread: rests log.cleaner.backoff.ms only when nothing was cleaned."""
+        backoff_s = self.config["log.cleaner.backoff.ms"] / 1000
+        while True:
+            cleaned = 0
+            try:
+                stats = await self.log_cleaner.clean_once(
+                    self.log_manager.all_logs(), int(time.time() * 1000)
+                )
+                cleaned = stats.logs_cleaned
+            except Exception:
+                log.exception("log cleaning failed; will retry")
+            await asyncio.sleep(0 if cleaned else backoff_s)
+
     async def _retention_loop(self) -> None:
         interval_s = self.config["log.retention.check.interval.ms"] / 1000
         while True:
@@ -366,6 +383,7 @@ class KafkaServer:
 
     async def shutdown(self) -> None:
         log.info("broker %d shutting down", self.broker_id)
+        await _quietly(self.log_cleaner.close())
         tasks = [*self._background, *([self._reregister_task] if self._reregister_task else [])]
         for task in tasks:
             task.cancel()
@@ -414,4 +432,10 @@ def _default_log_config(config: KafkaConfig) -> LogConfig:
         retention_ms=config.log_retention_ms,
         retention_bytes=config["log.retention.bytes"],
         max_decompressed_bytes=config["message.max.decompressed.bytes"],
+        cleanup_policy=config["log.cleanup.policy"],
+        delete_retention_ms=config["log.cleaner.delete.retention.ms"],
+        min_cleanable_dirty_ratio=config["log.cleaner.min.cleanable.ratio"],
+        min_compaction_lag_ms=config["log.cleaner.min.compaction.lag.ms"],
+        max_compaction_lag_ms=config["log.cleaner.max.compaction.lag.ms"],
+        file_delete_delay_ms=config["log.segment.delete.delay.ms"],
     )

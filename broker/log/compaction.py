@@ -19,9 +19,16 @@ One pass over one log (Kafka's Cleaner.doClean):
 The event loop only takes snapshots and swaps segment lists (a few renames); reading, decoding,
 re-compressing, writing and fsyncing all happen on worker threads.
 
-Wiring (server): build one `LogCleaner(CleanerConfig.from_broker_config(config))` and, every
-log.cleaner.backoff.ms, `await cleaner.clean_once(log_manager.all_logs(), now_ms)`; at shutdown
-`await cleaner.close()` before the logs are closed.
+Wiring (server): one `LogCleaner(CleanerConfig.from_broker_config(config))`; a task that
+loops `await cleaner.clean_once(log_manager.all_logs(), now_ms)`, pausing
+log.cleaner.backoff.ms after a round that cleaned nothing (Kafka's cleaner thread); at shutdown
+`await cleaner.close()` first, before tasks are cancelled and logs closed.
+
+Deviations (DEVIATIONS.md): one cleaner (log.cleaner.threads is ignored); the offset map's
+memory is counted at CPython's real cost per key (`compaction_map`); keyless records are kept,
+transactional and control batches copied untouched (`compaction_records`); a `<base>.swap-end`
+marker makes crash recovery exact (`compaction_recovery`); tombstones expire by segment
+modification time (Kafka 2.x), not by a delete horizon stored in batches (Kafka 3.1+).
 """
 
 from __future__ import annotations
@@ -250,6 +257,9 @@ class LogCleaner:
         # Truncation count of each log when it was last cleaned: a truncation since then may
         # have removed offsets the checkpoint calls clean, so the whole log is dirty again.
         self._truncations_seen: dict[Path, int] = {}
+        # Logs (by directory) whose cleaning failed on bad data: skipped until a restart, as
+        # Kafka marks them uncleanable, rather than failing again every pass.
+        self._uncleanable: set[Path] = set()
         # Per log dir, what its cleaner-offset-checkpoint file holds (writes only on change).
         self._written: dict[Path, dict[TopicPartition, int]] = {}
 
@@ -262,7 +272,11 @@ class LogCleaner:
         async with self._lock:
             await self._delete_retired(self._clock_s())
             given = [log for log in logs if not log.closed]
-            compacted = [log for log in given if log.config.compact]
+            compacted = [
+                log
+                for log in given
+                if log.config.compact and log.directory not in self._uncleanable
+            ]
             if not compacted:
                 return stats
             log_dirs = {log.directory.parent for log in compacted}
@@ -356,7 +370,11 @@ class LogCleaner:
         except CleaningAborted as reason:
             logger.info("cleaning %s-%d abandoned: %s", *snapshot.key, reason)
             stats.logs_abandoned += 1
-        except (LogCorruptError, RecordError, OSError) as error:
+        except (LogCorruptError, RecordError) as error:
+            logger.error("%s-%d is uncleanable until a restart: %s", *snapshot.key, error)
+            self._uncleanable.add(log.directory)
+            stats.logs_abandoned += 1
+        except OSError as error:
             logger.warning("cleaning %s-%d failed: %s", *snapshot.key, error)
             stats.logs_abandoned += 1
         finally:
@@ -415,7 +433,11 @@ class LogCleaner:
                 io,
             )
             replaced = [source.segment for source in group]
-            if not log.replace_segments(replaced, cleaned, snapshot.truncation_count):
+            try:
+                swapped = log.replace_segments(replaced, cleaned, snapshot.truncation_count)
+            except OSError as error:  # a rename failed: loading the log will sort it out
+                raise LogCorruptError(f"swapping in {cleaned} failed: {error}") from error
+            if not swapped:
                 await asyncio.to_thread(_discard, cleaned)
                 raise CleaningAborted("the log changed while it was being cleaned")
             stats.segments_replaced += len(group)

@@ -121,11 +121,12 @@ def read_batches(path: Path, size_bytes: int, io: CleanerIo) -> Iterator[tuple[B
             batches = list(_complete_batches(chunk, path, position))
             if not batches:  # one batch larger than a chunk: read it alone
                 batches = [_read_one_batch(fd, path, position, size_bytes)]
+            chunk_bytes = sum(header.size_bytes for header, _ in batches)
+            io.bytes_read += chunk_bytes
+            io.throttler.consumed(chunk_bytes)
             for header, batch in batches:
                 yield header, batch
                 position += header.size_bytes
-            io.bytes_read += sum(header.size_bytes for header, _ in batches)
-            io.throttler.consumed(sum(header.size_bytes for header, _ in batches))
     finally:
         os.close(fd)
 

@@ -33,6 +33,7 @@ from broker.coordinator.group.records import (
     encode_offset_value,
     partition_for,
 )
+from broker.log.batch import walk_headers
 from broker.log.errors import RecordError
 from broker.log.log import Log
 from broker.log.record_codec import SimpleRecord, build_batch, decode_records
@@ -104,7 +105,7 @@ class OffsetStore:
             return
         started = time.monotonic()
         try:
-            records = await asyncio.to_thread(_read_all, leader.log)
+            records = await _read_all(leader.log)
         except (RecordError, OSError):
             log.exception("loading %s-%d failed", OFFSETS_TOPIC, partition)
             return
@@ -236,20 +237,27 @@ def _coordinator_error(error: ErrorCode) -> ErrorCode:
     return ErrorCode.coordinator_not_available
 
 
-def _read_all(replica_log: Log) -> list[tuple[bytes, bytes | None]]:
-    """(key, value) of every record in the log (worker thread: reads whole batches)."""
+async def _read_all(replica_log: Log) -> list[tuple[bytes, bytes | None]]:
+    """(key, value) of every record in the log. Reads happen on the loop, where the segment
+    list only changes between steps (retention, compaction swaps); decoding, the slow part,
+    runs on a worker thread."""
     records: list[tuple[bytes, bytes | None]] = []
     offset, end = replica_log.log_start_offset, replica_log.log_end_offset
-    while offset < end:
+    while offset < min(end, replica_log.log_end_offset):
         data = replica_log.read(offset, LOAD_READ_BYTES, end, min_one_batch=True)
         if not data:
             break
-        decoded = decode_records(data)
+        batch_end = _next_offset(data)
+        decoded = await asyncio.to_thread(decode_records, data)
         records += [(r.key, r.value) for r in decoded if r.key is not None]
-        if not decoded:
-            break
-        offset = decoded[-1].offset + 1
+        offset = max(batch_end, offset + 1)
     return records
+
+
+def _next_offset(data: bytes) -> int:
+    """The offset after the last complete batch in `data` (empty batches included)."""
+    entries, _ = walk_headers(data)
+    return entries[-1][2] + 1 if entries else -1
 
 
 def _apply(state: _PartitionState, key_bytes: bytes, value: bytes | None) -> None:
