@@ -1,10 +1,11 @@
-"""OffsetCommit: advertised v0-v8, implemented v2-v8 (kio has no v0-v1 classes).
+"""OffsetCommit: v0-v8 (v0-v1 derived in `protocol/legacy.py`; sarama 1.x commits with v1).
 
 Commits are appended to the group's `__consumer_offsets` partition (Kafka's OffsetCommitValue
 v3) and acknowledged once the ISR has them. The group checks its generation and member first
 (generation -1 with no member id: a consumer that assigns its partitions itself, allowed while
 the group has no members). `retention_time` (v2-v4) is ignored: offsets.retention.minutes
-applies.
+applies. v0 commits (which Kafka kept in ZooKeeper) go to `__consumer_offsets` like the
+others; a v1 commit timestamp is kept when given (DEVIATIONS.md).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from broker.protocol import adapter
 from broker.protocol.registry import response_class
 
 API_KEY = 8
+NO_GENERATION = -1
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
@@ -34,13 +36,18 @@ async def handle(context: RequestContext, request: Any) -> Any:
             offset=int(p.committed_offset),
             leader_epoch=int(getattr(p, "committed_leader_epoch", NO_LEADER_EPOCH)),
             metadata=p.committed_metadata or "",
-            commit_timestamp_ms=now_ms,
+            commit_timestamp_ms=_commit_timestamp_ms(p, now_ms),
         )
         for topic in request.topics
         for p in topic.partitions
     }
     errors = await context.server.group_coordinator.offsets.commit(request.group_id, offsets)
     return _response(cls, errors)
+
+
+def _commit_timestamp_ms(partition: Any, now_ms: int) -> int:
+    given = int(getattr(partition, "commit_timestamp", -1))  # v1 only
+    return given if given >= 0 else now_ms
 
 
 def _group_error(context: RequestContext, request: Any) -> ErrorCode:
@@ -51,9 +58,9 @@ def _group_error(context: RequestContext, request: Any) -> ErrorCode:
         return error
     return context.server.group_coordinator.membership.validate_offset_commit(
         request.group_id,
-        request.member_id,
+        getattr(request, "member_id", ""),
         getattr(request, "group_instance_id", None),
-        request.generation_id_or_member_epoch,
+        getattr(request, "generation_id_or_member_epoch", NO_GENERATION),
     )
 
 

@@ -1,5 +1,5 @@
-"""OffsetFetch: advertised v0-v8, implemented v1-v8 (kio has no v0 class); v8 asks for several
-groups at once (KIP-709).
+"""OffsetFetch: v0-v8 (v0 derived in `protocol/legacy.py`; Kafka read v0 from ZooKeeper, we
+read `__consumer_offsets` for every version); v8 asks for several groups at once (KIP-709).
 
 Null topics (v2+) return every committed offset of the group. A partition without a commit has
 offset -1 and empty metadata, as in Kafka. `require_stable` (v7+) has nothing to wait for

@@ -1,4 +1,4 @@
-"""OffsetForLeaderEpoch: advertised v0-v4, implemented v2-v4 (kio has no v0-v1 classes).
+"""OffsetForLeaderEpoch: v0-v4 (v0-v1 derived in `protocol/legacy.py`).
 
 For each partition: the largest epoch this leader knows that is <= the requested one, and the
 offset where the next epoch starts (the log end for the latest epoch); UNDEFINED (-1, -1) when

@@ -1,10 +1,11 @@
 """The API registry: one entry per Kafka API, from which ApiVersions is built.
 
 `min_version`/`max_version` are what we advertise (Kafka 3.0's ranges, capped by what we
-implement). kio has no classes for some ancient versions (Produce v0-2, Fetch v0-3, ...);
-`min_decodable_version` marks where decoding starts. Modern clients always pick the highest
-common version, so the gap is never used by them; an old client asking for one gets its
-connection closed with a log line (see DEVIATIONS.md).
+implement). kio has no classes for some old versions; `legacy.py` derives the ones whose
+schemas differ only by fields (OffsetCommit v0-1, OffsetFetch v0, ...). Where the record format
+itself differs (Produce v0-2, Fetch v0-3) or the semantics do (ListOffsets v0),
+`min_decodable_version` marks where decoding starts: an old client asking for such a version
+gets its connection closed with a log line (see DEVIATIONS.md).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kio.index import load_request_schema, load_response_schema
+
+from broker.protocol.legacy import legacy_request_class, legacy_response_class
 
 if TYPE_CHECKING:
     from broker.network.context import RequestContext
@@ -40,12 +43,12 @@ class ApiSpec:
 
 @functools.cache
 def request_class(api_key: int, version: int) -> type:
-    return load_request_schema(api_key, version)
+    return legacy_request_class(api_key, version) or load_request_schema(api_key, version)
 
 
 @functools.cache
 def response_class(api_key: int, version: int) -> type:
-    return load_response_schema(api_key, version)
+    return legacy_response_class(api_key, version) or load_response_schema(api_key, version)
 
 
 def is_flexible(api_key: int, version: int) -> bool:
