@@ -21,6 +21,7 @@ from broker.handlers import (
     list_offsets,
     metadata,
     offset_commit,
+    offset_delete,
     offset_fetch,
     offset_for_leader_epoch,
     produce,
@@ -55,5 +56,6 @@ def build_registry() -> Registry:
             ApiSpec(33, "AlterConfigs", 0, 2, 0, alter_configs.handle),
             ApiSpec(42, "DeleteGroups", 0, 2, 0, delete_groups.handle),
             ApiSpec(44, "IncrementalAlterConfigs", 0, 1, 0, incremental_alter_configs.handle),
+            ApiSpec(47, "OffsetDelete", 0, 0, 0, offset_delete.handle),
         ]
     )

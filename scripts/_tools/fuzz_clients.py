@@ -138,7 +138,8 @@ def _kafka_python_validate_position(bootstrap: str, topic: str) -> None:
 
 
 def _kafka_python_commit(bootstrap: str, topic: str) -> None:
-    """OffsetCommit and OffsetFetch as a consumer that assigns its partitions sends them."""
+    """OffsetCommit and OffsetFetch as a consumer that assigns its partitions sends them, then
+    OffsetDelete from kafka-python's admin client."""
     consumer = KafkaConsumer(
         bootstrap_servers=bootstrap,
         group_id=f"{RECORD_PREFIX}group",
@@ -152,6 +153,11 @@ def _kafka_python_commit(bootstrap: str, topic: str) -> None:
         consumer.committed(partition)
     finally:
         consumer.close()
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="fuzz-rec-kafka-python")
+    try:
+        admin.delete_group_offsets(f"{RECORD_PREFIX}group", [partition])  # OffsetDelete
+    finally:
+        admin.close()
 
 
 def kafka_python_steps(bootstrap: str, topics: Topics) -> list[Step]:

@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as ConfluentPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from kafka import KafkaConsumer, TopicPartition
+from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
 from broker.coordinator.group.records import partition_for
@@ -122,3 +122,22 @@ def _has_offsets_topic(cluster: ClusterHandle) -> bool:
 def _leader_port(cluster: ClusterHandle, topic: Any) -> int:
     leader = next(p.leader_id for p in topic.partitions if p.partition_index == 0)
     return cluster.broker_port(int(leader))
+
+
+def test_offset_delete_removes_the_commits_of_an_empty_group(
+    offsets_cluster: ClusterHandle,
+) -> None:
+    topic, group = f"offsets-{uuid.uuid4().hex[:8]}", f"group-{uuid.uuid4().hex[:8]}"
+    _fill(offsets_cluster.bootstrap, topic, 3)
+    partition = TopicPartition(topic, 0)
+    consumer = _kafka_python_consumer(offsets_cluster.bootstrap, group)
+    consumer.assign([partition])
+    consumer.commit({partition: OffsetAndMetadata(2, "", -1)})
+    consumer.close()
+    admin = KafkaAdminClient(bootstrap_servers=offsets_cluster.bootstrap)
+    try:
+        assert partition in admin.list_group_offsets(group)[group]
+        admin.delete_group_offsets(group, [partition])
+        assert admin.list_group_offsets(group)[group] == {}
+    finally:
+        admin.close()

@@ -197,6 +197,23 @@ class OffsetStore:
             state.offsets.pop(group_id, None)
         return error
 
+    async def delete_offsets(self, group_id: str, partitions: list[TopicPartition]) -> ErrorCode:
+        """Tombstones for some committed offsets of a group (OffsetDelete, expiry)."""
+        now_ms = _now_ms()
+        records = [
+            SimpleRecord(encode_offset_key(OffsetKey(group_id, t, p)), None, (), now_ms)
+            for t, p in partitions
+        ]
+        error = await self._append(group_id, records)
+        state = self._partitions.get(self.partition_of(group_id))
+        if error == ErrorCode.none and state is not None:
+            committed = state.offsets.get(group_id, {})
+            for tp in partitions:
+                committed.pop(tp, None)
+            if not committed:
+                state.offsets.pop(group_id, None)
+        return error
+
     def has_offsets(self, group_id: str) -> bool:
         state = self._partitions.get(self.partition_of(group_id))
         return state is not None and bool(state.offsets.get(group_id))
