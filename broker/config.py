@@ -138,6 +138,7 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("offsets.topic.segment.bytes", _int, 104857600),
     ConfigDef("offsets.commit.timeout.ms", _int, 5000),
     ConfigDef("offsets.retention.minutes", _int, 10080),
+    ConfigDef("offsets.retention.check.interval.ms", _int, 600000),
     ConfigDef("offset.metadata.max.bytes", _int, 4096),
     ConfigDef("transaction.state.log.replication.factor", _int, 3, used=False),
     ConfigDef("transaction.state.log.min.isr", _int, 2, used=False),
@@ -317,6 +318,7 @@ def _validate(config: KafkaConfig) -> None:
     _require_range(config, "offsets.topic.segment.bytes", 1)
     _require_range(config, "offsets.commit.timeout.ms", 1)
     _require_range(config, "offsets.retention.minutes", 1)
+    _require_range(config, "offsets.retention.check.interval.ms", 1)
     _require_range(config, "replica.lag.time.max.ms", 1)
     _require_range(config, "replica.fetch.max.bytes", 0)
     _require_range(config, "replica.fetch.response.max.bytes", 0)

@@ -123,6 +123,7 @@ class KafkaServer:
             asyncio.create_task(self._high_watermark_checkpoint_loop(), name="hw-checkpoint"),
             asyncio.create_task(self._isr_shrink_loop(), name="isr-shrink"),
             asyncio.create_task(self._cleaner_loop(), name="log-cleaner"),
+            asyncio.create_task(self._offset_expiry_loop(), name="offset-expiry"),
             asyncio.create_task(self._retention_loop(), name="retention"),
         ]
         log.info("broker %d started (cluster id %s)", self.broker_id, self.cluster_id)
@@ -333,6 +334,15 @@ class KafkaServer:
                 self.replica_manager.maybe_shrink_isrs()
             except Exception:
                 log.exception("checking ISRs failed; will retry")
+
+    async def _offset_expiry_loop(self) -> None:
+        interval_s = self.config["offsets.retention.check.interval.ms"] / 1000
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                await self.group_coordinator.expire_offsets(int(time.time() * 1000))
+            except Exception:
+                log.exception("expiring committed offsets failed; will retry")
 
     async def _cleaner_loop(self) -> None:
         """Kafka's cleaner thread: rests log.cleaner.backoff.ms only when nothing was cleaned."""

@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
+from broker.coordinator.group.expiry import expired_offsets
 from broker.coordinator.group.group import GroupSnapshot, MemberSnapshot
 from broker.coordinator.group.membership import GroupConfig, GroupMembership
 from broker.coordinator.group.offsets import OFFSETS_TOPIC, OffsetsConfig, OffsetStore
 from broker.coordinator.group.records import GroupValue, MemberValue
+from broker.coordinator.group.state import GroupState
 from broker.replication.partition import Partition
 from controller.errors import ApiError
 from controller.topic_creation import NewTopic, plan_new_topic
@@ -91,6 +93,35 @@ class GroupCoordinator:
     def _on_leadership_change(self, partition: Partition, is_leader: bool) -> None:
         if partition.topic == OFFSETS_TOPIC:
             self.offsets.on_leadership_change(partition.partition, is_leader)
+
+    async def expire_offsets(self, now_ms: int) -> int:
+        """Tombstone expired commits (offsets.retention.minutes); an Empty group left with no
+        offsets is removed too. Returns how many offsets expired."""
+        expired_count = 0
+        for group_id, committed in self.offsets.committed_by_group().items():
+            group = self.membership.get_group(group_id)
+            empty_since = None
+            if group is not None and group.state is GroupState.EMPTY:
+                empty_since = group.current_state_timestamp_ms
+            expired = expired_offsets(
+                committed,
+                has_members=group is not None and bool(group.members),
+                empty_since_ms=empty_since,
+                now_ms=now_ms,
+                retention_ms=self.offsets_config.retention_ms,
+            )
+            if not expired:
+                continue
+            if await self.offsets.delete_offsets(group_id, expired) != ErrorCode.none:
+                continue
+            expired_count += len(expired)
+            if not self.offsets.has_offsets(group_id) and self.membership.remove_group_if_empty(
+                group_id
+            ):
+                await self.offsets.delete_group(group_id)
+        if expired_count:
+            log.info("expired %d committed offsets", expired_count)
+        return expired_count
 
     async def find(self, group_id: str, listener_name: str) -> CoordinatorAddress:
         """The broker leading the group's offsets partition, creating the topic if needed."""

@@ -214,6 +214,15 @@ class OffsetStore:
                 state.offsets.pop(group_id, None)
         return error
 
+    def committed_by_group(self) -> dict[str, dict[TopicPartition, OffsetValue]]:
+        """Every loaded group's committed offsets (a copy, for the expiry pass)."""
+        return {
+            group: dict(committed)
+            for state in self._partitions.values()
+            if state.loaded
+            for group, committed in state.offsets.items()
+        }
+
     def has_offsets(self, group_id: str) -> bool:
         state = self._partitions.get(self.partition_of(group_id))
         return state is not None and bool(state.offsets.get(group_id))
