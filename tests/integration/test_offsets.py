@@ -141,3 +141,38 @@ def test_offset_delete_removes_the_commits_of_an_empty_group(
         assert admin.list_group_offsets(group)[group] == {}
     finally:
         admin.close()
+
+
+def test_offset_fetch_v8_answers_several_groups_in_one_request(
+    offsets_cluster: ClusterHandle,
+) -> None:
+    topic = f"offsets-{uuid.uuid4().hex[:8]}"
+    groups = [f"group-{uuid.uuid4().hex[:8]}" for _ in range(2)]
+    _fill(offsets_cluster.bootstrap, topic, 5)
+    partition = TopicPartition(topic, 0)
+    for committed, group in enumerate(groups, start=1):
+        consumer = _kafka_python_consumer(offsets_cluster.bootstrap, group)
+        consumer.assign([partition])
+        consumer.commit({partition: OffsetAndMetadata(committed, "", -1)})
+        consumer.close()
+    # Both groups may live on different coordinators: ask each group's coordinator for both.
+    for group in groups:
+        coordinator = offsets_cluster.broker_port(_coordinator_id(offsets_cluster, group))
+        with WireClient.to(f"127.0.0.1:{coordinator}") as client:
+            response = client.request(
+                9,
+                8,
+                {
+                    "groups": [
+                        {"group_id": g, "topics": [{"name": topic, "partition_indexes": [0]}]}
+                        for g in groups
+                    ],
+                    "require_stable": False,
+                },
+            )
+        answers = {g.group_id: g for g in response.groups}
+        mine = answers[group].topics[0].partitions[0]
+        assert (int(answers[group].error_code), int(mine.committed_offset)) == (
+            0,
+            groups.index(group) + 1,
+        )
