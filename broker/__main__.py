@@ -46,7 +46,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 async def _run(config: KafkaConfig) -> int:
-    server = KafkaServer(config)
+    try:
+        server = KafkaServer(config)
+    except ValueError as error:  # a config value only a part can judge (log.cleaner.*)
+        log.error("invalid configuration: %s", error)
+        return 2
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, server.request_stop)

@@ -43,6 +43,14 @@ def test_invalid_config_value_is_a_clear_start_up_error(tmp_path: Path) -> None:
     assert "invalid value 'zero' for num.partitions" in result.stderr
 
 
+def test_cleaner_config_below_its_bound_is_a_clear_start_up_error(tmp_path: Path) -> None:
+    properties = _properties(tmp_path, "127.0.0.1:1", 1, 1)
+    result = _run_broker(properties, "log.cleaner.dedupe.buffer.size=10")
+    assert result.returncode == 2
+    assert "log.cleaner.dedupe.buffer.size must be at least 1 MiB" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_second_broker_with_a_registered_id_refuses_to_start(
     cluster: ClusterHandle, tmp_path: Path
 ) -> None:
