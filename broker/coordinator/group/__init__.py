@@ -10,16 +10,16 @@ from broker.coordinator.group.member import (
     Member,
     SyncResult,
 )
-from broker.coordinator.group.membership import (
+from broker.coordinator.group.membership import GroupMembership
+from broker.coordinator.group.membership_results import (
     GroupConfig,
     GroupDescription,
-    GroupMembership,
     GroupOverview,
     LeaveResult,
     MemberDescription,
     MemberLeaveResult,
-    Persist,
 )
+from broker.coordinator.group.rebalance import Persist
 from broker.coordinator.group.state import GroupState, InvalidStateTransition, transition
 
 __all__ = [

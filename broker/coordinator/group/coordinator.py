@@ -16,7 +16,8 @@ from kio.schema.errors import ErrorCode
 
 from broker.coordinator.group.expiry import expired_offsets
 from broker.coordinator.group.group import GroupSnapshot, MemberSnapshot
-from broker.coordinator.group.membership import GroupConfig, GroupMembership
+from broker.coordinator.group.membership import GroupMembership
+from broker.coordinator.group.membership_results import GroupConfig
 from broker.coordinator.group.offsets import OFFSETS_TOPIC, OffsetsConfig, OffsetStore
 from broker.coordinator.group.records import GroupValue, MemberValue
 from broker.coordinator.group.state import GroupState

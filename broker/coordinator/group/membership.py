@@ -26,12 +26,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import uuid
-from collections.abc import Awaitable, Callable, Collection, Coroutine, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Final, TypeVar
+from typing import Final, TypeVar
 
 from kio.schema.errors import ErrorCode
 
@@ -45,21 +43,27 @@ from broker.coordinator.group.member import (
     UNKNOWN_MEMBER_ID,
     JoinResult,
     Member,
-    SupportedProtocols,
     SyncResult,
     supported_protocols,
 )
+from broker.coordinator.group.membership_results import (
+    GroupDescription,
+    GroupOverview,
+    JoinRequest,
+    LeaveResult,
+    MemberDescription,
+    MemberLeaveResult,
+    StaticRejoin,
+)
+from broker.coordinator.group.rebalance import GroupRebalancer, new_future
 from broker.coordinator.group.state import (
     GroupState,
-    can_rebalance,
     check_invariant,
     states_named,
     transition,
 )
 
 logger = logging.getLogger(__name__)
-
-Persist = Callable[[GroupSnapshot], Awaitable[ErrorCode]]
 
 _S = GroupState
 T = TypeVar("T")
@@ -76,151 +80,8 @@ HEARTBEAT_ANSWER: Final[Mapping[GroupState, ErrorCode]] = MappingProxyType(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class GroupConfig:
-    # group.min.session.timeout.ms / group.max.session.timeout.ms
-    min_session_timeout_ms: int = 6000
-    max_session_timeout_ms: int = 1800000
-    # group.initial.rebalance.delay.ms
-    initial_rebalance_delay_ms: int = 3000
-    # group.max.size
-    max_size: int = 2147483647
-    # Kafka's fixed GroupCoordinator.NewMemberJoinTimeoutMs: how long a new member's JoinGroup
-    # may stay parked (a client that gave up and retried must not pile up defunct members).
-    new_member_join_timeout_ms: int = 300_000
-    # Bounds Kafka does not have: groups this coordinator holds, and member ids handed out with
-    # MEMBER_ID_REQUIRED per group that have not rejoined yet (the oldest is forgotten).
-    max_groups: int = 1_000_000
-    max_pending_members: int = 10_000
-
-    def __post_init__(self) -> None:
-        if not 0 < self.min_session_timeout_ms <= self.max_session_timeout_ms:
-            raise ValueError("need 0 < min_session_timeout_ms <= max_session_timeout_ms")
-        if self.initial_rebalance_delay_ms < 0:
-            raise ValueError("initial_rebalance_delay_ms must not be negative")
-        for name in ("max_size", "new_member_join_timeout_ms", "max_groups", "max_pending_members"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be positive")
-
-
-@dataclass(frozen=True, slots=True)
-class MemberLeaveResult:
-    member_id: str
-    group_instance_id: str | None
-    error: ErrorCode
-
-
-@dataclass(frozen=True, slots=True)
-class LeaveResult:
-    error: ErrorCode
-    members: tuple[MemberLeaveResult, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class MemberDescription:
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    # Both empty unless the group is Stable.
-    metadata: bytes
-    assignment: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class GroupDescription:
-    error: ErrorCode
-    group_id: str
-    # Kafka's state name; "" with an error, "Dead" for a group this coordinator does not know.
-    state: str
-    protocol_type: str
-    # The selected protocol when Stable, else "".
-    protocol_name: str
-    members: tuple[MemberDescription, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class GroupOverview:
-    group_id: str
-    protocol_type: str
-    state: str
-
-
-@dataclass(frozen=True, slots=True)
-class _JoinRequest:
-    group_id: str
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    protocol_type: str
-    protocols: SupportedProtocols
-    require_known_member_id: bool
-    reason: str
-    supports_skip_assignment: bool
-
-    @property
-    def protocol_names(self) -> frozenset[str]:
-        return frozenset(name for name, _ in self.protocols)
-
-
-@dataclass(frozen=True, slots=True)
-class _StaticRejoin:
-    """What a static member's rejoin into a Stable group changed, to undo it if the write
-    fails."""
-
-    group_instance_id: str
-    old_member_id: str
-    previous_leader_id: str | None
-    protocols: SupportedProtocols
-    rebalance_timeout_ms: int
-    session_timeout_ms: int
-    supports_skip_assignment: bool
-
-
-def _wall_clock_ms() -> int:
-    return int(time.time() * 1000)
-
-
-def _always(_group_id: str) -> bool:
-    return True
-
-
-def _never(_group_id: str) -> bool:
-    return False
-
-
-class GroupMembership:
-    def __init__(
-        self,
-        persist: Persist,
-        *,
-        config: GroupConfig | None = None,
-        now_ms: Callable[[], int] = _wall_clock_ms,
-        is_coordinator_for: Callable[[str], bool] = _always,
-        loading: Callable[[str], bool] = _never,
-    ) -> None:
-        self._persist = persist
-        self._config = config if config is not None else GroupConfig()
-        self._now_ms = now_ms
-        self._is_coordinator_for = is_coordinator_for
-        self._loading = loading
-        self._groups: dict[str, Group] = {}
-        # Writes of group records in flight; kept so they are not garbage-collected.
-        self._tasks: set[asyncio.Task[None]] = set()
-
-    @property
-    def config(self) -> GroupConfig:
-        return self._config
-
-    def get_group(self, group_id: str) -> Group | None:
-        """The live group, for inspection (tests, offset commit validation); do not mutate."""
-        return self._groups.get(group_id)
-
-    def group_ids(self) -> list[str]:
-        return list(self._groups)
+class GroupMembership(GroupRebalancer):
+    """The request-facing methods, on top of the rebalancing core."""
 
     # -- JoinGroup ---------------------------------------------------------------------
 
@@ -243,7 +104,7 @@ class GroupMembership:
         """JoinGroup v0+. `require_known_member_id` is true from v4 (KIP-394);
         `supports_skip_assignment` from v9 (KIP-814). Returns when the rebalance completes,
         or at once for errors and for joins that change nothing."""
-        request = _JoinRequest(
+        request = JoinRequest(
             group_id=group_id,
             member_id=member_id,
             group_instance_id=group_instance_id,
@@ -264,7 +125,7 @@ class GroupMembership:
         # in the rebalance as in Kafka, and the answer is simply dropped.
         return await asyncio.shield(outcome)
 
-    def _join(self, request: _JoinRequest) -> JoinResult | asyncio.Future[JoinResult]:
+    def _join(self, request: JoinRequest) -> JoinResult | asyncio.Future[JoinResult]:
         error = self._status_error(request.group_id)
         if error is not ErrorCode.none:
             return JoinResult.failure(request.member_id, error)
@@ -293,7 +154,7 @@ class GroupMembership:
                 self._forget_if_vacant(group)
 
     def _join_group(
-        self, group: Group, request: _JoinRequest
+        self, group: Group, request: JoinRequest
     ) -> JoinResult | asyncio.Future[JoinResult]:
         if not accepts_joining_member(group, request.member_id, self._config.max_size):
             # It would not fit now or later: if it was a member, it is one no longer.
@@ -309,7 +170,7 @@ class GroupMembership:
         return self._join_known_member(group, request)
 
     def _join_new_member(
-        self, group: Group, request: _JoinRequest
+        self, group: Group, request: JoinRequest
     ) -> JoinResult | asyncio.Future[JoinResult]:
         instance_id = request.group_instance_id
         # Kafka prefixes a static member's id with its instance id, a dynamic one's with its
@@ -330,7 +191,7 @@ class GroupMembership:
         return self._add_member_and_rebalance(group, request, new_member_id)
 
     def _join_known_member(
-        self, group: Group, request: _JoinRequest
+        self, group: Group, request: JoinRequest
     ) -> JoinResult | asyncio.Future[JoinResult]:
         member_id = request.member_id
         if member_id in group.pending_members:
@@ -361,7 +222,7 @@ class GroupMembership:
         return JoinResult.failure(member_id, ErrorCode.unknown_member_id)
 
     def _add_member_and_rebalance(
-        self, group: Group, request: _JoinRequest, member_id: str
+        self, group: Group, request: JoinRequest, member_id: str
     ) -> asyncio.Future[JoinResult]:
         member = Member(
             member_id=member_id,
@@ -377,7 +238,7 @@ class GroupMembership:
         if group.state is _S.PREPARING_REBALANCE and group.generation_id == 0:
             group.new_member_added = True
         group.add(member)
-        future = _new_future(JoinResult)
+        future = new_future(JoinResult)
         group.await_join(member, future)
         # A parked new member cannot heartbeat (it has no id yet): bound its wait instead.
         self._schedule_session_expiry(group, member, self._config.new_member_join_timeout_ms)
@@ -387,12 +248,12 @@ class GroupMembership:
         return future
 
     def _update_member_and_rebalance(
-        self, group: Group, member: Member, request: _JoinRequest
+        self, group: Group, member: Member, request: JoinRequest
     ) -> asyncio.Future[JoinResult]:
         group.update_member(
             member, request.protocols, request.rebalance_timeout_ms, request.session_timeout_ms
         )
-        future = _new_future(JoinResult)
+        future = new_future(JoinResult)
         group.await_join(member, future)
         self._maybe_prepare_rebalance(
             group, f"member {member.member_id} rejoins (reason: {request.reason})"
@@ -400,7 +261,7 @@ class GroupMembership:
         return future
 
     def _rejoin_static_member(
-        self, group: Group, request: _JoinRequest, old_member_id: str, new_member_id: str
+        self, group: Group, request: JoinRequest, old_member_id: str, new_member_id: str
     ) -> asyncio.Future[JoinResult]:
         """A static member restarted: its new id replaces the old one (which is fenced from now
         on). In a Stable group whose protocol choice does not change, no rebalance: the new id
@@ -410,7 +271,7 @@ class GroupMembership:
         assert instance_id is not None  # for mypy; checked above
         previous_leader_id = group.leader_id
         member = group.replace_static_member(instance_id, old_member_id, new_member_id)
-        undo = _StaticRejoin(
+        undo = StaticRejoin(
             group_instance_id=instance_id,
             old_member_id=old_member_id,
             previous_leader_id=previous_leader_id,
@@ -423,7 +284,7 @@ class GroupMembership:
         group.update_member(
             member, request.protocols, request.rebalance_timeout_ms, request.session_timeout_ms
         )
-        future = _new_future(JoinResult)
+        future = new_future(JoinResult)
         group.await_join(member, future)
         reason = (
             f"static member {instance_id} rejoins as {new_member_id} (reason: {request.reason})"
@@ -444,7 +305,7 @@ class GroupMembership:
         return future
 
     async def _persist_static_rejoin(
-        self, group: Group, member: Member, snapshot: GroupSnapshot, undo: _StaticRejoin
+        self, group: Group, member: Member, snapshot: GroupSnapshot, undo: StaticRejoin
     ) -> None:
         error = await self._persist_in_order(group, snapshot)
         # Answered meanwhile (a rebalance completed, the group was unloaded, the instance was
@@ -488,7 +349,7 @@ class GroupMembership:
         group.answer_join(member, result)
 
     def _undo_static_rejoin(
-        self, group: Group, member: Member, undo: _StaticRejoin, error: ErrorCode
+        self, group: Group, member: Member, undo: StaticRejoin, error: ErrorCode
     ) -> None:
         new_member_id = member.member_id
         group.update_member(
@@ -583,7 +444,7 @@ class GroupMembership:
             return SyncResult(
                 ErrorCode.none, group.protocol_type, group.protocol_name, member.assignment
             )
-        future = _new_future(SyncResult)
+        future = new_future(SyncResult)
         group.await_sync(member, future)
         return group, future
 
@@ -633,24 +494,6 @@ class GroupMembership:
         self._propagate_assignment(group, ErrorCode.none)
         transition(group, _S.STABLE)
         logger.info("group %s generation %d is stable", group.group_id, group.generation_id)
-
-    def _reset_and_propagate_assignment_error(self, group: Group, error: ErrorCode) -> None:
-        check_invariant(
-            group.state is _S.COMPLETING_REBALANCE, f"group {group.group_id} is not completing"
-        )
-        for member in group.members.values():
-            member.assignment = b""
-        self._propagate_assignment(group, error)
-
-    def _propagate_assignment(self, group: Group, error: ErrorCode) -> None:
-        ok = error is ErrorCode.none
-        protocol_type = group.protocol_type if ok else None
-        protocol_name = group.protocol_name if ok else None
-        for member in group.members.values():
-            result = SyncResult(error, protocol_type, protocol_name, member.assignment)
-            if group.answer_sync(member, result):
-                # Its session was not counted while it waited: it starts now.
-                self._schedule_session_expiry(group, member, member.session_timeout_ms)
 
     # -- Heartbeat and LeaveGroup --------------------------------------------------------
 
@@ -825,301 +668,6 @@ class GroupMembership:
         if member is not None:
             self._schedule_session_expiry(group, member, member.session_timeout_ms)
         return ErrorCode.none
-
-    # -- coordinator moves ----------------------------------------------------------------
-
-    def load_group(self, snapshot: GroupSnapshot) -> None:
-        """Restore a group from its latest record when this broker becomes its coordinator.
-        Members must heartbeat within their session timeout or are removed."""
-        existing = self._groups.get(snapshot.group_id)
-        if existing is not None:
-            self._unload(existing)
-        group = Group.from_snapshot(snapshot, self._now_ms)
-        self._groups[group.group_id] = group
-        for member in group.members.values():
-            self._schedule_session_expiry(group, member, member.session_timeout_ms)
-        if len(group.members) > self._config.max_size:
-            # group.max.size was lowered: rebalance so the members can commit and some leave.
-            self._prepare_rebalance(
-                group, f"loaded group is over capacity ({self._config.max_size})"
-            )
-        logger.info(
-            "loaded group %s generation %d in state %s",
-            group.group_id,
-            group.generation_id,
-            group.state.value,
-        )
-
-    def unload_groups(self, predicate: Callable[[str], bool]) -> int:
-        """Forget the groups whose ids match (this broker no longer leads their partition);
-        every parked JoinGroup and SyncGroup gets NOT_COORDINATOR."""
-        doomed = [group for group_id, group in self._groups.items() if predicate(group_id)]
-        for group in doomed:
-            self._unload(group)
-        return len(doomed)
-
-    def unload_all(self) -> None:
-        self.unload_groups(_always)
-
-    async def wait_for_writes(self) -> None:
-        """Wait for the group records being written now (for shutdown and tests)."""
-        while self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
-
-    def _unload(self, group: Group) -> None:
-        transition(group, _S.DEAD)
-        for member in group.members.values():
-            group.answer_join(
-                member, JoinResult.failure(member.member_id, ErrorCode.not_coordinator)
-            )
-            group.answer_sync(member, SyncResult.failure(ErrorCode.not_coordinator))
-        for handle in list(group.timers()):
-            handle.cancel()
-        group.join_timer = None
-        group.sync_timer = None
-        group.pending_members.clear()
-        for member in group.members.values():
-            member.session_timer = None
-        del self._groups[group.group_id]
-
-    # -- rebalancing ----------------------------------------------------------------------
-
-    def _maybe_prepare_rebalance(self, group: Group, reason: str) -> None:
-        if can_rebalance(group.state):
-            self._prepare_rebalance(group, reason)
-
-    def _prepare_rebalance(self, group: Group, reason: str) -> None:
-        if group.state is _S.COMPLETING_REBALANCE:
-            # Members waiting for an assignment of the old generation must rejoin.
-            self._reset_and_propagate_assignment_error(group, ErrorCode.rebalance_in_progress)
-        self._cancel_sync_expiry(group)
-        if group.state is _S.EMPTY:
-            # The first rebalance waits a little for more members (InitialDelayedJoin), so that
-            # a consumer group starting up forms one generation, not one per member.
-            delay_ms = self._config.initial_rebalance_delay_ms
-            group.initial_join_delay_ms = delay_ms
-            group.initial_join_remaining_ms = max(group.rebalance_timeout_ms - delay_ms, 0)
-            group.new_member_added = False
-        else:
-            delay_ms = group.rebalance_timeout_ms
-            group.initial_join_remaining_ms = None
-        transition(group, _S.PREPARING_REBALANCE)
-        self._schedule_join_expiry(group, delay_ms)
-        logger.info(
-            "preparing to rebalance group %s with old generation %d: %s",
-            group.group_id,
-            group.generation_id,
-            reason,
-        )
-
-    def _maybe_complete_join(self, group: Group) -> None:
-        """Complete the rebalance when nobody is missing (except during the initial delay,
-        which always runs its course)."""
-        if (
-            self._is_live(group)
-            and group.state is _S.PREPARING_REBALANCE
-            and group.initial_join_remaining_ms is None
-            and group.has_all_members_joined()
-        ):
-            self._complete_join(group)
-
-    def _on_join_expired(self, group: Group) -> None:
-        group.join_timer = None
-        if not self._is_live(group) or group.state is not _S.PREPARING_REBALANCE:
-            return
-        remaining_ms = group.initial_join_remaining_ms
-        if remaining_ms is not None and group.new_member_added and remaining_ms > 0:
-            # Members kept coming during the initial delay: wait once more, within the
-            # rebalance timeout (Kafka's InitialDelayedJoin arithmetic).
-            group.new_member_added = False
-            delay_ms = min(self._config.initial_rebalance_delay_ms, remaining_ms)
-            group.initial_join_remaining_ms = max(remaining_ms - group.initial_join_delay_ms, 0)
-            group.initial_join_delay_ms = delay_ms
-            self._schedule_join_expiry(group, delay_ms)
-            return
-        self._complete_join(group)
-
-    def _complete_join(self, group: Group) -> None:
-        self._cancel_join_expiry(group)
-        group.initial_join_remaining_ms = None
-        # Dynamic members that did not rejoin in time are gone; static ones keep their place.
-        for member in group.not_yet_rejoined():
-            if not member.is_static:
-                self._drop_member(group, member)
-        if not group.maybe_elect_new_joined_leader() and group.members:
-            # Only static members that did not rejoin remain: wait until they rejoin or their
-            # sessions expire.
-            logger.warning(
-                "group %s: no member rejoined; waiting another rebalance timeout", group.group_id
-            )
-            self._schedule_join_expiry(group, group.rebalance_timeout_ms)
-            return
-        group.init_next_generation()
-        if group.state is _S.EMPTY:
-            logger.info("group %s generation %d is empty", group.group_id, group.generation_id)
-            self._spawn(self._persist_empty(group, group.snapshot()))
-            return
-        logger.info(
-            "group %s generation %d formed with %d members",
-            group.group_id,
-            group.generation_id,
-            len(group.members),
-        )
-        for member in group.members.values():
-            group.answer_join(member, group.current_generation_answer(member.member_id))
-            self._schedule_session_expiry(group, member, member.session_timeout_ms)
-            member.is_new = False
-            group.pending_sync_members.add(member.member_id)
-        self._schedule_sync_expiry(group)
-
-    async def _persist_empty(self, group: Group, snapshot: GroupSnapshot) -> None:
-        error = await self._persist_in_order(group, snapshot)
-        if error is not ErrorCode.none:
-            # Harmless: if this coordinator fails, the previous generation comes back with no
-            # live members and expires.
-            logger.warning("could not persist empty group %s: %s", group.group_id, error.name)
-
-    def _remove_member_and_rebalance(self, group: Group, member: Member, reason: str) -> None:
-        self._drop_member(group, member)
-        if group.state is _S.STABLE or group.state is _S.COMPLETING_REBALANCE:
-            self._maybe_prepare_rebalance(group, reason)
-
-    def _drop_member(self, group: Group, member: Member) -> None:
-        # Whoever still waits for this member is told it is no longer one, and may rejoin.
-        group.answer_join(
-            member, JoinResult.failure(UNKNOWN_MEMBER_ID, ErrorCode.unknown_member_id)
-        )
-        group.answer_sync(member, SyncResult.failure(ErrorCode.unknown_member_id))
-        group.remove(member.member_id)
-
-    # -- timers -------------------------------------------------------------------------
-
-    def _schedule_session_expiry(self, group: Group, member: Member, timeout_ms: int) -> None:
-        member.cancel_session_timer()
-        member.heartbeat_deadline_ms = self._now_ms() + timeout_ms
-        member.session_timer = asyncio.get_running_loop().call_later(
-            timeout_ms / 1000, self._on_session_expired, group, member
-        )
-
-    def _on_session_expired(self, group: Group, member: Member) -> None:
-        member.session_timer = None
-        if not self._is_live(group) or group.members.get(member.member_id) is not member:
-            return
-        if member.has_live_session():
-            # Parked in a join or sync: its session restarts when it is answered.
-            return
-        logger.info(
-            "member %s of group %s failed (session expired)", member.member_id, group.group_id
-        )
-        self._remove_member_and_rebalance(
-            group, member, f"member {member.member_id}'s session expired"
-        )
-        self._maybe_complete_join(group)
-
-    def _on_pending_member_expired(self, group: Group, member_id: str) -> None:
-        if not self._is_live(group) or member_id not in group.pending_members:
-            return
-        group.pending_members[member_id] = None  # it fired; nothing left to cancel
-        group.remove(member_id)
-        self._maybe_complete_join(group)
-
-    def _schedule_join_expiry(self, group: Group, delay_ms: int) -> None:
-        self._cancel_join_expiry(group)
-        group.join_timer = asyncio.get_running_loop().call_later(
-            delay_ms / 1000, self._on_join_expired, group
-        )
-
-    def _cancel_join_expiry(self, group: Group) -> None:
-        if group.join_timer is not None:
-            group.join_timer.cancel()
-            group.join_timer = None
-
-    def _schedule_sync_expiry(self, group: Group) -> None:
-        if group.sync_timer is not None:
-            group.sync_timer.cancel()
-        # Kafka waits the rebalance timeout for SyncGroups (the time a member may take between
-        # its JoinGroup answer and its SyncGroup, e.g. to revoke partitions).
-        group.sync_timer = asyncio.get_running_loop().call_later(
-            group.rebalance_timeout_ms / 1000, self._on_sync_expired, group, group.generation_id
-        )
-
-    def _cancel_sync_expiry(self, group: Group) -> None:
-        group.pending_sync_members.clear()
-        if group.sync_timer is not None:
-            group.sync_timer.cancel()
-            group.sync_timer = None
-
-    def _on_sync_expired(self, group: Group, generation_id: int) -> None:
-        group.sync_timer = None
-        if not self._is_live(group) or group.generation_id != generation_id:
-            return
-        if (
-            group.state not in (_S.COMPLETING_REBALANCE, _S.STABLE)
-            or not group.pending_sync_members
-        ):
-            return
-        laggards = sorted(group.pending_sync_members)
-        for member_id in laggards:
-            member = group.members.get(member_id)
-            if member is not None:
-                self._drop_member(group, member)
-        self._prepare_rebalance(group, f"members {laggards} sent no SyncGroup")
-        self._maybe_complete_join(group)
-
-    # -- plumbing -----------------------------------------------------------------------
-
-    def _status_error(self, group_id: str, *, empty_id_allowed: bool = False) -> ErrorCode:
-        # DescribeGroups, DeleteGroups and OffsetCommit accept "" for compatibility, like Kafka.
-        if not group_id and not empty_id_allowed:
-            return ErrorCode.invalid_group_id
-        if self._loading(group_id):
-            return ErrorCode.coordinator_load_in_progress
-        if not self._is_coordinator_for(group_id):
-            return ErrorCode.not_coordinator
-        return ErrorCode.none
-
-    def _create_group(self, group_id: str) -> Group:
-        group = Group(group_id=group_id, clock_ms=self._now_ms)
-        self._groups[group_id] = group
-        return group
-
-    def _forget_if_vacant(self, group: Group) -> None:
-        """A join that failed before anything happened does not leave a new group behind."""
-        vacant = (
-            group.state is _S.EMPTY
-            and group.generation_id == 0
-            and not group.members
-            and not group.pending_members
-        )
-        if vacant and self._groups.get(group.group_id) is group:
-            self._unload(group)
-
-    def _is_live(self, group: Group) -> bool:
-        return group.state is not _S.DEAD and self._groups.get(group.group_id) is group
-
-    async def _persist_in_order(self, group: Group, snapshot: GroupSnapshot) -> ErrorCode:
-        async with group.persist_lock:
-            try:
-                return await self._persist(snapshot)
-            except Exception:
-                # Waiters must still be answered; the writer should have returned an error.
-                logger.exception("persisting group %s failed", group.group_id)
-                return ErrorCode.unknown_server_error
-
-    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.get_running_loop().create_task(coroutine)
-        self._tasks.add(task)
-        task.add_done_callback(self._on_task_done)
-
-    def _on_task_done(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            logger.error("group membership task failed", exc_info=task.exception())
-
-
-def _new_future(result_type: type[T]) -> asyncio.Future[T]:
-    """A future for a parked request; `result_type` only tells mypy what it will hold."""
-    return asyncio.get_running_loop().create_future()
 
 
 def _sync_error(

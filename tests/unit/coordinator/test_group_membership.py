@@ -11,7 +11,8 @@ from kio.schema.errors import ErrorCode
 
 from broker.coordinator.group.group import GroupSnapshot
 from broker.coordinator.group.member import JoinResult, SyncResult
-from broker.coordinator.group.membership import GroupConfig, GroupMembership
+from broker.coordinator.group.membership import GroupMembership
+from broker.coordinator.group.membership_results import GroupConfig
 from broker.coordinator.group.state import GroupState
 
 T = TypeVar("T")
