@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from broker.config import KafkaConfig
 from broker.config_changes import ConfigChangeListener
@@ -117,14 +117,48 @@ class KafkaServer:
         await self._register()
         self.zk_client.on_session_event(self._on_session_event)
         await self.controller.start()
+        config = self.config
+        every = self._every
         self._background = [
             asyncio.create_task(self._reconcile_loop(), name="reconcile"),
-            asyncio.create_task(self._checkpoint_loop(), name="checkpoint"),
-            asyncio.create_task(self._high_watermark_checkpoint_loop(), name="hw-checkpoint"),
-            asyncio.create_task(self._isr_shrink_loop(), name="isr-shrink"),
+            asyncio.create_task(
+                every(
+                    config["log.flush.offset.checkpoint.interval.ms"],
+                    self._flush_and_checkpoint,
+                    "flushing or checkpointing logs",
+                ),
+                name="checkpoint",
+            ),
+            asyncio.create_task(
+                every(
+                    config["replica.high.watermark.checkpoint.interval.ms"],
+                    self._write_high_watermarks,
+                    "writing replication-offset-checkpoint",
+                ),
+                name="hw-checkpoint",
+            ),
+            # Kafka checks at half the allowed lag, so a lagging follower leaves within 1.5x it.
+            asyncio.create_task(
+                every(config["replica.lag.time.max.ms"] / 2, self._shrink_isrs, "checking ISRs"),
+                name="isr-shrink",
+            ),
+            asyncio.create_task(
+                every(
+                    config["log.retention.check.interval.ms"],
+                    self._apply_retention,
+                    "applying retention",
+                ),
+                name="retention",
+            ),
+            asyncio.create_task(
+                every(
+                    config["offsets.retention.check.interval.ms"],
+                    self._expire_offsets,
+                    "expiring committed offsets",
+                ),
+                name="offset-expiry",
+            ),
             asyncio.create_task(self._cleaner_loop(), name="log-cleaner"),
-            asyncio.create_task(self._offset_expiry_loop(), name="offset-expiry"),
-            asyncio.create_task(self._retention_loop(), name="retention"),
         ]
         log.info("broker %d started (cluster id %s)", self.broker_id, self.cluster_id)
 
@@ -298,14 +332,29 @@ class KafkaServer:
 
     # -- background duties ----------------------------------------------------------------
 
-    async def _checkpoint_loop(self) -> None:
-        interval_s = self.config["log.flush.offset.checkpoint.interval.ms"] / 1000
+    async def _every(
+        self, interval_ms: float, step: Callable[[], Awaitable[object]], what: str
+    ) -> None:
+        """Run `step` every `interval_ms`; a failure is logged and the next round retries."""
         while True:
-            await asyncio.sleep(interval_s)
+            await asyncio.sleep(interval_ms / 1000)
             try:
-                await self._flush_and_checkpoint()
+                await step()
             except Exception:
-                log.exception("flushing or checkpointing logs failed; will retry")
+                log.exception("%s failed; will retry", what)
+
+    async def _write_high_watermarks(self) -> None:
+        snapshot = self.log_manager.high_watermark_snapshot()
+        await asyncio.to_thread(self.log_manager.write_high_watermarks, snapshot)
+
+    async def _shrink_isrs(self) -> None:
+        self.replica_manager.maybe_shrink_isrs()
+
+    async def _expire_offsets(self) -> None:
+        await self.group_coordinator.expire_offsets(int(time.time() * 1000))
+
+    async def _apply_retention(self) -> None:
+        self.apply_retention(int(time.time() * 1000))
 
     async def _flush_and_checkpoint(self) -> None:
         loop = asyncio.get_running_loop()
@@ -313,36 +362,6 @@ class KafkaServer:
             await loop.run_in_executor(None, replica_log.flush)
         snapshot = self.log_manager.checkpoint_snapshot()
         await loop.run_in_executor(None, self.log_manager.write_checkpoints, snapshot)
-
-    async def _high_watermark_checkpoint_loop(self) -> None:
-        interval_s = self.config["replica.high.watermark.checkpoint.interval.ms"] / 1000
-        loop = asyncio.get_running_loop()
-        while True:
-            await asyncio.sleep(interval_s)
-            try:
-                snapshot = self.log_manager.high_watermark_snapshot()
-                await loop.run_in_executor(None, self.log_manager.write_high_watermarks, snapshot)
-            except Exception:
-                log.exception("writing replication-offset-checkpoint failed; will retry")
-
-    async def _isr_shrink_loop(self) -> None:
-        # Kafka checks at half the allowed lag, so a lagging follower leaves within 1.5x it.
-        interval_s = self.config["replica.lag.time.max.ms"] / 2000
-        while True:
-            await asyncio.sleep(interval_s)
-            try:
-                self.replica_manager.maybe_shrink_isrs()
-            except Exception:
-                log.exception("checking ISRs failed; will retry")
-
-    async def _offset_expiry_loop(self) -> None:
-        interval_s = self.config["offsets.retention.check.interval.ms"] / 1000
-        while True:
-            await asyncio.sleep(interval_s)
-            try:
-                await self.group_coordinator.expire_offsets(int(time.time() * 1000))
-            except Exception:
-                log.exception("expiring committed offsets failed; will retry")
 
     async def _cleaner_loop(self) -> None:
         """Kafka's cleaner thread: rests log.cleaner.backoff.ms only when nothing was cleaned."""
@@ -357,15 +376,6 @@ class KafkaServer:
             except Exception:
                 log.exception("log cleaning failed; will retry")
             await asyncio.sleep(0 if cleaned else backoff_s)
-
-    async def _retention_loop(self) -> None:
-        interval_s = self.config["log.retention.check.interval.ms"] / 1000
-        while True:
-            await asyncio.sleep(interval_s)
-            try:
-                self.apply_retention(int(time.time() * 1000))
-            except Exception:
-                log.exception("applying retention failed; will retry")
 
     def apply_retention(self, now_ms: int) -> None:
         """Delete segments past retention.ms / retention.bytes, never above what consumers

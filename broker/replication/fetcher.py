@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
 
+from broker.java_hash import java_abs, java_string_hash, to_int32
 from broker.log.errors import RecordError, UnexpectedAppendOffsetError
 from broker.network.broker_client import BrokerClient, BrokerClientError
 from broker.protocol import adapter
@@ -80,15 +81,9 @@ class FetchState:
 
 
 def fetcher_id(key: TopicPartition, num_fetchers: int) -> int:
+    """Kafka's `Utils.abs(31 * topic.hashCode + partition) % num.replica.fetchers`."""
     topic, partition = key
-    return abs(31 * _java_string_hash(topic) + partition) % num_fetchers
-
-
-def _java_string_hash(text: str) -> int:
-    value = 0
-    for char in text:
-        value = (31 * value + ord(char)) & 0xFFFFFFFF
-    return value - (1 << 32) if value >= 1 << 31 else value
+    return java_abs(to_int32(31 * java_string_hash(topic) + partition)) % num_fetchers
 
 
 class ReplicaFetcher:

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 from kio.schema.errors import ErrorCode
 
 from broker.coordinator.group.expiry import expired_offsets
-from broker.coordinator.group.group import GroupSnapshot, MemberSnapshot
+from broker.coordinator.group.group import GroupSnapshot
 from broker.coordinator.group.membership import GroupMembership
 from broker.coordinator.group.membership_results import GroupConfig
 from broker.coordinator.group.offsets import OFFSETS_TOPIC, OffsetsConfig, OffsetStore
-from broker.coordinator.group.records import GroupValue, MemberValue
+from broker.coordinator.group.records import GroupValue
 from broker.coordinator.group.state import GroupState
 from broker.replication.partition import Partition
 from controller.errors import ApiError
@@ -187,19 +187,7 @@ def to_group_value(snapshot: GroupSnapshot) -> GroupValue:
         protocol=snapshot.protocol_name,
         leader=snapshot.leader_id,
         current_state_timestamp_ms=snapshot.current_state_timestamp_ms,
-        members=tuple(
-            MemberValue(
-                m.member_id,
-                m.group_instance_id,
-                m.client_id,
-                m.client_host,
-                m.rebalance_timeout_ms,
-                m.session_timeout_ms,
-                m.subscription,
-                m.assignment,
-            )
-            for m in snapshot.members
-        ),
+        members=snapshot.members,
     )
 
 
@@ -211,17 +199,5 @@ def from_group_value(group_id: str, value: GroupValue) -> GroupSnapshot:
         protocol_name=value.protocol,
         leader_id=value.leader,
         current_state_timestamp_ms=value.current_state_timestamp_ms,
-        members=tuple(
-            MemberSnapshot(
-                m.member_id,
-                m.group_instance_id,
-                m.client_id,
-                m.client_host,
-                m.rebalance_timeout_ms,
-                m.session_timeout_ms,
-                m.subscription,
-                m.assignment,
-            )
-            for m in value.members
-        ),
+        members=value.members,
     )

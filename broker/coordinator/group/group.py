@@ -22,22 +22,12 @@ from broker.coordinator.group.member import (
     SupportedProtocols,
     SyncResult,
 )
+from broker.coordinator.group.records import MemberValue
 from broker.coordinator.group.state import GroupState, check_invariant, transition
 
-
-@dataclass(frozen=True, slots=True)
-class MemberSnapshot:
-    """One member as GroupMetadataValue v3 stores it."""
-
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    rebalance_timeout_ms: int
-    session_timeout_ms: int
-    # The member's metadata for the group's selected protocol.
-    subscription: bytes
-    assignment: bytes
+# One member as GroupMetadataValue v3 stores it: the record's own type, so persisting a group
+# needs no field-by-field copy.
+MemberSnapshot = MemberValue
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from broker.java_hash import java_abs, java_string_hash
+
 OFFSET_COMMIT_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2
 OFFSET_COMMIT_VALUE_VERSION = 3
@@ -248,21 +250,7 @@ def _decode_member(reader: _Reader, version: int) -> MemberValue:
     )
 
 
-def java_string_hash(text: str) -> int:
-    """`String.hashCode()` as Java computes it (UTF-16 code units, 32-bit wrap-around)."""
-    value = 0
-    for unit in _utf16_units(text):
-        value = (31 * value + unit) & 0xFFFFFFFF
-    return value - (1 << 32) if value >= 1 << 31 else value
-
-
-def _utf16_units(text: str) -> list[int]:
-    data = text.encode("utf-16-be", errors="surrogatepass")
-    return [int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2)]
-
-
 def partition_for(group_id: str, partition_count: int) -> int:
     """The offsets partition of a group: Kafka's `Utils.abs(groupId.hashCode) % count`, where
     the absolute value of Integer.MIN_VALUE is taken as 0."""
-    code = java_string_hash(group_id)
-    return (0 if code == -(1 << 31) else abs(code)) % partition_count
+    return java_abs(java_string_hash(group_id)) % partition_count

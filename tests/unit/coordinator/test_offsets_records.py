@@ -18,9 +18,9 @@ from broker.coordinator.group.records import (
     encode_group_value,
     encode_offset_key,
     encode_offset_value,
-    java_string_hash,
     partition_for,
 )
+from broker.java_hash import java_string_hash
 
 
 def test_offset_key_is_version_1_group_topic_partition() -> None:
