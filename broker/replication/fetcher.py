@@ -369,6 +369,7 @@ class ReplicaFetcherManager:
         self._address_of = address_of
         self._fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
         self._fetcher_of: dict[TopicPartition, tuple[int, int]] = {}
+        self._stopping: set[asyncio.Task[None]] = set()
 
     def add_partition(self, key: TopicPartition, leader_id: int, leader_epoch: int) -> None:
         """Follow `leader_id` at `leader_epoch`, truncating first."""
@@ -384,19 +385,23 @@ class ReplicaFetcherManager:
 
     def remove_partition(self, key: TopicPartition) -> None:
         fetcher_key = self._fetcher_of.pop(key, None)
-        if fetcher_key is not None:
-            self._fetchers[fetcher_key].remove(key)
+        if fetcher_key is None:
+            return
+        fetcher = self._fetchers[fetcher_key]
+        fetcher.remove(key)
+        if not fetcher.partitions:
+            # Nothing left to fetch from that leader: close its task and connection.
+            del self._fetchers[fetcher_key]
+            stopping = asyncio.get_running_loop().create_task(fetcher.stop())
+            self._stopping.add(stopping)
+            stopping.add_done_callback(self._stopping.discard)
 
     def fetching(self, key: TopicPartition) -> bool:
         return key in self._fetcher_of
 
-    async def shutdown_idle_fetchers(self) -> None:
-        idle = [k for k, fetcher in self._fetchers.items() if not fetcher.partitions]
-        for fetcher_key in idle:
-            await self._fetchers.pop(fetcher_key).stop()
-
     async def shutdown(self) -> None:
         fetchers = list(self._fetchers.values())
+        await asyncio.gather(*self._stopping, return_exceptions=True)
         self._fetchers.clear()
         self._fetcher_of.clear()
         await asyncio.gather(*(fetcher.stop() for fetcher in fetchers), return_exceptions=True)
