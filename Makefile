@@ -50,4 +50,4 @@ test: setup
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy broker controller zk scripts
+	$(VENV)/bin/mypy broker controller zk scripts kafka_cli pipeline

@@ -33,6 +33,12 @@ from controller.events import (
     TopicDeletion,
 )
 from controller.partition_state_machine import PartitionStateMachine
+from controller.state_change_log import (
+    ChangeReason,
+    brokers_changed,
+    controller_elected,
+    controller_resigned,
+)
 from controller.topic_admin import create_topics, delete_topics
 from controller.topic_creation import NewTopic
 from controller.topic_deletion import delete_marked_topics
@@ -258,6 +264,7 @@ class Controller:
         epoch, epoch_zk_version = won
         self._elected_generation = generation
         log.info("broker %d is controller, epoch %d", self.broker_id, epoch)
+        controller_elected(self.broker_id, epoch)
         try:
             await self._on_controller_failover(epoch, epoch_zk_version)
         except ControllerMovedError:
@@ -295,11 +302,13 @@ class Controller:
         context = await load_context(self._zk, epoch, epoch_zk_version)
         self._context = context
         self._partitions = PartitionStateMachine(
-            self._zk, context, self._config.unclean_leader_election_enable
+            self._zk, context, self._config.unclean_leader_election_enable, self.broker_id
         )
-        await self._reconcile_all(context)
+        await self._reconcile_all(context, ChangeReason.CONTROLLER_FAILOVER)
 
-    async def _reconcile_all(self, context: ControllerContext) -> None:
+    async def _reconcile_all(
+        self, context: ControllerContext, reason: ChangeReason = ChangeReason.REPAIR
+    ) -> None:
         """Adopt the ISR changes leaders announced, create missing partition states, fix every
         leader and ISR, carry out deletions: what a failover does, and what repairs a context
         that got ahead of (or fell behind) ZooKeeper."""
@@ -311,7 +320,7 @@ class Controller:
         partitions = self._require_partitions()
         all_topics = sorted(context.assignments)
         await partitions.initialize_partitions(context.partitions_without_state(all_topics))
-        await partitions.reconcile(context.all_partitions())
+        await partitions.reconcile(context.all_partitions(), reason)
         await self._delete_marked_topics(context)
 
     def _deactivate(self) -> None:
@@ -322,6 +331,7 @@ class Controller:
         if self._context is None:
             return
         log.info("broker %d stops acting as controller", self.broker_id)
+        controller_resigned(self.broker_id, self._context.epoch)
         self._context = None
         self._partitions = None
 
@@ -342,14 +352,16 @@ class Controller:
             sorted(dead),
             sorted(bounced),
         )
+        brokers_changed(self.broker_id, context.epoch, new, dead, bounced)
         partitions = self._require_partitions()
         if bounced:
             context.live_brokers = set(epochs) - bounced
-            await partitions.reconcile(context.all_partitions())
+            await partitions.reconcile(context.all_partitions(), ChangeReason.BROKER_FAILURE)
         context.live_brokers = set(epochs)
         all_topics = sorted(context.assignments)
         await partitions.initialize_partitions(context.partitions_without_state(all_topics))
-        await partitions.reconcile(context.all_partitions())
+        reason = ChangeReason.BROKER_FAILURE if dead else ChangeReason.BROKER_STARTUP
+        await partitions.reconcile(context.all_partitions(), reason)
         # Recorded last: if a write above fails, the next read sees the same difference again.
         context.broker_epochs = epochs
 
@@ -364,7 +376,7 @@ class Controller:
             context.add_topic(topic, assignment, states)
         partitions = self._require_partitions()
         await partitions.initialize_partitions(context.partitions_without_state(new_topics))
-        await partitions.reconcile(context.partitions_of(new_topics))
+        await partitions.reconcile(context.partitions_of(new_topics), ChangeReason.NEW_PARTITION)
 
     async def _on_topic_deletion(self, context: ControllerContext) -> None:
         context.topics_queued_for_deletion = set(await self._zk.get_topics_pending_deletion())

@@ -24,6 +24,7 @@ from controller.election import (
     initial_leader_and_isr,
     leader_and_isr_after_broker_change,
 )
+from controller.state_change_log import ChangeReason, partition_changed
 from controller.zk_api import ControllerZk, PartitionState
 from zk.errors import BadVersionError, ControllerMovedError, NoNodeError
 
@@ -39,9 +40,14 @@ MAX_WRITE_ATTEMPTS = 3
 
 class PartitionStateMachine:
     def __init__(
-        self, kafka_zk: ControllerZk, context: ControllerContext, unclean_default: bool
+        self,
+        kafka_zk: ControllerZk,
+        context: ControllerContext,
+        unclean_default: bool,
+        broker_id: int = -1,
     ) -> None:
         self._zk = kafka_zk
+        self._broker_id = broker_id  # the controller's, for the state-change log
         self._context = context
         self._unclean_default = unclean_default
 
@@ -78,12 +84,20 @@ class PartitionStateMachine:
         for partition, version in created.items():
             if version is not None:
                 self._context.partition_states[(topic, partition)] = (states[partition], version)
+                self._log_change(
+                    topic, partition, states[partition], version, ChangeReason.NEW_PARTITION
+                )
         if existing:
             # A previous controller created these already: adopt what is there.
             await self._refresh(topic, existing)
 
-    async def reconcile(self, partitions: Iterable[TopicPartition]) -> None:
-        """Bring leaders and ISRs in line with the live brokers (elect, shrink, go offline)."""
+    async def reconcile(
+        self,
+        partitions: Iterable[TopicPartition],
+        reason: ChangeReason = ChangeReason.BROKER_FAILURE,
+    ) -> None:
+        """Bring leaders and ISRs in line with the live brokers (elect, shrink, go offline).
+        `reason` is what the state-change log records for the writes this makes."""
         pending = [tp for tp in partitions if tp in self._context.partition_states]
         unclean_by_topic: dict[str, bool] = {}
         for _attempt in range(MAX_WRITE_ATTEMPTS):
@@ -92,7 +106,9 @@ class PartitionStateMachine:
                 decision = await self._decide(tp, unclean_by_topic)
                 if decision is not None:
                     decisions.append((tp, decision))
-            outcomes = await _bounded_gather([self._write(tp, d) for tp, d in decisions])
+            outcomes = await _bounded_gather(
+                [self._write(tp, d, _reason_of(d, reason)) for tp, d in decisions]
+            )
             written_pairs = zip(decisions, outcomes, strict=True)
             pending = [tp for (tp, _), written in written_pairs if not written]
             if not pending:
@@ -105,7 +121,8 @@ class PartitionStateMachine:
         for tp in partitions:
             versioned = self._context.partition_states.get(tp)
             if versioned is not None and versioned[0].leader != NO_LEADER:
-                writes.append(self._write(tp, LeaderAndIsr(NO_LEADER, list(versioned[0].isr))))
+                offline = LeaderAndIsr(NO_LEADER, list(versioned[0].isr))
+                writes.append(self._write(tp, offline, ChangeReason.TOPIC_DELETION))
         await _bounded_gather(writes)
 
     async def _decide(
@@ -136,7 +153,14 @@ class PartitionStateMachine:
             cache[topic] = self._unclean_default if value is None else value.lower() == "true"
         return cache[topic]
 
-    async def _write(self, tp: TopicPartition, decision: LeaderAndIsr) -> bool:
+    async def write(self, tp: TopicPartition, decision: LeaderAndIsr, reason: ChangeReason) -> bool:
+        """One decision made elsewhere (preferred election, controlled shutdown, reassignment):
+        written like the state machine's own."""
+        return await self._write(tp, decision, reason)
+
+    async def _write(
+        self, tp: TopicPartition, decision: LeaderAndIsr, reason: ChangeReason
+    ) -> bool:
         """Conditional write; False (after re-reading the partition) when it changed meanwhile."""
         topic, partition = tp
         old_state, zk_version = self._context.partition_states[tp]
@@ -158,8 +182,29 @@ class PartitionStateMachine:
             self._context.partition_states.pop(tp, None)
             return True
         self._context.partition_states[tp] = (new_state, new_version)
-        log.info("partition %s-%d: %s", topic, partition, new_state)
+        log.info("partition %s-%d: %s (%s)", topic, partition, new_state, reason)
+        self._log_change(topic, partition, new_state, new_version, reason)
         return True
+
+    def _log_change(
+        self,
+        topic: str,
+        partition: int,
+        state: PartitionState,
+        zk_version: int,
+        reason: ChangeReason,
+    ) -> None:
+        partition_changed(
+            self._broker_id,
+            self._context.epoch,
+            topic,
+            partition,
+            state.leader,
+            state.leader_epoch,
+            state.isr,
+            zk_version,
+            reason,
+        )
 
     async def _refresh(self, topic: str, partitions: Sequence[int]) -> None:
         states = await self._zk.get_partition_states(topic, partitions)
@@ -168,6 +213,10 @@ class PartitionStateMachine:
                 self._context.partition_states.pop((topic, partition), None)
             else:
                 self._context.partition_states[(topic, partition)] = versioned
+
+
+def _reason_of(decision: LeaderAndIsr, reason: ChangeReason) -> ChangeReason:
+    return ChangeReason.UNCLEAN_ELECTION if decision.unclean else reason
 
 
 async def _bounded_gather(awaitables: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
