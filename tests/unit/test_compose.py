@@ -26,11 +26,51 @@ def _image_properties() -> dict[str, str]:
     return read_properties("\n".join(lines))
 
 
-def test_compose_has_zookeeper_and_three_brokers() -> None:
+def _broker_properties(service: dict[str, Any]) -> dict[str, str]:
+    """The image's server.properties with the service's --override arguments applied."""
+    arguments = service["command"]
+    overrides = [arguments[i + 1] for i, a in enumerate(arguments) if a == "--override"]
+    return _image_properties() | dict(o.split("=", 1) for o in overrides)
+
+
+ZOOKEEPERS = ["zookeeper-1", "zookeeper-2", "zookeeper-3"]
+
+
+def test_compose_has_a_three_server_ensemble_and_three_brokers() -> None:
     services = _compose()["services"]
-    assert services["zookeeper"]["image"].startswith("zookeeper:")
+    assert sorted(name for name in services if name.startswith("zookeeper-")) == ZOOKEEPERS
     brokers = sorted(name for name in services if name.startswith("broker-"))
     assert brokers == ["broker-1", "broker-2", "broker-3"]
+
+
+def test_every_zookeeper_server_knows_the_whole_ensemble() -> None:
+    services = _compose()["services"]
+    expected = {f"server.{n}": f"zookeeper-{n}:2888:3888;2181" for n in (1, 2, 3)}
+    for n, name in enumerate(ZOOKEEPERS, start=1):
+        service = services[name]
+        assert service["image"].startswith("zookeeper:")
+        environment = service["environment"]
+        assert int(environment["ZOO_MY_ID"]) == n
+        servers = dict(entry.split("=", 1) for entry in environment["ZOO_SERVERS"].split())
+        assert servers == expected, name
+        assert service["hostname"] == name
+        assert "zkServer.sh status" in " ".join(service["healthcheck"]["test"])
+
+
+def test_brokers_wait_for_a_healthy_ensemble_and_have_health_checks() -> None:
+    services = _compose()["services"]
+    for name, service in services.items():
+        if not name.startswith("broker-"):
+            continue
+        conditions = {dep: spec["condition"] for dep, spec in service["depends_on"].items()}
+        assert conditions == dict.fromkeys(ZOOKEEPERS, "service_healthy"), name
+        assert service["healthcheck"]["test"], name
+
+
+def test_brokers_connect_to_every_zookeeper_server() -> None:
+    config = build_config(_broker_properties(_compose()["services"]["broker-1"]))
+    hosts = str(config["zookeeper.connect"]).split("/", 1)[0].split(",")
+    assert sorted(hosts) == [f"{name}:2181" for name in ZOOKEEPERS]
 
 
 def test_every_broker_config_is_valid_and_distinct() -> None:
@@ -39,10 +79,9 @@ def test_every_broker_config_is_valid_and_distinct() -> None:
     for name, service in services.items():
         if not name.startswith("broker-"):
             continue
-        arguments = service["command"]
-        overrides = [arguments[i + 1] for i, a in enumerate(arguments) if a == "--override"]
-        raw = _image_properties()
-        raw.update(dict(o.split("=", 1) for o in overrides))
+        raw = _broker_properties(service)
+        # build_config refuses unknown keys, so every key in the image and the overrides is
+        # one the broker accepts.
         config = build_config(raw)
         assert config.broker_id not in seen_ids
         seen_ids.add(config.broker_id)
