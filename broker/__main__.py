@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import logging.handlers
 import os
+import queue
 import signal
 import sys
 import threading
@@ -14,11 +16,18 @@ from pathlib import Path
 from broker.config import ConfigError, KafkaConfig, load_config
 from broker.log.meta_properties import MetaPropertiesError
 from broker.server import KafkaServer
+from controller.state_change_log import LOGGER_NAME as STATE_CHANGE_LOGGER
 from zk.errors import BrokerIdInUseError, ZkError
 
 log = logging.getLogger("broker")
 
 EXIT_GRACE_S = 10.0
+# Kafka's log4j layout ([%d] %p %m (%c)); asctime has milliseconds, so lines of several
+# brokers merge into one timeline (`scripts/cluster events`).
+LOG_FORMAT = "[%(asctime)s] %(levelname)s %(message)s (%(name)s)"
+# Kafka's kafka.logs.dir comes from this variable (bin/kafka-run-class.sh).
+LOG_DIR_ENV = "LOG_DIR"
+STATE_CHANGE_LOG_FILE = "state-change.log"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,11 +35,37 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("properties", type=Path, help="server.properties file")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO,
-        format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)",
-        stream=sys.stderr,
-    )
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT, stream=sys.stderr)
+    listener = _route_state_change_log(os.environ.get(LOG_DIR_ENV))
+    try:
+        return _main(args)
+    finally:
+        if listener is not None:
+            listener.stop()
+
+
+def _route_state_change_log(log_dir: str | None) -> logging.handlers.QueueListener | None:
+    """Also write `state.change.logger` to $LOG_DIR/state-change.log, as Kafka's log4j
+    config does (its lines stay in the main log too). A thread writes the file, so the event
+    loop never waits for the disk."""
+    if not log_dir:
+        return None
+    path = Path(log_dir) / STATE_CHANGE_LOG_FILE
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        file_handler = logging.FileHandler(path, encoding="utf-8")
+    except OSError as error:
+        log.warning("cannot write %s: %s", path, error)
+        return None
+    file_handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    records: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
+    logging.getLogger(STATE_CHANGE_LOGGER).addHandler(logging.handlers.QueueHandler(records))
+    listener = logging.handlers.QueueListener(records, file_handler)
+    listener.start()
+    return listener
+
+
+def _main(args: argparse.Namespace) -> int:
     try:
         config = load_config(args.properties, args.override)
     except ConfigError as error:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import socket
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -146,8 +146,13 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("group.min.session.timeout.ms", _int, 6000),
     ConfigDef("group.max.session.timeout.ms", _int, 1800000),
     ConfigDef("group.max.size", _int, 2147483647),
-    ConfigDef("controlled.shutdown.enable", _bool, True, used=False),
-    ConfigDef("auto.leader.rebalance.enable", _bool, True, used=False),
+    ConfigDef("controlled.shutdown.enable", _bool, True),
+    ConfigDef("controlled.shutdown.max.retries", _int, 3),
+    ConfigDef("controlled.shutdown.retry.backoff.ms", _int, 5000),
+    ConfigDef("controller.socket.timeout.ms", _int, 30000),
+    ConfigDef("auto.leader.rebalance.enable", _bool, True),
+    ConfigDef("leader.imbalance.per.broker.percentage", _int, 10),
+    ConfigDef("leader.imbalance.check.interval.seconds", _int, 300),
 ]
 CONFIG_DEFS: dict[str, ConfigDef] = {d.name: d for d in _DEFS}
 
@@ -181,6 +186,8 @@ class KafkaConfig:
     ignored_keys: tuple[str, ...] = ()
     # Keys set in server.properties or by --override (the rest hold Kafka's defaults).
     explicit_keys: frozenset[str] = frozenset()
+    # The text of every key that was set, as given (dynamic broker configs layer over it).
+    originals: Mapping[str, str] = field(default_factory=dict)
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
@@ -277,7 +284,7 @@ def build_config(raw: Mapping[str, str]) -> KafkaConfig:
         except ValueError as error:
             raise ConfigError(f"invalid value {raw[name]!r} for {name}: {error}") from None
     ignored = tuple(sorted(name for name in raw if not CONFIG_DEFS[name].used))
-    config = KafkaConfig(values, ignored, frozenset(raw))
+    config = KafkaConfig(values, ignored, frozenset(raw), dict(raw))
     _validate(config)
     return config
 
@@ -330,7 +337,16 @@ def _validate(config: KafkaConfig) -> None:
         # As Kafka requires: a long-polling fetch must not time out its own socket.
         raise ConfigError("replica.socket.timeout.ms must be at least replica.fetch.wait.max.ms")
     _require_range(config, "zookeeper.session.timeout.ms", 1)
+    _require_range(config, "controlled.shutdown.max.retries", 0)
+    _require_range(config, "controlled.shutdown.retry.backoff.ms", 0)
+    _require_range(config, "controller.socket.timeout.ms", 1)
     _require_range(config, "log.retention.check.interval.ms", 1)
+    # Kafka accepts any value; outside these bounds the check never or always fires, or the
+    # timer cannot be armed, so refuse them at start-up.
+    _require_range(config, "leader.imbalance.per.broker.percentage", 0)
+    if config["leader.imbalance.per.broker.percentage"] > 100:
+        raise ConfigError("leader.imbalance.per.broker.percentage must be at most 100")
+    _require_range(config, "leader.imbalance.check.interval.seconds", 1)
     if config["log.message.timestamp.type"] not in ("CreateTime", "LogAppendTime"):
         raise ConfigError("log.message.timestamp.type must be CreateTime or LogAppendTime")
 

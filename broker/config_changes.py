@@ -1,4 +1,5 @@
-"""Follow /config/changes: when a notification names a topic, re-read that topic's config.
+"""Follow /config/changes: when a notification names a topic, re-read that topic's config;
+when it names `brokers/<id>` or `brokers/<default>`, the dynamic broker configs.
 
 Tools write the new config to /config/topics/<t> and then a sequential
 `/config/changes/config_change_<n>` naming `topics/<t>` (as Kafka's AdminZkClient does). Each
@@ -24,13 +25,20 @@ from zk.znodes import (
 
 log = logging.getLogger(__name__)
 TOPICS_ENTITY = "topics/"
+BROKERS_ENTITY = "brokers/"
 NOTIFICATION_EXPIRY_MS = 15 * 60 * 1000  # Kafka's changeExpirationMs
 
 
 class ConfigChangeListener:
-    def __init__(self, zk_client: ZkClient, on_topic_changed: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        zk_client: ZkClient,
+        on_topic_changed: Callable[[str], None],
+        on_broker_changed: Callable[[str], None] | None = None,
+    ) -> None:
         self._zk_client = zk_client
         self._on_topic_changed = on_topic_changed
+        self._on_broker_changed = on_broker_changed
         self._last_seen = ""  # notifications are named so that they sort in creation order
         self._lock = asyncio.Lock()  # one pass at a time, so each notification is seen once
         # A burst of N notifications fires N watch events; like Kafka's listener we queue a
@@ -103,3 +111,7 @@ class ConfigChangeListener:
             topic = entity_path[len(TOPICS_ENTITY) :]
             log.info("config of topic %s changed", topic)
             self._on_topic_changed(topic)
+        elif entity_path.startswith(BROKERS_ENTITY) and self._on_broker_changed is not None:
+            name = entity_path[len(BROKERS_ENTITY) :]
+            log.info("dynamic config of brokers/%s changed", name)
+            self._on_broker_changed(name)

@@ -1,19 +1,26 @@
 """What DescribeConfigs reports: each config's value, where it comes from, and its synonyms.
 
 A topic config's value is its override in /config/topics/<t> if there is one, else the
-broker-level setting that supplies its default (`log.retention.ms` for `retention.ms`...),
-else Kafka's default. Broker configs are static here (no dynamic broker configs).
+broker-level setting that supplies its default (`log.retention.ms` for `retention.ms`...,
+dynamic per-broker, then dynamic cluster default, then static), else Kafka's default. A
+broker config's synonyms follow Kafka's ConfigHelper: every layer that sets the config or one
+of its synonyms (`log.retention.minutes` / `.hours` for `log.retention.ms`), most important
+first, starting at the config itself; the first names the source.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from broker.config import CONFIG_DEFS, KafkaConfig
+from broker.dynamic_config import DYNAMIC_CONFIGS, DynamicOverrides
 from controller.topic_configs import TOPIC_CONFIGS, ConfigType
 
 # Kafka's ConfigSource values (DescribeConfigs v1+).
 TOPIC_CONFIG_SOURCE = 1
+DYNAMIC_BROKER_CONFIG_SOURCE = 2
+DYNAMIC_DEFAULT_BROKER_CONFIG_SOURCE = 3
 STATIC_BROKER_CONFIG_SOURCE = 4
 DEFAULT_CONFIG_SOURCE = 5
 # Kafka's ConfigType values (DescribeConfigs v3+).
@@ -97,10 +104,17 @@ def _broker_value(config: KafkaConfig, name: str) -> str | None:
     return _text(config[name])
 
 
-def _broker_synonym(config: KafkaConfig, topic_config: str) -> Synonym:
+def _broker_synonym(
+    config: KafkaConfig, topic_config: str, dynamic: DynamicOverrides | None = None
+) -> Synonym:
     broker_name, kafka_default = TOPIC_DEFAULTS[topic_config]
     if not broker_name:  # no broker-level synonym: Kafka's default applies
         return Synonym(topic_config, kafka_default, DEFAULT_CONFIG_SOURCE)
+    if dynamic is not None and broker_name in dynamic.broker:
+        return Synonym(broker_name, dynamic.broker[broker_name], DYNAMIC_BROKER_CONFIG_SOURCE)
+    if dynamic is not None and broker_name in dynamic.default:
+        value = dynamic.default[broker_name]
+        return Synonym(broker_name, value, DYNAMIC_DEFAULT_BROKER_CONFIG_SOURCE)
     if broker_name in CONFIG_DEFS and broker_name in config.explicit_keys:
         return Synonym(broker_name, _broker_value(config, broker_name), STATIC_BROKER_CONFIG_SOURCE)
     if broker_name in ("log.retention.ms", "log.roll.ms") and config.explicit_keys & {
@@ -112,10 +126,12 @@ def _broker_synonym(config: KafkaConfig, topic_config: str) -> Synonym:
     return Synonym(broker_name, kafka_default, DEFAULT_CONFIG_SOURCE)
 
 
-def topic_entries(config: KafkaConfig, overrides: dict[str, str]) -> list[ConfigEntry]:
+def topic_entries(
+    config: KafkaConfig, overrides: dict[str, str], dynamic: DynamicOverrides | None = None
+) -> list[ConfigEntry]:
     entries = []
     for name in sorted(TOPIC_CONFIGS):
-        broker = _broker_synonym(config, name)
+        broker = _broker_synonym(config, name, dynamic)
         synonyms = [broker]
         value, source = broker.value, broker.source
         if name in overrides:
@@ -126,12 +142,62 @@ def topic_entries(config: KafkaConfig, overrides: dict[str, str]) -> list[Config
     return entries
 
 
-def broker_entries(config: KafkaConfig) -> list[ConfigEntry]:
+# Kafka's DynamicBrokerConfig.brokerConfigSynonyms: configs one setting can come from.
+_ROLL = ("log.roll.ms", "log.roll.hours")
+_RETENTION = ("log.retention.ms", "log.retention.minutes", "log.retention.hours")
+_BROKER_SYNONYMS: dict[str, tuple[str, ...]] = {
+    **{name: _ROLL for name in _ROLL},
+    **{name: _RETENTION for name in _RETENTION},
+    "log.flush.interval.ms": ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+}
+_STATIC_DEFAULTS = {
+    name: text
+    for name, definition in CONFIG_DEFS.items()
+    if (text := _text(definition.default)) is not None
+}
+
+
+def _broker_chain(config: KafkaConfig, dynamic: DynamicOverrides, name: str) -> list[Synonym]:
+    names = _BROKER_SYNONYMS.get(name, (name,))
+    layers: list[tuple[Mapping[str, str], int]] = [
+        (dynamic.broker, DYNAMIC_BROKER_CONFIG_SOURCE),
+        (dynamic.default, DYNAMIC_DEFAULT_BROKER_CONFIG_SOURCE),
+        (config.originals, STATIC_BROKER_CONFIG_SOURCE),
+        (_STATIC_DEFAULTS, DEFAULT_CONFIG_SOURCE),
+    ]
+    chain = [
+        Synonym(synonym, layer[synonym], source)
+        for layer, source in layers
+        for synonym in names
+        if synonym in layer
+    ]
+    # Kafka drops what precedes the config itself (log.retention.hours describes only itself).
+    start = next((i for i, s in enumerate(chain) if s.name == name), len(chain))
+    return chain[start:]
+
+
+def _broker_entry(name: str, value: str | None, synonyms: list[Synonym]) -> ConfigEntry:
+    source = synonyms[0].source if synonyms else DEFAULT_CONFIG_SOURCE
+    return ConfigEntry(name, value, source, name not in DYNAMIC_CONFIGS, 0, synonyms)
+
+
+def broker_entries(
+    config: KafkaConfig, dynamic: DynamicOverrides | None = None
+) -> list[ConfigEntry]:
+    """Every config of this broker with the value it runs with (`config` is the effective
+    one; its `originals` are the static settings)."""
+    dynamic = dynamic or DynamicOverrides()
+    return [
+        _broker_entry(name, _text(config[name]), _broker_chain(config, dynamic, name))
+        for name in sorted(CONFIG_DEFS)
+    ]
+
+
+def cluster_default_entries(config: KafkaConfig, dynamic: DynamicOverrides) -> list[ConfigEntry]:
+    """The resource name "": only the dynamic cluster-wide defaults, as Kafka answers."""
     entries = []
-    for name in sorted(CONFIG_DEFS):
-        source = (
-            STATIC_BROKER_CONFIG_SOURCE if name in config.explicit_keys else DEFAULT_CONFIG_SOURCE
-        )
-        value = _text(config[name])
-        entries.append(ConfigEntry(name, value, source, True, 0, [Synonym(name, value, source)]))
+    for name, value in sorted(dynamic.default.items()):
+        chain = _broker_chain(config, dynamic, name)
+        synonyms = [s for s in chain if s.source == DYNAMIC_DEFAULT_BROKER_CONFIG_SOURCE]
+        entries.append(_broker_entry(name, value, synonyms))
     return entries

@@ -14,8 +14,10 @@ from collections.abc import Awaitable, Callable
 
 from broker.config import KafkaConfig
 from broker.config_changes import ConfigChangeListener
+from broker.controlled_shutdown import ControlledShutdown, ControlledShutdownConfig
 from broker.coordinator.group.coordinator import GroupCoordinator
 from broker.coordinator.transaction.producer_id_manager import ProducerIdManager
+from broker.dynamic_config import DynamicBrokerConfig
 from broker.handlers import build_registry
 from broker.log.cleaner import delete_retained_segments
 from broker.log.compaction import CleanerConfig, LogCleaner
@@ -73,7 +75,10 @@ class KafkaServer:
         self.group_coordinator = GroupCoordinator(self)
         self.producer_ids = ProducerIdManager(self.kafka_zk, self.broker_id)
         self.cluster_watch = ClusterWatch(self.kafka_zk, self._on_cluster_change)
-        self.config_changes = ConfigChangeListener(self.zk_client, self._on_topic_config_change)
+        self.dynamic_config = DynamicBrokerConfig(config, self.zk_client, self._apply_config)
+        self.config_changes = ConfigChangeListener(
+            self.zk_client, self._on_topic_config_change, self.dynamic_config.on_entity_changed
+        )
         self.metadata_cache = MetadataCache(self.cluster_watch.view)
         self.controller_config = ControllerConfig(
             default_replication_factor=config["default.replication.factor"],
@@ -81,6 +86,11 @@ class KafkaServer:
             unclean_leader_election_enable=config["unclean.leader.election.enable"],
             delete_topic_enable=config["delete.topic.enable"],
             create_topics_max_partitions=config["create.topics.max.partitions"],
+            auto_leader_rebalance_enable=config["auto.leader.rebalance.enable"],
+            leader_imbalance_per_broker_percentage=config["leader.imbalance.per.broker.percentage"],
+            leader_imbalance_check_interval_seconds=config[
+                "leader.imbalance.check.interval.seconds"
+            ],
         )
         self.controller = Controller(self.kafka_zk, self.broker_id, self.controller_config)
         quotas = ConnectionQuotas(
@@ -99,12 +109,14 @@ class KafkaServer:
         self._session_lost = False
         self._reregister_task: asyncio.Task[None] | None = None
         self._stopped = asyncio.Event()
+        self._controlled_shutdown: asyncio.Task[None] | None = None
 
     # -- start-up -------------------------------------------------------------------------
 
     async def start(self) -> None:
         await self.zk_client.start()
         await self.kafka_zk.ensure_persistent_paths()
+        await self.dynamic_config.load()  # before the logs open with the default LogConfig
         self.cluster_id = await self.kafka_zk.get_or_create_cluster_id()
         ensure_meta_properties(self.config.log_dirs, self.broker_id, self.cluster_id)
         self.log_manager.load_logs()
@@ -213,6 +225,14 @@ class KafkaServer:
         if change.brokers_changed or change.controller_changed:
             self._signal_metadata_changed()
 
+    def _apply_config(self, config: KafkaConfig) -> None:
+        """Dynamic broker configs changed: later reads of `self.config` see them; every log
+        takes the new defaults on the reconcile pass (topic overrides still win)."""
+        self.config = config
+        self.default_log_config = _default_log_config(config)
+        self.log_manager.default_config = self.default_log_config
+        self._mark_pending(None)
+
     def _on_topic_config_change(self, topic: str) -> None:
         self.topic_configs.forget(topic)
         self._mark_pending({topic})
@@ -251,7 +271,7 @@ class KafkaServer:
                 elif self.broker_id in {b for r in assignment.partitions.values() for b in r}:
                     await self._reconcile_topic(topic, assignment)
                 else:
-                    self._stop_replicas_of(topic)
+                    await self._delete_unassigned_replicas(topic)
             except Exception:
                 # One topic's trouble (a bad config value, a disk error) must not keep
                 # every other topic from getting its leaders.
@@ -269,10 +289,29 @@ class KafkaServer:
             await self.replica_manager.delete_topic(topic)
         self.topic_configs.forget(topic)
 
-    def _stop_replicas_of(self, topic: str) -> None:
-        for partition in self.replica_manager.all_partitions():
-            if partition.topic == topic:
-                self.replica_manager.stop_replica(partition.key)
+    async def _delete_unassigned_replicas(self, topic: str) -> None:
+        """Replicas of `topic` hosted here that the assignment no longer lists (a
+        reassignment moved them away) are stopped and their logs deleted, as Kafka's
+        StopReplica(delete=true) does."""
+        assignment = self.cluster_watch.view.topics.get(topic)
+        if assignment is None:
+            return  # the topic is gone: _forget_topic deletes everything
+        hosted_before = [
+            partition
+            for partition, replicas in sorted(assignment.partitions.items())
+            if self.broker_id not in replicas
+            and (
+                self.log_manager.get_log(topic, partition) is not None
+                or self.replica_manager.get(topic, partition) is not None
+            )
+        ]
+        for partition in hosted_before:
+            # Checked right before each deletion: the view may change during the awaits.
+            current = self.cluster_watch.view.topics.get(topic)
+            if current is None:
+                return
+            if self.broker_id not in current.partitions.get(partition, ()):
+                await self.replica_manager.delete_partition(topic, partition)
 
     async def _reconcile_topic(self, topic: str, assignment: TopicAssignment) -> None:
         topic_id = assignment.topic_id or ""
@@ -289,8 +328,16 @@ class KafkaServer:
             entry = view.partition_states.get((topic, partition))
             if entry is not None:
                 self.replica_manager.apply_state(
-                    topic, topic_id, partition, replicas, entry[0], log_config, entry[1]
+                    topic,
+                    topic_id,
+                    partition,
+                    replicas,
+                    entry[0],
+                    log_config,
+                    entry[1],
+                    removing=assignment.removing_replicas.get(partition, ()),
                 )
+        await self._delete_unassigned_replicas(topic)
 
     def _inter_broker_address(self, broker_id: int) -> tuple[str, int] | None:
         """Where `broker_id` takes inter-broker requests (inter.broker.listener.name)."""
@@ -396,13 +443,55 @@ class KafkaServer:
     # -- shutdown -------------------------------------------------------------------------
 
     def request_stop(self) -> None:
-        self._stopped.set()
+        """SIGTERM: a controlled shutdown first (when enabled and started), then stop. A
+        second signal during the controlled shutdown stops at once."""
+        started = bool(self._background)
+        if self._controlled_shutdown is not None or self._stopped.is_set():
+            self._stopped.set()
+        elif started and self.config["controlled.shutdown.enable"]:
+            self._controlled_shutdown = asyncio.get_running_loop().create_task(
+                self._controlled_shutdown_then_stop(), name="controlled-shutdown"
+            )
+        else:
+            self._stopped.set()
+
+    async def _controlled_shutdown_then_stop(self) -> None:
+        config = self.config
+        shutdown = ControlledShutdown(
+            ControlledShutdownConfig(
+                broker_id=self.broker_id,
+                max_retries=config["controlled.shutdown.max.retries"],
+                retry_backoff_ms=config["controlled.shutdown.retry.backoff.ms"],
+                socket_timeout_ms=config["controller.socket.timeout.ms"],
+            ),
+            view=lambda: self.cluster_watch.view,
+            address_of=self._inter_broker_address,
+            broker_epoch=lambda: self.broker_epoch,
+            wait_for_metadata=self.wait_for_metadata,
+        )
+        try:
+            if await shutdown.run():
+                await self._stop_following()
+        except Exception:
+            log.exception("controlled shutdown failed; shutting down anyway")
+        finally:
+            self._stopped.set()
+
+    async def _stop_following(self) -> None:
+        """Out of every ISR now: stop fetching, or a leader would take this broker back into
+        its ISR (Kafka's controller sends StopReplica for the same reason)."""
+        fetchers, self.replica_manager.fetchers = self.replica_manager.fetchers, None
+        if fetchers is not None:
+            await fetchers.shutdown()
 
     async def wait_stopped(self) -> None:
         await self._stopped.wait()
 
     async def shutdown(self) -> None:
         log.info("broker %d shutting down", self.broker_id)
+        if self._controlled_shutdown is not None:
+            self._controlled_shutdown.cancel()
+            await asyncio.gather(self._controlled_shutdown, return_exceptions=True)
         await _quietly(self.log_cleaner.close())
         tasks = [*self._background, *([self._reregister_task] if self._reregister_task else [])]
         for task in tasks:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.dynamic_config import alter_broker_config
 from controller.errors import INVALID_CONFIG, INVALID_REQUEST, ApiError
 from controller.topic_configs import TOPIC_CONFIGS, ConfigType, validate_topic_configs
 
@@ -43,7 +44,14 @@ async def alter_resource(
     server: KafkaServer, resource: Any, change: ConfigChange, validate_only: bool
 ) -> AlterResult:
     if resource.resource_type == BROKER_RESOURCE:
-        return AlterResult(ErrorCode.invalid_request, "dynamic broker configs are not supported")
+        error_code, message = await alter_broker_config(
+            server.zk_client,
+            server.dynamic_config.static,
+            resource.resource_name,
+            change,
+            validate_only,
+        )
+        return AlterResult(error_code, message)
     if resource.resource_type != TOPIC_RESOURCE:
         return AlterResult(ErrorCode.invalid_request, "unsupported resource type")
     topic = resource.resource_name

@@ -14,3 +14,6 @@ class ControllerConfig:
     # create.topics.max.partitions: partitions one CreateTopics request may create in total,
     # so a single request cannot make the controller place millions of replicas.
     create_topics_max_partitions: int = 10000
+    auto_leader_rebalance_enable: bool = True  # auto.leader.rebalance.enable
+    leader_imbalance_per_broker_percentage: int = 10  # leader.imbalance.per.broker.percentage
+    leader_imbalance_check_interval_seconds: int = 300  # leader.imbalance.check.interval.seconds

@@ -27,6 +27,9 @@ class ControllerContext:
     # (state, zkVersion of /brokers/topics/<t>/partitions/<p>/state)
     partition_states: dict[TopicPartition, tuple[PartitionState, int]] = field(default_factory=dict)
     topics_queued_for_deletion: set[str] = field(default_factory=set)
+    # Brokers that asked for a controlled shutdown: still live (they serve until they exit),
+    # but no election picks them. Forgotten when they deregister or re-register.
+    shutting_down_brokers: set[int] = field(default_factory=set)
 
     def replicas(self, topic_partition: TopicPartition) -> list[int]:
         topic, partition = topic_partition
@@ -37,6 +40,10 @@ class ControllerContext:
         topic, partition = topic_partition
         assignment = self.assignments.get(topic)
         return assignment is not None and partition in assignment.partitions
+
+    def partitions_on_broker(self, broker_id: int) -> list[TopicPartition]:
+        """Partitions with a replica assigned to `broker_id`, in topic then partition order."""
+        return [tp for tp in self.all_partitions() if broker_id in self.replicas(tp)]
 
     def partitions_of(self, topics: Iterable[str]) -> list[TopicPartition]:
         return [

@@ -17,22 +17,45 @@ import logging
 import random
 from collections.abc import Awaitable, Callable
 
+from controller.auto_rebalance import FIRST_CHECK_DELAY_S, RebalanceTimer, check_leader_balance
 from controller.config import ControllerConfig
 from controller.context import ControllerContext, TopicPartition, load_context, read_topics
-from controller.errors import NOT_CONTROLLER, TopicError
+from controller.controlled_shutdown import ShutdownRequests, ShutdownResult
+from controller.errors import NOT_CONTROLLER, UNKNOWN_SERVER_ERROR, TopicError
 from controller.event_manager import ControllerEventManager
 from controller.events import (
+    AlterReassignmentsRequested,
+    AutoLeaderRebalance,
     BrokerChange,
+    ControlledShutdownRequested,
     ControllerChange,
     ControllerEvent,
+    ElectLeadersRequested,
     IsrChangeNotification,
+    PartitionModifications,
+    PartitionReassignmentIsrChange,
+    PreferredReplicaElection,
     Reconcile,
     Resign,
     Startup,
     TopicChange,
     TopicDeletion,
+    ZkPartitionReassignment,
+)
+from controller.partition_modification import (
+    NewPartitions,
+    TopicWatches,
+    create_partitions,
 )
 from controller.partition_state_machine import PartitionStateMachine
+from controller.preferred_election import (
+    ElectionRequests,
+    ElectionResult,
+    ElectionResults,
+    ElectionType,
+    on_preferred_replica_election_znode,
+)
+from controller.reassignment import PendingAlters, Reassignments, ReplicaAssignment, Request
 from controller.state_change_log import (
     ChangeReason,
     brokers_changed,
@@ -49,6 +72,8 @@ from zk.znodes import (
     ControllerZNode,
     DeleteTopicsZNode,
     IsrChangeNotificationZNode,
+    PreferredReplicaElectionZNode,
+    ReassignPartitionsZNode,
     TopicsZNode,
     ZnodeDecodeError,
 )
@@ -101,6 +126,13 @@ class Controller:
         # reached ZooKeeper, so the next event also reconciles every partition.
         self._reconcile_pending = False
         self._reconcile_retry: asyncio.Task[None] | None = None
+        self._election_requests = ElectionRequests()
+        # Topic znode watches (partitions added), and reassignment (one object per term).
+        self._topic_watches = TopicWatches(kafka_zk, self._enqueue_partition_modifications)
+        self._reassignments: Reassignments | None = None
+        self._pending_alters = PendingAlters()
+        self._shutdown_requests = ShutdownRequests()
+        self._rebalance_timer = RebalanceTimer(self._enqueue_auto_leader_rebalance)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -166,6 +198,21 @@ class Controller:
     def _enqueue_isr_change_notification(self) -> None:
         self._events.enqueue(IsrChangeNotification())
 
+    def _enqueue_partition_modifications(self) -> None:
+        self._events.enqueue(PartitionModifications())
+
+    def _enqueue_zk_partition_reassignment(self) -> None:
+        self._events.enqueue(ZkPartitionReassignment())
+
+    def _enqueue_reassignment_isr_change(self) -> None:
+        self._events.enqueue(PartitionReassignmentIsrChange())
+
+    def _enqueue_preferred_replica_election(self) -> None:
+        self._events.enqueue(PreferredReplicaElection())
+
+    def _enqueue_auto_leader_rebalance(self) -> None:
+        self._events.enqueue(AutoLeaderRebalance())
+
     def _on_session_event(self, state: str) -> None:
         if state == "LOST":
             # Our ephemeral /controller died with the session; a ControllerChange follows.
@@ -196,12 +243,26 @@ class Controller:
                 await self._on_controller_change()
             case Resign() if self._elected_generation != self._session_generation:
                 self._deactivate()
+            case AlterReassignmentsRequested() if self._context is None:
+                self._pending_alters.fail_all(NOT_CONTROLLER)
+            case ElectLeadersRequested() if self._context is None:
+                self._election_requests.fail_all(NOT_CONTROLLER)
+            case ControlledShutdownRequested() if self._context is None:
+                self._shutdown_requests.answer_all(NOT_CONTROLLER)
             case (
                 BrokerChange()
                 | TopicChange()
                 | TopicDeletion()
                 | IsrChangeNotification()
                 | Reconcile()
+                | PreferredReplicaElection()
+                | ElectLeadersRequested()
+                | AutoLeaderRebalance()
+                | ControlledShutdownRequested()
+                | PartitionModifications()
+                | ZkPartitionReassignment()
+                | PartitionReassignmentIsrChange()
+                | AlterReassignmentsRequested()
             ) if self._context is not None:
                 await self._on_active_event(event, self._context)
             case _:
@@ -219,6 +280,24 @@ class Controller:
                 await self._on_topic_deletion(context)
             case IsrChangeNotification():
                 await self._on_isr_change_notification(context)
+            case PreferredReplicaElection():
+                machine = self._require_partitions()
+                await on_preferred_replica_election_znode(self._zk, context, machine)
+            case ElectLeadersRequested():
+                machine = self._require_partitions()
+                await self._election_requests.run_all(self._zk, context, machine)
+            case AutoLeaderRebalance():
+                await self._on_auto_leader_rebalance(context)
+            case ControlledShutdownRequested():
+                await self._shutdown_requests.run_all(context, self._require_partitions())
+            case PartitionModifications():
+                await self._topic_watches.handle(context, self._require_partitions())
+            case ZkPartitionReassignment():
+                await self._require_reassignments().process_zk_request()
+            case PartitionReassignmentIsrChange():
+                await self._require_reassignments().maybe_complete()
+            case AlterReassignmentsRequested():
+                await self._pending_alters.run_all(self._require_reassignments())
         if self._reconcile_pending:
             await self._reconcile_all(context)
             self._reconcile_pending = False
@@ -305,6 +384,16 @@ class Controller:
             self._zk, context, self._config.unclean_leader_election_enable, self.broker_id
         )
         await self._reconcile_all(context, ChangeReason.CONTROLLER_FAILOVER)
+        self._topic_watches.watch(context.assignments)
+        self._reassignments = Reassignments(
+            self._zk, context, self._partitions, self._enqueue_reassignment_isr_change
+        )
+        # Requests made through ZooKeeper meanwhile, and reassignments a predecessor left.
+        await self._reassignments.initialize()
+        # A request written while there was no controller fired no watch of ours.
+        self._events.enqueue(PreferredReplicaElection())
+        if self._config.auto_leader_rebalance_enable:
+            self._rebalance_timer.schedule(FIRST_CHECK_DELAY_S)
 
     async def _reconcile_all(
         self, context: ControllerContext, reason: ChangeReason = ChangeReason.REPAIR
@@ -328,6 +417,14 @@ class Controller:
         # A new failover reconciles everything anyway.
         self._reconcile_pending = False
         self._cancel_reconcile_retry()
+        self._topic_watches.unwatch_all()
+        self._pending_alters.fail_all(NOT_CONTROLLER)
+        if self._reassignments is not None:
+            self._reassignments.stop()
+            self._reassignments = None
+        self._rebalance_timer.cancel()
+        self._election_requests.fail_all(NOT_CONTROLLER)
+        self._shutdown_requests.answer_all(NOT_CONTROLLER)
         if self._context is None:
             return
         log.info("broker %d stops acting as controller", self.broker_id)
@@ -353,6 +450,8 @@ class Controller:
             sorted(bounced),
         )
         brokers_changed(self.broker_id, context.epoch, new, dead, bounced)
+        # Gone or restarted: a controlled shutdown it asked for is over.
+        context.shutting_down_brokers -= dead | bounced
         partitions = self._require_partitions()
         if bounced:
             context.live_brokers = set(epochs) - bounced
@@ -364,16 +463,32 @@ class Controller:
         await partitions.reconcile(context.all_partitions(), reason)
         # Recorded last: if a write above fails, the next read sees the same difference again.
         context.broker_epochs = epochs
+        if new or bounced:
+            await self._require_reassignments().on_brokers_started(new | bounced)
+
+    async def _on_auto_leader_rebalance(self, context: ControllerContext) -> None:
+        try:
+            await check_leader_balance(
+                self._zk,
+                context,
+                self._require_partitions(),
+                self._config.leader_imbalance_per_broker_percentage,
+            )
+        finally:
+            # Re-armed even after a failure, as Kafka does; resigning cancels it again.
+            self._rebalance_timer.schedule(self._config.leader_imbalance_check_interval_seconds)
 
     async def _on_topic_change(self, context: ControllerContext) -> None:
         topics = set(await self._zk.get_all_topics())
         for gone in set(context.assignments) - topics:
             context.remove_topic(gone)
+            self._topic_watches.unwatch([gone])
         new_topics = topics - set(context.assignments)
         if not new_topics:
             return
         for topic, (assignment, states) in (await read_topics(self._zk, new_topics)).items():
             context.add_topic(topic, assignment, states)
+        self._topic_watches.watch(new_topics)
         partitions = self._require_partitions()
         await partitions.initialize_partitions(context.partitions_without_state(new_topics))
         await partitions.reconcile(context.partitions_of(new_topics), ChangeReason.NEW_PARTITION)
@@ -412,6 +527,8 @@ class Controller:
                 # A vanished state belongs to a topic being deleted: a TopicChange follows.
                 if versioned is not None:
                     self._adopt_leader_state(context, tp, versioned)
+            if self._reassignments is not None:
+                await self._reassignments.maybe_complete(known)
         # Malformed and vanished notifications go too: nothing in them can be acted on.
         await self._zk.delete_isr_change_notifications(context.epoch_zk_version, batch)
         if len(names) > len(batch):
@@ -460,6 +577,11 @@ class Controller:
             set(context.topics_queued_for_deletion),
         )
 
+    def _require_reassignments(self) -> Reassignments:
+        if self._reassignments is None:
+            raise RuntimeError("reassignments used while not controller")
+        return self._reassignments
+
     def _require_partitions(self) -> PartitionStateMachine:
         if self._partitions is None:
             raise RuntimeError("partition state machine used while not controller")
@@ -475,6 +597,12 @@ class Controller:
         self._zk.client.watch_children(
             IsrChangeNotificationZNode.path(), self._enqueue_isr_change_notification
         )
+        self._zk.client.watch_data(
+            PreferredReplicaElectionZNode.path(), self._enqueue_preferred_replica_election
+        )
+        self._zk.client.watch_data(
+            ReassignPartitionsZNode.path(), self._enqueue_zk_partition_reassignment
+        )
 
     def _unwatch_active_paths(self) -> None:
         if not self._watching_active_paths:
@@ -486,8 +614,25 @@ class Controller:
         self._zk.client.unwatch_children(
             IsrChangeNotificationZNode.path(), self._enqueue_isr_change_notification
         )
+        self._zk.client.unwatch_data(
+            PreferredReplicaElectionZNode.path(), self._enqueue_preferred_replica_election
+        )
+        self._zk.client.unwatch_data(
+            ReassignPartitionsZNode.path(), self._enqueue_zk_partition_reassignment
+        )
 
     # ------------------------------------------------------------------ admin requests
+
+    async def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> ShutdownResult:
+        """ControlledShutdown: move leadership off `broker_id` and take it out of ISRs (see
+        controlled_shutdown.py); the answer names the partitions it still leads. Queued even
+        while not active: an election in progress (the broker found us in /controller) ends
+        before the request is handled, which then answers NOT_CONTROLLER only if we lost."""
+        future = self._shutdown_requests.add(broker_id, broker_epoch) if self._started else None
+        if future is None:
+            return ShutdownResult(NOT_CONTROLLER)
+        self._events.enqueue(ControlledShutdownRequested())
+        return await future
 
     async def create_topics(
         self, topics: list[NewTopic], validate_only: bool
@@ -499,6 +644,51 @@ class Controller:
         return await create_topics(
             self._zk, context, self._config, self._rng, topics, validate_only
         )
+
+    async def elect_leaders(
+        self, partitions: list[TopicPartition], election_type: ElectionType
+    ) -> ElectionResults:
+        """ElectLeaders: the outcome per partition once the controller's event has run. The
+        caller bounds the wait (cancelling it abandons the request)."""
+        if self._context is None or not partitions:
+            return dict.fromkeys(partitions, ElectionResult(NOT_CONTROLLER))
+        future = self._election_requests.submit(partitions, election_type)
+        if future is None:
+            busy = ElectionResult(UNKNOWN_SERVER_ERROR, "too many leader elections waiting")
+            return dict.fromkeys(partitions, busy)
+        self._events.enqueue(ElectLeadersRequested())
+        return await future
+
+    async def create_partitions(
+        self, requests: list[NewPartitions], validate_only: bool
+    ) -> dict[str, TopicError]:
+        """CreatePartitions: per-topic Kafka error code and message (NONE on success)."""
+        context = self._context
+        if context is None:
+            return {request.topic: TopicError(NOT_CONTROLLER) for request in requests}
+        return await create_partitions(
+            self._zk, context, requests, validate_only, self._config.create_topics_max_partitions
+        )
+
+    async def alter_partition_reassignments(
+        self, request: Request
+    ) -> dict[TopicPartition, TopicError] | int:
+        """AlterPartitionReassignments: an error per partition once the controller's event
+        has started them, or a top-level error code (NOT_CONTROLLER)."""
+        if self._context is None:
+            return NOT_CONTROLLER
+        future = self._pending_alters.add(request)
+        self._events.enqueue(AlterReassignmentsRequested())
+        return await future
+
+    def list_partition_reassignments(
+        self, partitions: list[TopicPartition] | None
+    ) -> dict[TopicPartition, ReplicaAssignment] | int:
+        """ListPartitionReassignments: the ongoing ones (of `partitions`, default all), or
+        NOT_CONTROLLER."""
+        if self._reassignments is None:
+            return NOT_CONTROLLER
+        return self._reassignments.ongoing(partitions)
 
     async def delete_topics(self, names: list[str]) -> dict[str, int]:
         """DeleteTopics: mark each existing topic for deletion; error code per topic."""

@@ -8,6 +8,8 @@ Rules (Kafka's, ZooKeeper mode):
   ISR is the live part of the old ISR.
 - unclean election (`unclean.leader.election.enable=true`): the first live replica in assignment
   order; the new ISR is just that leader, because nobody else is known to be in sync with it.
+- brokers in controlled shutdown (`shutting_down`) are live but never candidates, and an
+  election leaves them out of the new ISR (Kafka's liveBrokerIds excludes them).
 - no candidate: the partition goes offline (leader -1). Dead replicas leave the ISR, except that
   the ISR never becomes empty: the last member stays, so a clean election can pick it when it
   returns (Kafka keeps the last ISR member for exactly that reason).
@@ -36,16 +38,18 @@ def elect_offline_leader(
     isr: Sequence[int],
     live_brokers: Collection[int],
     unclean_enabled: bool,
+    shutting_down: Collection[int] = (),
 ) -> LeaderAndIsr | None:
     """Choose a leader for a partition whose leader is gone; None when nobody qualifies."""
+    eligible = set(live_brokers).difference(shutting_down)
     for replica in assignment:
-        if replica in live_brokers and replica in isr:
-            live_isr = [member for member in isr if member in live_brokers]
+        if replica in eligible and replica in isr:
+            live_isr = [member for member in isr if member in eligible]
             return LeaderAndIsr(leader=replica, isr=live_isr)
     if not unclean_enabled:
         return None
     for replica in assignment:
-        if replica in live_brokers:
+        if replica in eligible:
             return LeaderAndIsr(leader=replica, isr=[replica], unclean=True)
     return None
 
@@ -77,6 +81,7 @@ def leader_and_isr_after_broker_change(
     assignment: Sequence[int],
     live_brokers: Collection[int],
     unclean_enabled: bool,
+    shutting_down: Collection[int] = (),
 ) -> LeaderAndIsr | None:
     """What the partition should look like given the live brokers; None when nothing changes.
 
@@ -88,10 +93,24 @@ def leader_and_isr_after_broker_change(
         if new_isr == list(isr):
             return None
         return LeaderAndIsr(leader=leader, isr=new_isr)
-    elected = elect_offline_leader(assignment, isr, live_brokers, unclean_enabled)
+    elected = elect_offline_leader(assignment, isr, live_brokers, unclean_enabled, shutting_down)
     if elected is not None:
         return elected
     offline = LeaderAndIsr(leader=NO_LEADER, isr=shrink_isr(isr, live_brokers))
     if offline.leader == leader and offline.isr == list(isr):
         return None
     return offline
+
+
+def elect_preferred_leader(
+    assignment: Sequence[int], isr: Sequence[int], live_brokers: Collection[int]
+) -> LeaderAndIsr | None:
+    """Preferred leader election: the first assigned replica leads if it is alive and in the
+    ISR (else None: moving leadership to a replica that may lack data is never preferred).
+    The ISR stays as it is: the leader changes, membership does not."""
+    if not assignment:
+        return None
+    preferred = assignment[0]
+    if preferred not in live_brokers or preferred not in isr:
+        return None
+    return LeaderAndIsr(leader=preferred, isr=list(isr))

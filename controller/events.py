@@ -55,3 +55,44 @@ class Resign(ControllerEvent):
 class Reconcile(ControllerEvent):
     """An earlier event failed part-way (e.g. ZooKeeper connection loss): re-read the brokers
     and bring every partition in line, without waiting for another ZooKeeper change."""
+
+
+@dataclass(frozen=True, slots=True)
+class PreferredReplicaElection(ControllerEvent):
+    """/admin/preferred_replica_election was created or deleted: elect what it names."""
+
+
+@dataclass(frozen=True, slots=True)
+class ElectLeadersRequested(ControllerEvent):
+    """ElectLeaders requests are waiting (in `preferred_election.ElectionRequests`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AutoLeaderRebalance(ControllerEvent):
+    """The leader.imbalance.check.interval.seconds timer fired: check leader balance."""
+
+
+@dataclass(frozen=True, slots=True)
+class ControlledShutdownRequested(ControllerEvent):
+    """ControlledShutdown requests are waiting (in `controlled_shutdown.ShutdownRequests`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionModifications(ControllerEvent):
+    """A topic znode's data changed: it may have gained partitions (see
+    `partition_modification.PartitionModifications`, which remembers which topics)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ZkPartitionReassignment(ControllerEvent):
+    """/admin/reassign_partitions was created, changed or deleted."""
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionReassignmentIsrChange(ControllerEvent):
+    """The state znode of a partition being reassigned changed: it may be complete."""
+
+
+@dataclass(frozen=True, slots=True)
+class AlterReassignmentsRequested(ControllerEvent):
+    """AlterPartitionReassignments requests are waiting (in `reassignment.PendingAlters`)."""

@@ -107,13 +107,26 @@ class PartitionStateMachine:
                 if decision is not None:
                     decisions.append((tp, decision))
             outcomes = await _bounded_gather(
-                [self._write(tp, d, _reason_of(d, reason)) for tp, d in decisions]
+                [self._write(tp, d, self._reason_of(tp, d, reason)) for tp, d in decisions]
             )
             written_pairs = zip(decisions, outcomes, strict=True)
             pending = [tp for (tp, _), written in written_pairs if not written]
             if not pending:
                 return
         log.warning("partition states kept changing, left for later: %s", pending)
+
+    def _reason_of(
+        self, tp: TopicPartition, decision: LeaderAndIsr, reason: ChangeReason
+    ) -> ChangeReason:
+        if decision.unclean:
+            return ChangeReason.UNCLEAN_ELECTION
+        old_leader = self._context.partition_states[tp][0].leader
+        leader_died = old_leader != NO_LEADER and old_leader not in self._context.live_brokers
+        if reason is ChangeReason.CONTROLLER_FAILOVER and leader_died:
+            # A new controller replacing a dead leader (often the old controller's broker):
+            # the change is due to that broker's failure.
+            return ChangeReason.BROKER_FAILURE
+        return reason
 
     async def take_offline(self, partitions: Iterable[TopicPartition]) -> None:
         """Set leader -1 (e.g. before deleting a topic) so that no broker keeps serving it."""
@@ -131,8 +144,9 @@ class PartitionStateMachine:
         state, _ = self._context.partition_states[tp]
         replicas = self._context.replicas(tp)
         live = self._context.live_brokers
+        shutting_down = self._context.shutting_down_brokers
         decision = leader_and_isr_after_broker_change(
-            state.leader, state.isr, replicas, live, unclean_enabled=False
+            state.leader, state.isr, replicas, live, False, shutting_down
         )
         leader_after = state.leader if decision is None else decision.leader
         stays_offline = leader_after == NO_LEADER or leader_after not in live
@@ -140,7 +154,7 @@ class PartitionStateMachine:
         # Only read the topic's config when an unclean election could make a difference.
         if could_elect_unclean and await self._unclean_enabled(tp[0], unclean_by_topic):
             decision = leader_and_isr_after_broker_change(
-                state.leader, state.isr, replicas, live, unclean_enabled=True
+                state.leader, state.isr, replicas, live, True, shutting_down
             )
             if decision is not None and decision.unclean:
                 log.warning("unclean leader election for %s-%d: %s", *tp, decision)
@@ -157,6 +171,13 @@ class PartitionStateMachine:
         """One decision made elsewhere (preferred election, controlled shutdown, reassignment):
         written like the state machine's own."""
         return await self._write(tp, decision, reason)
+
+    async def write_many(
+        self, decisions: Sequence[tuple[TopicPartition, LeaderAndIsr]], reason: ChangeReason
+    ) -> list[bool]:
+        """`write` for many partitions, at most MAX_WRITES_IN_FLIGHT at a time; one outcome
+        each (False: the partition changed meanwhile and was re-read)."""
+        return await _bounded_gather([self._write(tp, d, reason) for tp, d in decisions])
 
     async def _write(
         self, tp: TopicPartition, decision: LeaderAndIsr, reason: ChangeReason
@@ -213,10 +234,6 @@ class PartitionStateMachine:
                 self._context.partition_states.pop((topic, partition), None)
             else:
                 self._context.partition_states[(topic, partition)] = versioned
-
-
-def _reason_of(decision: LeaderAndIsr, reason: ChangeReason) -> ChangeReason:
-    return ChangeReason.UNCLEAN_ELECTION if decision.unclean else reason
 
 
 async def _bounded_gather(awaitables: Sequence[Coroutine[Any, Any, T]]) -> list[T]:

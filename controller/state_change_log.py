@@ -111,3 +111,53 @@ def leader_changed_isr(
         zk_version,
         reason,
     )
+
+
+def became_leader(
+    broker_id: int,
+    topic: str,
+    partition: int,
+    leader_epoch: int,
+    start_offset: int,
+    high_watermark: int,
+    isr: list[int],
+    previous_epoch: int,
+) -> None:
+    """A broker started leading a partition (or its leader epoch was bumped)."""
+    _log.info(
+        "[Broker id=%d] Leader %s-%d starts at leader epoch %d from offset %d with high "
+        "watermark %d ISR [%s]. Previous leader epoch was %d.",
+        broker_id,
+        topic,
+        partition,
+        leader_epoch,
+        start_offset,
+        high_watermark,
+        ",".join(map(str, isr)),
+        previous_epoch,
+    )
+
+
+def became_follower(
+    broker_id: int,
+    topic: str,
+    partition: int,
+    leader: int,
+    leader_epoch: int,
+    log_end_offset: int,
+    high_watermark: int,
+    previous_epoch: int,
+) -> None:
+    """A broker started following a partition's (new) leader, or lost it (leader -1)."""
+    _log.info(
+        "[Broker id=%d] Follower %s-%d starts at leader epoch %d from offset %d with high "
+        "watermark %d (leader %d). Previous leader epoch was %d.",
+        broker_id,
+        topic,
+        partition,
+        leader_epoch,
+        log_end_offset,
+        high_watermark,
+        leader,
+        previous_epoch,
+    )

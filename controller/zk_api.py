@@ -83,6 +83,30 @@ class ControllerZk(Protocol):
     async def delete_isr_change_notifications(
         self, epoch_zk_version: int, names: Iterable[str]
     ) -> None: ...
+    async def get_preferred_replica_election(
+        self,
+    ) -> tuple[list[tuple[str, int]], int] | None: ...
+    async def delete_preferred_replica_election(
+        self, epoch_zk_version: int, version: int
+    ) -> None: ...
+    # Adding partitions and reassignment (zk/kafka_zk_reassignment.py).
+    async def get_topic_assignment_and_version(
+        self, topic: str
+    ) -> tuple[TopicAssignment, int] | None: ...
+    async def set_topic_assignment(
+        self,
+        epoch_zk_version: int,
+        topic: str,
+        assignment: TopicAssignment,
+        expected_zk_version: int = -1,
+    ) -> int: ...
+    async def get_partition_reassignment(
+        self,
+    ) -> tuple[dict[tuple[str, int], list[int]], int] | None: ...
+    async def set_partition_reassignment(
+        self, epoch_zk_version: int, reassignment: Mapping[tuple[str, int], Sequence[int]]
+    ) -> None: ...
+    async def delete_partition_reassignment(self, epoch_zk_version: int) -> None: ...
     async def delete_topic_znodes(self, epoch_zk_version: int, topic: str) -> None: ...
     async def delete_topic_deletion_markers(
         self, epoch_zk_version: int, topics: Iterable[str]

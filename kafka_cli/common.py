@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 
 class ToolError(Exception):
@@ -35,3 +37,11 @@ def bootstrap_servers(value: str | None) -> str:
     if not value:
         raise ToolError("--bootstrap-server is required (host:port[,host:port...])")
     return value
+
+
+class ToolArgumentParser(argparse.ArgumentParser):
+    """argparse whose usage errors are ToolErrors: one line on stderr, exit 1, like any other
+    failure (`--help` still prints the full help and exits 0)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise ToolError(f"{message} (see --help)")

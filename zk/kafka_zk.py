@@ -25,6 +25,7 @@ from zk.errors import (
     TopicExistsError,
     ZkError,
 )
+from zk.kafka_zk_reassignment import ReassignmentZkMixin
 from zk.znodes import (
     PERSISTENT_PATHS,
     BrokerIdsZNode,
@@ -40,6 +41,7 @@ from zk.znodes import (
     IsrChangeNotificationSequenceZNode,
     IsrChangeNotificationZNode,
     PartitionState,
+    PreferredReplicaElectionZNode,
     ProducerIdBlockZNode,
     TopicAssignment,
     TopicPartitionStateZNode,
@@ -91,7 +93,7 @@ def _report_malformed(
     on_malformed(path, error)
 
 
-class KafkaZk:
+class KafkaZk(ReassignmentZkMixin):
     def __init__(self, client: ZkClient) -> None:
         self.client = client
 
@@ -533,6 +535,32 @@ class KafkaZk:
         for outcome in outcomes:
             if isinstance(outcome, BaseException) and not isinstance(outcome, NoNodeError):
                 raise outcome
+
+    # ------------------------------------------------------------------ preferred election
+
+    async def get_preferred_replica_election(self) -> tuple[list[tuple[str, int]], int] | None:
+        """The partitions /admin/preferred_replica_election names and its zkVersion; None when
+        no election is requested. A malformed request names nothing (with a warning): it can
+        only be deleted."""
+        path = PreferredReplicaElectionZNode.path()
+        found = await self.client.get(path)
+        if found is None:
+            return None
+        data, stat = found
+        try:
+            return PreferredReplicaElectionZNode.decode(data), stat.version
+        except ZnodeDecodeError as exc:
+            log.warning("ignoring malformed %s: %s", path, exc)
+            return [], stat.version
+
+    async def delete_preferred_replica_election(self, epoch_zk_version: int, version: int) -> None:
+        """Fenced removal of the request once handled (Kafka's deletePreferredReplicaElection),
+        at the zkVersion read: a request rewritten meanwhile stays to be handled. Gone or
+        rewritten already: nothing to do (its watch brings the controller back)."""
+        with contextlib.suppress(NoNodeError, BadVersionError):
+            await self._fenced_multi(
+                epoch_zk_version, [DeleteOp(PreferredReplicaElectionZNode.path(), version)]
+            )
 
     # ------------------------------------------------------------------ topic deletion
 

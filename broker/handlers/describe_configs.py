@@ -1,8 +1,11 @@
 """DescribeConfigs: advertised v0-v4, implemented v1-v4; topics and this broker.
 
 Topic configs show the override from /config/topics/<t> or the broker-level default it falls
-back to, with its source (TOPIC_CONFIG, STATIC_BROKER_CONFIG or DEFAULT_CONFIG) and, on
-request, the synonyms in precedence order. Broker configs are static (read-only).
+back to, with its source (TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG,
+STATIC_BROKER_CONFIG or DEFAULT_CONFIG) and, on request, the synonyms in precedence order.
+A BROKER resource named by this broker's id lists all its configs the same way (read-only
+unless dynamically updatable here); the name "" lists only the dynamic cluster-wide defaults,
+as Kafka does. BROKER_LOGGER is not supported (INVALID_REQUEST).
 """
 
 from __future__ import annotations
@@ -11,7 +14,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.config_entries import ConfigEntry, broker_entries, topic_entries
+from broker.config_entries import (
+    ConfigEntry,
+    broker_entries,
+    cluster_default_entries,
+    topic_entries,
+)
 from broker.network.context import RequestContext
 from broker.protocol import adapter
 from broker.protocol.registry import response_class
@@ -34,12 +42,19 @@ async def _describe(context: RequestContext, resource: Any, synonyms: bool) -> d
         if not server.metadata_cache.has_topic(resource.resource_name):
             return _error(resource, ErrorCode.unknown_topic_or_partition, "unknown topic")
         overrides = await server.kafka_zk.get_topic_configs(resource.resource_name)
-        entries = topic_entries(server.config, overrides)
+        entries = topic_entries(server.config, overrides, server.dynamic_config.overrides)
     elif resource.resource_type == BROKER_RESOURCE:
-        if resource.resource_name not in ("", str(server.broker_id)):
-            message = f"this is broker {server.broker_id}; ask broker {resource.resource_name}"
+        dynamic = server.dynamic_config.overrides
+        if resource.resource_name == "":
+            entries = cluster_default_entries(server.config, dynamic)
+        elif resource.resource_name == str(server.broker_id):
+            entries = broker_entries(server.config, dynamic)
+        else:
+            message = (
+                f"Unexpected broker id, expected {server.broker_id} or empty string, but"
+                f" received {resource.resource_name}"
+            )
             return _error(resource, ErrorCode.invalid_request, message)
-        entries = broker_entries(server.config)
     else:
         return _error(resource, ErrorCode.invalid_request, "unsupported resource type")
     wanted = resource.configuration_keys

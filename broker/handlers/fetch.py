@@ -78,6 +78,7 @@ def _read_all(context: RequestContext, request: Any) -> tuple[list[dict[str, Any
                 min_one_batch=total_bytes == 0,
                 current_leader_epoch=getattr(fetch, "current_leader_epoch", -1),
                 replica_id=replica_id,
+                follower_log_start_offset=getattr(fetch, "log_start_offset", -1),
             )
             total_bytes += len(result.records)
             any_error = any_error or result.error_code != ErrorCode.none

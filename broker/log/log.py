@@ -462,6 +462,24 @@ class Log:
         self.increment_log_start_offset(self._segments[0].base_offset)
         return count
 
+    def detach_segments_below_log_start(self) -> list[LogSegment]:
+        """Take the segments wholly below the log start offset (never the active one) out of
+        the log, touching no file, so it can run on the event loop; the caller then deletes
+        their files on a worker thread with `release_replaced_segments`."""
+        count = 0
+        while (
+            count < len(self._segments) - 1
+            and self._segments[count + 1].base_offset <= self.log_start_offset
+        ):
+            count += 1
+        if count == 0:
+            return []
+        doomed = self._segments[:count]
+        self._segments = self._segments[count:]
+        self._bases = self._bases[count:]
+        self._directory_dirty = True
+        return doomed
+
     # ---- compaction ------------------------------------------------------------------------
 
     def replace_segments(

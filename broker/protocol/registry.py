@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from kio.index import load_request_schema, load_response_schema
 
 from broker.protocol.legacy import legacy_request_class, legacy_response_class
+from broker.protocol.zk_broker_apis import zk_broker_request_class, zk_broker_response_class
 
 if TYPE_CHECKING:
     from broker.network.context import RequestContext
@@ -43,12 +44,20 @@ class ApiSpec:
 
 @functools.cache
 def request_class(api_key: int, version: int) -> type:
-    return legacy_request_class(api_key, version) or load_request_schema(api_key, version)
+    return (
+        legacy_request_class(api_key, version)
+        or zk_broker_request_class(api_key, version)
+        or load_request_schema(api_key, version)
+    )
 
 
 @functools.cache
 def response_class(api_key: int, version: int) -> type:
-    return legacy_response_class(api_key, version) or load_response_schema(api_key, version)
+    return (
+        legacy_response_class(api_key, version)
+        or zk_broker_response_class(api_key, version)
+        or load_response_schema(api_key, version)
+    )
 
 
 def is_flexible(api_key: int, version: int) -> bool:

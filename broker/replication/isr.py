@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from broker.replication.partition import Partition
+from controller.state_change_log import ChangeReason, leader_changed_isr
 from zk.errors import BadVersionError, NoNodeError, ZkError
 from zk.znodes import PartitionState
 
@@ -81,6 +82,12 @@ class IsrWriter:
             return
         finally:
             partition.isr_write_in_flight = False
+        old_isr = list(partition.isr)
+        grew = len(isr) > len(old_isr)
+        reason = ChangeReason.ISR_EXPAND if grew else ChangeReason.ISR_SHRINK
+        leader_changed_isr(
+            partition.broker_id, *partition.key, old_isr, isr, epoch, new_version, reason
+        )
         if partition.is_leader and partition.leader_epoch == epoch:
             log.info("%s-%d: ISR %s -> %s", *partition.key, partition.isr, isr)
             partition.apply_isr(isr, max(new_version, partition.zk_version))

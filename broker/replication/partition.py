@@ -8,6 +8,7 @@ on the log (it is checkpointed with it); this class decides when it moves.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from broker.log.log import Log
@@ -26,6 +27,8 @@ class FollowerState:
     last_caught_up_time_ms: int = 0
     last_fetch_time_ms: int = 0
     last_fetch_leader_log_end_offset: int = UNKNOWN_OFFSET
+    # The follower's log start offset, as its fetches report it (DeleteRecords' low watermark).
+    log_start_offset: int = UNKNOWN_OFFSET
 
 
 class InvariantError(AssertionError):
@@ -141,13 +144,21 @@ class Partition:
 
     # -- the leader's view of followers --------------------------------------------------------
 
-    def update_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> bool:
+    def update_follower_fetch(
+        self,
+        replica_id: int,
+        fetch_offset: int,
+        now_ms: int,
+        follower_log_start_offset: int = UNKNOWN_OFFSET,
+    ) -> bool:
         """A follower fetched from `fetch_offset`, so it holds everything below it. Kafka's
         rule for "caught up": it reached the leader's log end as of now, or as of its previous
         fetch. Returns whether the high watermark moved."""
         follower = self.followers.get(replica_id)
         if follower is None:
             return False  # not (or no longer) a replica of this partition
+        if follower_log_start_offset >= 0:
+            follower.log_start_offset = follower_log_start_offset
         leader_end = self.log.log_end_offset
         if fetch_offset >= leader_end:
             follower.last_caught_up_time_ms = now_ms
@@ -175,6 +186,15 @@ class Partition:
             return False
         self.log.update_high_watermark(candidate)
         return True
+
+    def low_watermark(self, alive: Callable[[int], bool]) -> int:
+        """Kafka's `lowWatermarkIfLeader`: the smallest log start offset over this leader and
+        the followers on live brokers (a follower that never fetched counts as unknown, -1)."""
+        low_watermark = self.log.log_start_offset
+        for replica, follower in self.followers.items():
+            if alive(replica):
+                low_watermark = min(low_watermark, follower.log_start_offset)
+        return low_watermark
 
     def isr_after_shrink(self, now_ms: int, lag_time_max_ms: int) -> list[int] | None:
         """The ISR without followers that have not caught up for `lag_time_max_ms`; None if

@@ -1,9 +1,11 @@
-"""Delayed operations of one partition: acks=all produces and long-polling fetches.
+"""Delayed operations of one partition: acks=all produces, long-polling fetches and
+DeleteRecords waiting for every replica's log start offset.
 
 Each waiter is woken only by the event that can complete it: a produce by the high watermark
 reaching its offset, a consumer fetch by the high watermark moving, a follower fetch by an
-append; a change of leadership (or the replica going away) wakes everyone, because every one
-of them must then answer with an error. Completion itself is decided by the caller from the
+append, a DeleteRecords by a follower reporting a new log start offset; a change of
+leadership (or the replica going away) wakes everyone, because every one of them must then
+answer with an error. Completion itself is decided by the caller from the
 partition's state after waking, so a spurious wake-up is harmless.
 """
 
@@ -32,9 +34,15 @@ class PartitionWaiters:
     _produce: list[tuple[int, int, asyncio.Future[None]]] = field(default_factory=list)
     _high_watermark: set[asyncio.Future[None]] = field(default_factory=set)
     _log_end: set[asyncio.Future[None]] = field(default_factory=set)
+    _low_watermark: set[asyncio.Future[None]] = field(default_factory=set)
 
     def __len__(self) -> int:
-        return len(self._produce) + len(self._high_watermark) + len(self._log_end)
+        return (
+            len(self._produce)
+            + len(self._high_watermark)
+            + len(self._log_end)
+            + len(self._low_watermark)
+        )
 
     def wait_for_high_watermark(self, required_offset: int) -> asyncio.Future[None]:
         """A future done once the high watermark is at least `required_offset`."""
@@ -48,9 +56,19 @@ class PartitionWaiters:
         self._check_room()
         (self._log_end if follower else self._high_watermark).add(future)
 
+    def watch_low_watermark(self, future: asyncio.Future[None]) -> None:
+        """Wake `future` when a follower reports a new log start offset (DeleteRecords)."""
+        self._check_room()
+        self._low_watermark.add(future)
+
     def unwatch(self, future: asyncio.Future[None]) -> None:
         self._log_end.discard(future)
         self._high_watermark.discard(future)
+        self._low_watermark.discard(future)
+
+    def on_low_watermark(self) -> None:
+        _wake(self._low_watermark)
+        self._low_watermark.clear()
 
     def on_append(self) -> None:
         _wake(self._log_end)
@@ -71,6 +89,8 @@ class PartitionWaiters:
         _wake(self._log_end)
         _wake(self._high_watermark)
         _wake(entry[2] for entry in self._produce)
+        _wake(self._low_watermark)
+        self._low_watermark.clear()
         self._log_end.clear()
         self._high_watermark.clear()
         self._produce.clear()

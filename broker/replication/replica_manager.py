@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
@@ -26,6 +26,7 @@ from broker.replication.fetcher import ReplicaFetcherManager
 from broker.replication.isr import IsrWriter
 from broker.replication.partition import Partition
 from broker.replication.purgatory import TooManyWaitersError
+from controller.state_change_log import became_follower, became_leader
 from zk.kafka_zk import PartitionState
 
 log = logging.getLogger(__name__)
@@ -69,6 +70,10 @@ class ReplicaManager:
         self._topic_ids: dict[str, str] = {}
         # Logs opened (and topic-id checked) by `prepare_log`, with the topic id checked.
         self._prepared: dict[tuple[str, int], str] = {}
+        # Replicas being removed by a reassignment, per partition: kept out of the ISR, so
+        # that a removed replica still fetching cannot rejoin it just before the controller
+        # writes the final assignment (Kafka's controller tells the leader RS = TRS first).
+        self._removing: dict[tuple[str, int], frozenset[int]] = {}
         # Wired by the server once the event loop runs; absent in unit tests of one broker.
         self.fetchers: ReplicaFetcherManager | None = None
         self.isr_writer: IsrWriter | None = None
@@ -93,11 +98,18 @@ class ReplicaManager:
         state: PartitionState,
         log_config: LogConfig,
         zk_version: int = 0,
+        removing: Sequence[int] = (),
     ) -> None:
+        """`removing`: replicas a reassignment is taking away (the topic znode's
+        removing_replicas); this broker, as leader, never takes them back into the ISR."""
         key = (topic, partition)
         if self._broker_id not in replicas:
             self.stop_replica(key)
             return
+        if removing:
+            self._removing[key] = frozenset(removing)
+        else:
+            self._removing.pop(key, None)
         current = self._partitions.get(key)
         if current is None:
             replica_log = self._open_log(topic, topic_id, partition)
@@ -119,7 +131,18 @@ class ReplicaManager:
         if self.fetchers is not None:
             self.fetchers.remove_partition(current.key)
         previous_epoch = current.leader_epoch
-        if current.make_leader(state, zk_version, replicas, _now_ms()):
+        new_leadership = current.make_leader(state, zk_version, replicas, _now_ms())
+        if new_leadership or state.leader_epoch != previous_epoch:
+            became_leader(
+                self._broker_id,
+                *current.key,
+                state.leader_epoch,
+                current.leader_epoch_start_offset,
+                current.high_watermark,
+                list(state.isr),
+                previous_epoch,
+            )
+        if new_leadership:
             log.info(
                 "%s-%d: leader at epoch %d, ISR %s, log end %d, high watermark %d",
                 *current.key,
@@ -141,8 +164,18 @@ class ReplicaManager:
         self, current: Partition, state: PartitionState, zk_version: int, replicas: list[int]
     ) -> None:
         was_leader = current.is_leader
+        previous_epoch = current.leader_epoch
         if not current.make_follower(state, zk_version, replicas):
             return
+        became_follower(
+            self._broker_id,
+            *current.key,
+            state.leader,
+            state.leader_epoch,
+            current.log.log_end_offset,
+            current.high_watermark,
+            previous_epoch,
+        )
         if was_leader:
             self._notify_leadership(current, False)
         log.info(
@@ -216,6 +249,17 @@ class ReplicaManager:
             stopped.waiters.on_leadership_change()
         if self.fetchers is not None:
             self.fetchers.remove_partition(key)
+
+    async def delete_partition(self, topic: str, partition: int) -> None:
+        """This broker no longer hosts the partition: stop it at once, delete its log on a
+        worker thread (Kafka's StopReplica with delete=true)."""
+        key = (topic, partition)
+        self.stop_replica(key)
+        self._prepared.pop(key, None)
+        self._removing.pop(key, None)
+        if self._log_manager.get_log(topic, partition) is not None:
+            await self._log_manager.delete_log_off_loop(topic, partition)
+            log.info("%s-%d: no longer assigned to this broker: log deleted", topic, partition)
 
     async def ensure_topic_id(self, topic: str, topic_id: str) -> None:
         """A topic re-created under the same name must not reuse the old incarnation's logs;
@@ -294,14 +338,16 @@ class ReplicaManager:
         min_one_batch: bool,
         current_leader_epoch: int = -1,
         replica_id: int = -1,
+        follower_log_start_offset: int = -1,
     ) -> ReadResult:
         """Consumers read below the high watermark; a follower (`replica_id` >= 0) reads to
-        the log end, and its fetch offset tells the leader how far it has come."""
+        the log end, and its fetch offset (and log start offset) tell the leader how far it
+        has come."""
         current, error = self._leader(topic, partition, current_leader_epoch)
         if current is None:
             return ReadResult(error)
         if replica_id >= 0:
-            self._on_follower_fetch(current, replica_id, fetch_offset)
+            self._on_follower_fetch(current, replica_id, fetch_offset, follower_log_start_offset)
         replica_log = current.log
         high_watermark = current.high_watermark
         max_offset = None if replica_id >= 0 else high_watermark
@@ -317,11 +363,19 @@ class ReplicaManager:
             replica_log.log_end_offset,
         )
 
-    def _on_follower_fetch(self, current: Partition, replica_id: int, fetch_offset: int) -> None:
+    def _on_follower_fetch(
+        self, current: Partition, replica_id: int, fetch_offset: int, log_start_offset: int
+    ) -> None:
         if fetch_offset > current.log.log_end_offset:
             return  # a diverged follower; it truncates after OFFSET_OUT_OF_RANGE
-        if current.update_follower_fetch(replica_id, fetch_offset, _now_ms()):
+        follower = current.followers.get(replica_id)
+        previous_start = follower.log_start_offset if follower is not None else log_start_offset
+        if current.update_follower_fetch(replica_id, fetch_offset, _now_ms(), log_start_offset):
             current.waiters.on_high_watermark(current.high_watermark)
+        if log_start_offset != previous_start:
+            current.waiters.on_low_watermark()
+        if replica_id in self._removing.get(current.key, ()):
+            return
         expanded = current.isr_after_expand(replica_id)
         if expanded is not None and self.isr_writer is not None:
             self.isr_writer.propose(current, expanded)

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import commands, restart, up, zk_view
+from . import commands, events, restart, up, zk_view
 from .errors import ClusterError
 from .layout import ClusterSpec
 from .processes import SIGNALS_BY_NAME
@@ -61,7 +61,13 @@ def build_parser() -> argparse.ArgumentParser:
     kill.add_argument("--signal", choices=sorted(SIGNALS_BY_NAME), default="TERM")
     start = sub.add_parser("start", help="restart one process and wait until it is up")
     _add_target(start)
-    for command_parser in (up, down, sub.choices["status"], kill, start):
+    timeline = sub.add_parser(
+        "events", help="merge the brokers' state-change.log files into one timeline"
+    )
+    timeline.add_argument(
+        "--since", metavar="WHEN", help="only later events: 90s, 5m, 1h or YYYY-MM-DD HH:MM:SS"
+    )
+    for command_parser in (up, down, sub.choices["status"], kill, start, timeline):
         command_parser.add_argument("--dir", default=DEFAULT_DIR, help="cluster directory")
     return parser
 
@@ -92,6 +98,8 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         commands.kill(directory, args.broker, args.zookeeper, args.signal)
     elif args.command == "start":
         restart.start(directory, args.broker, args.zookeeper)
+    elif args.command == "events":
+        events.events(directory, args.since)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -56,7 +56,10 @@ def launch(directory: Path, key: str) -> int:
     with state_lock(directory):
         state = load_state(directory)
         record = state.processes[key]
-        pid = processes.spawn(record.command, Path(record.log_path), Path(record.cwd), child_env())
+        env = child_env()
+        # Kafka's kafka.logs.dir: a broker writes state-change.log there, next to broker.log.
+        env["LOG_DIR"] = str(Path(record.log_path).parent)
+        pid = processes.spawn(record.command, Path(record.log_path), Path(record.cwd), env)
         record.pid = pid
         record.start_ticks = processes.start_ticks_of(pid)
         save_state(directory, state)

@@ -8,6 +8,7 @@ run (a missing API then shows up as a coverage failure naming it). Topic names a
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import subprocess
 import time
@@ -16,7 +17,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, ElectionType, Producer, TopicPartition
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AdminClient,
     AlterConfigOpType,
@@ -29,10 +30,17 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KafkaPythonPartition
 from kafka.admin import ConfigResource as KafkaPythonConfigResource
 from kafka.admin import ConfigResourceType
+from kafka.admin import NewPartitions as KafkaPythonNewPartitions
 from kafka.protocol.consumer.offsets import OffsetForLeaderEpochRequest
 from kafka.structs import OffsetAndMetadata
 
+from broker.network.broker_client import BrokerClient
+from broker.protocol import adapter
+from broker.protocol.registry import request_class
+from broker.protocol.zk_broker_apis import CONTROLLED_SHUTDOWN_KEY
+
 RECORD_PREFIX = "fuzz-rec-"
+UNUSED_BROKER_ID = 1000  # no test cluster has that many brokers
 CLIENT_TIMEOUT_S = 30.0
 RECORDS_PER_PRODUCER = 5
 GROUP_HEARTBEAT_S = 1.0  # a few heartbeats at 300 ms after joining
@@ -160,6 +168,45 @@ def _kafka_python_commit(bootstrap: str, topic: str) -> None:
         admin.close()
 
 
+def _kafka_python_records_admin(bootstrap: str, topic: str) -> None:
+    """DeleteRecords (below the first record the produce step wrote) and DescribeLogDirs."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="fuzz-rec-kafka-python")
+    try:
+        admin.delete_records({KafkaPythonPartition(topic, 0): 1})
+        admin.describe_log_dirs()
+    finally:
+        admin.close()
+
+
+def _kafka_python_partitions_admin(bootstrap: str, topic: str) -> None:
+    """CreatePartitions (a second partition), ListPartitionReassignments and an
+    AlterPartitionReassignments cancelling nothing (NO_REASSIGNMENT_IN_PROGRESS)."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="fuzz-rec-kafka-python")
+    try:
+        admin.create_partitions({topic: KafkaPythonNewPartitions(total_count=2)})
+        admin.list_partition_reassignments()
+        admin.alter_partition_reassignments({KafkaPythonPartition(topic, 0): None})
+    finally:
+        admin.close()
+
+
+def _controlled_shutdown_request(bootstrap: str) -> None:
+    """ControlledShutdown, which only brokers send (no client library has it), for a broker
+    id no cluster uses: a valid request that moves nothing (BROKER_NOT_AVAILABLE from the
+    controller, NOT_CONTROLLER elsewhere)."""
+    host, _, port = bootstrap.split(",")[0].rpartition(":")
+    request = adapter.build(
+        request_class(CONTROLLED_SHUTDOWN_KEY, 3),
+        {"broker_id": UNUSED_BROKER_ID, "broker_epoch": 0},
+    )
+
+    async def send() -> None:
+        async with BrokerClient(host, int(port), client_id="fuzz-rec-broker") as client:
+            await client.send(request)
+
+    asyncio.run(asyncio.wait_for(send(), CLIENT_TIMEOUT_S))
+
+
 def kafka_python_steps(bootstrap: str, topics: Topics) -> list[Step]:
     topic = topics.kafka_python
     return [
@@ -168,6 +215,9 @@ def kafka_python_steps(bootstrap: str, topics: Topics) -> list[Step]:
         ("kafka-python consume", lambda: _kafka_python_consume(bootstrap, topic)),
         ("kafka-python validate", lambda: _kafka_python_validate_position(bootstrap, topic)),
         ("kafka-python commit", lambda: _kafka_python_commit(bootstrap, topic)),
+        ("broker ControlledShutdown", lambda: _controlled_shutdown_request(bootstrap)),
+        ("kafka-python records admin", lambda: _kafka_python_records_admin(bootstrap, topic)),
+        ("kafka-python partitions admin", lambda: _kafka_python_partitions_admin(bootstrap, topic)),
     ]
 
 
@@ -193,6 +243,9 @@ def _confluent_admin_finish(bootstrap: str, topics: Topics) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     spec = {TopicPartition(topics.confluent, 0): OffsetSpec.latest()}  # type: ignore[no-untyped-call]
     _wait_all(admin.list_offsets(spec))
+    # ElectLeaders: the one replica already leads, so nothing moves (ELECTION_NOT_NEEDED).
+    partition = TopicPartition(topics.confluent, 0)
+    admin.elect_leaders(ElectionType.PREFERRED, [partition]).result(timeout=CLIENT_TIMEOUT_S)
     _wait_all(admin.delete_topics([topics.confluent_scratch]))
 
 

@@ -31,6 +31,7 @@ from zk.znodes import (
     BrokerRegistration,
     IsrChangeNotificationSequenceZNode,
     PartitionState,
+    PreferredReplicaElectionZNode,
     TopicAssignment,
     ZnodeDecodeError,
 )
@@ -40,6 +41,8 @@ BROKER_IDS = "/brokers/ids"
 TOPICS = "/brokers/topics"
 DELETE_TOPICS = "/admin/delete_topics"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
+REASSIGN_PARTITIONS = "/admin/reassign_partitions"
+PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
 
 
 def registration(broker_id: int) -> BrokerRegistration:
@@ -74,6 +77,18 @@ class FakeZkStore:
     next_isr_change_sequence: int = 0
     # Conditional writes of a partition state refused for a stale zkVersion (BadVersionError).
     bad_version_writes: int = 0
+    # /admin/preferred_replica_election: (raw data, zkVersion), None when absent
+    preferred_replica_election: tuple[bytes, int] | None = None
+    # zkVersion of each /brokers/topics/<t> (0 when never rewritten)
+    topic_versions: dict[str, int] = field(default_factory=dict)
+    # /admin/reassign_partitions: (requested replicas, czxid), None when absent
+    reassign_request: tuple[dict[tuple[str, int], list[int]], int] | None = None
+
+    def request_reassignment(self, request: dict[tuple[str, int], list[int]]) -> None:
+        """What kafka-reassign-partitions with --zookeeper (or a person) writes."""
+        self.reassign_request = (dict(request), self.next_zxid)
+        self.next_zxid += 1
+        self.fire("data", REASSIGN_PARTITIONS)
 
     def fire(self, kind: str, path: str) -> None:
         for client in self.clients:
@@ -125,6 +140,14 @@ class FakeZkStore:
         self.isr_change_notifications[name] = data
         self.fire("children", ISR_CHANGE_NOTIFICATION)
         return name
+
+    def request_preferred_replica_election(self, data: bytes) -> None:
+        """What an operator creating /admin/preferred_replica_election does."""
+        version = (
+            0 if self.preferred_replica_election is None else self.preferred_replica_election[1] + 1
+        )
+        self.preferred_replica_election = (data, version)
+        self.fire("data", PREFERRED_REPLICA_ELECTION)
 
     def bump_controller_epoch(self) -> None:
         """What another broker winning an election does to /controller_epoch."""
@@ -376,6 +399,23 @@ class FakeKafkaZk:
         if removed:
             self.store.fire("children", ISR_CHANGE_NOTIFICATION)
 
+    async def get_preferred_replica_election(self) -> tuple[list[tuple[str, int]], int] | None:
+        self._ensure_open("get_preferred_replica_election")
+        if self.store.preferred_replica_election is None:
+            return None
+        data, version = self.store.preferred_replica_election
+        try:
+            return PreferredReplicaElectionZNode.decode(data), version
+        except ZnodeDecodeError:
+            return [], version  # malformed: names nothing, as the real one
+
+    async def delete_preferred_replica_election(self, epoch_zk_version: int, version: int) -> None:
+        self._fenced(epoch_zk_version, "delete_preferred_replica_election")
+        current = self.store.preferred_replica_election
+        if current is not None and current[1] == version:
+            self.store.preferred_replica_election = None
+            self.store.fire("data", PREFERRED_REPLICA_ELECTION)
+
     async def delete_topic_znodes(self, epoch_zk_version: int, topic: str) -> None:
         self._fenced(epoch_zk_version, "delete_topic_znodes")
         self.store.topics.pop(topic, None)
@@ -394,6 +434,56 @@ class FakeKafkaZk:
         self.store.delete_markers -= removed
         if removed:
             self.store.fire("children", DELETE_TOPICS)
+
+    # Adding partitions and reassignment (zk/kafka_zk_reassignment.py).
+
+    async def get_topic_assignment_and_version(
+        self, topic: str
+    ) -> tuple[TopicAssignment, int] | None:
+        self._ensure_open("get_topic_assignment_and_version")
+        found = self.store.topics.get(topic)
+        return None if found is None else (found, self.store.topic_versions.get(topic, 0))
+
+    async def set_topic_assignment(
+        self,
+        epoch_zk_version: int,
+        topic: str,
+        assignment: TopicAssignment,
+        expected_zk_version: int = -1,
+    ) -> int:
+        self._fenced(epoch_zk_version, "set_topic_assignment")
+        if topic not in self.store.topics:
+            raise NoNodeError(path=f"{TOPICS}/{topic}")
+        version = self.store.topic_versions.get(topic, 0)
+        if expected_zk_version not in (-1, version):
+            raise BadVersionError(path=f"{TOPICS}/{topic}")
+        self.store.topics[topic] = assignment
+        self.store.topic_versions[topic] = version + 1
+        self.store.fire("data", f"{TOPICS}/{topic}")
+        return version + 1
+
+    async def get_partition_reassignment(
+        self,
+    ) -> tuple[dict[tuple[str, int], list[int]], int] | None:
+        self._ensure_open("get_partition_reassignment")
+        found = self.store.reassign_request
+        return None if found is None else (dict(found[0]), found[1])
+
+    async def set_partition_reassignment(
+        self, epoch_zk_version: int, reassignment: Mapping[tuple[str, int], Sequence[int]]
+    ) -> None:
+        self._fenced(epoch_zk_version, "set_partition_reassignment")
+        if self.store.reassign_request is None:
+            raise NoNodeError(path=REASSIGN_PARTITIONS)
+        czxid = self.store.reassign_request[1]
+        self.store.reassign_request = ({k: list(v) for k, v in reassignment.items()}, czxid)
+        self.store.fire("data", REASSIGN_PARTITIONS)
+
+    async def delete_partition_reassignment(self, epoch_zk_version: int) -> None:
+        self._fenced(epoch_zk_version, "delete_partition_reassignment")
+        if self.store.reassign_request is not None:
+            self.store.reassign_request = None
+            self.store.fire("data", REASSIGN_PARTITIONS)
 
     # What a leader broker does (not the controller): an unfenced ISR change.
     def leader_changes_isr(self, topic: str, partition: int, isr: list[int]) -> None:

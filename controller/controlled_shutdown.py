@@ -1,0 +1,242 @@
+"""Controlled shutdown, the controller's side (Kafka's KafkaController.doControlledShutdown).
+
+A broker about to stop sends ControlledShutdown to the controller; the handler queues it here
+and a `ControlledShutdownRequested` event carries it out on the controller's event task:
+
+1. the broker is marked shutting down in the context: live (it keeps serving until it exits)
+   but never elected, until it deregisters or re-registers;
+2. each partition it leads (replication factor above 1, topic not being deleted) gets the first
+   assigned replica that is live, in the ISR and not shutting down as leader, and an ISR
+   without the shutting-down brokers (ControlledShutdownPartitionLeaderElectionStrategy);
+3. each partition it follows loses it from the ISR, unless it is the last member (Kafka's
+   OfflineReplica transition), so acks=all produce stops waiting for it;
+4. the answer lists the partitions it still leads (no other replica qualified): the broker
+   retries after `controlled.shutdown.retry.backoff.ms`.
+Every write goes through the partition state machine with reason CONTROLLED_SHUTDOWN.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from controller.context import ControllerContext, TopicPartition
+from controller.election import LeaderAndIsr
+from controller.errors import NONE, NOT_CONTROLLER, UNKNOWN_SERVER_ERROR
+from controller.partition_state_machine import MAX_WRITE_ATTEMPTS, PartitionStateMachine
+from controller.state_change_log import ChangeReason
+from zk.errors import ControllerMovedError
+
+log = logging.getLogger(__name__)
+
+BROKER_NOT_AVAILABLE = 8
+STALE_BROKER_EPOCH = 77
+UNKNOWN_BROKER_EPOCH = -1  # ControlledShutdown v0-v1 cannot name the broker epoch
+# Requests waiting for the controller's event task. Each broker sends one at a time, so this
+# is far above any real cluster; beyond it a request is answered NOT_CONTROLLER at once.
+MAX_PENDING_REQUESTS = 10_000
+# Partitions named in one log line.
+MAX_LOGGED_PARTITIONS = 20
+
+
+@dataclass(frozen=True, slots=True)
+class ShutdownResult:
+    """The answer: an error code and the partitions the broker still leads."""
+
+    error_code: int
+    remaining_partitions: list[TopicPartition] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class _Request:
+    broker_id: int
+    broker_epoch: int
+    result: asyncio.Future[ShutdownResult]
+
+
+class ShutdownRequests:
+    """ControlledShutdown requests waiting for the event task, each with its answer's future."""
+
+    def __init__(self) -> None:
+        self._pending: list[_Request] = []
+
+    def add(self, broker_id: int, broker_epoch: int) -> asyncio.Future[ShutdownResult] | None:
+        """Queue a request; None when the queue is full."""
+        if len(self._pending) >= MAX_PENDING_REQUESTS:
+            return None
+        future: asyncio.Future[ShutdownResult] = asyncio.get_running_loop().create_future()
+        self._pending.append(_Request(broker_id, broker_epoch, future))
+        return future
+
+    def take(self) -> list[_Request]:
+        taken, self._pending = self._pending, []
+        return taken
+
+    def answer_all(self, error_code: int) -> None:
+        """Answer every waiting request with `error_code` (the controller stopped or moved)."""
+        _answer_error(self.take(), error_code)
+
+    async def run_all(self, context: ControllerContext, partitions: PartitionStateMachine) -> None:
+        """Carry out every waiting request, in arrival order. If one fails part-way, it and
+        the rest are answered with an error (the brokers retry) and the failure propagates:
+        the controller resigns (moved) or reconciles everything (other errors)."""
+        requests = self.take()
+        for index, request in enumerate(requests):
+            try:
+                result = await shut_down_broker(
+                    context, partitions, request.broker_id, request.broker_epoch
+                )
+            except BaseException as error:
+                moved = isinstance(error, ControllerMovedError | asyncio.CancelledError)
+                _answer_error(requests[index:], NOT_CONTROLLER if moved else UNKNOWN_SERVER_ERROR)
+                raise
+            answer(request, result)
+
+
+# Decides one partition's new leader and ISR for a broker in controlled shutdown (None: no
+# write).
+_Decide = Callable[[ControllerContext, TopicPartition, int], LeaderAndIsr | None]
+
+
+def answer(request: _Request, result: ShutdownResult) -> None:
+    if not request.result.done():
+        request.result.set_result(result)
+
+
+def leader_for_controlled_shutdown(
+    assignment: list[int], isr: list[int], live_brokers: set[int], shutting_down: set[int]
+) -> LeaderAndIsr | None:
+    """The first assigned replica that is live, in the ISR and not shutting down leads; the
+    ISR loses the shutting-down brokers. None when nobody qualifies (the leader stays)."""
+    for replica in assignment:
+        if replica in live_brokers and replica in isr and replica not in shutting_down:
+            return LeaderAndIsr(replica, [m for m in isr if m not in shutting_down])
+    return None
+
+
+def isr_without_follower(leader: int, isr: list[int], broker_id: int) -> LeaderAndIsr | None:
+    """The follower leaves the ISR; None when it is not in it or is its last member (an empty
+    ISR would leave no replica a clean election could pick)."""
+    if broker_id not in isr or len(isr) <= 1:
+        return None
+    return LeaderAndIsr(leader, [m for m in isr if m != broker_id])
+
+
+async def shut_down_broker(
+    context: ControllerContext,
+    partitions: PartitionStateMachine,
+    broker_id: int,
+    broker_epoch: int,
+) -> ShutdownResult:
+    """Steps 1-4 of the module docstring for one request."""
+    known_epoch = context.broker_epochs.get(broker_id)
+    stale = known_epoch is not None and broker_epoch < known_epoch
+    if broker_epoch != UNKNOWN_BROKER_EPOCH and stale:
+        log.info(
+            "controlled shutdown of broker %d refused: broker epoch %d is older than %s",
+            broker_id,
+            broker_epoch,
+            known_epoch,
+        )
+        return ShutdownResult(STALE_BROKER_EPOCH)
+    if broker_id not in context.live_brokers:
+        log.info("controlled shutdown of broker %d refused: it is not registered", broker_id)
+        return ShutdownResult(BROKER_NOT_AVAILABLE)
+    context.shutting_down_brokers.add(broker_id)
+    log.info(
+        "shutting down broker %d; brokers shutting down: %s",
+        broker_id,
+        sorted(context.shutting_down_brokers),
+    )
+    candidates = _partitions_to_act_on(context, broker_id)
+    led = [tp for tp in candidates if context.partition_states[tp][0].leader == broker_id]
+    followed = [tp for tp in candidates if tp not in set(led)]
+    await _write_until_settled(context, partitions, led, broker_id, _move_leadership)
+    await _write_until_settled(context, partitions, followed, broker_id, _leave_isr)
+    remaining = _partitions_led(context, broker_id)
+    if remaining:
+        log.info(
+            "broker %d still leads %d partitions (no other replica qualifies): %s%s",
+            broker_id,
+            len(remaining),
+            remaining[:MAX_LOGGED_PARTITIONS],
+            " ..." if len(remaining) > MAX_LOGGED_PARTITIONS else "",
+        )
+    return ShutdownResult(NONE, remaining)
+
+
+def _answer_error(requests: list[_Request], error_code: int) -> None:
+    for request in requests:
+        answer(request, ShutdownResult(error_code))
+
+
+def _partitions_to_act_on(context: ControllerContext, broker_id: int) -> list[TopicPartition]:
+    """Kafka acts only where another replica could take over and the topic stays."""
+    return [
+        tp
+        for tp in context.partitions_on_broker(broker_id)
+        if len(context.replicas(tp)) > 1
+        and tp in context.partition_states
+        and tp[0] not in context.topics_queued_for_deletion
+    ]
+
+
+def _partitions_led(context: ControllerContext, broker_id: int) -> list[TopicPartition]:
+    """Kafka's partitionLeadersOnBroker: what the broker still leads that could move."""
+    return [
+        tp
+        for tp in _partitions_to_act_on(context, broker_id)
+        if context.partition_states[tp][0].leader == broker_id
+    ]
+
+
+def _move_leadership(
+    context: ControllerContext, tp: TopicPartition, broker_id: int
+) -> LeaderAndIsr | None:
+    state, _ = context.partition_states[tp]
+    if state.leader != broker_id:
+        return None  # moved meanwhile (a re-read after a lost race)
+    return leader_for_controlled_shutdown(
+        context.replicas(tp), list(state.isr), context.live_brokers, context.shutting_down_brokers
+    )
+
+
+def _leave_isr(
+    context: ControllerContext, tp: TopicPartition, broker_id: int
+) -> LeaderAndIsr | None:
+    state, _ = context.partition_states[tp]
+    if state.leader == broker_id:
+        return None  # it became leader meanwhile; the next request moves it
+    return isr_without_follower(state.leader, list(state.isr), broker_id)
+
+
+async def _write_until_settled(
+    context: ControllerContext,
+    partitions: PartitionStateMachine,
+    pending: list[TopicPartition],
+    broker_id: int,
+    decide: _Decide,
+) -> None:
+    """Decide and write; a partition that changed under us (a leader's ISR write) is re-read
+    by the state machine and decided again, up to MAX_WRITE_ATTEMPTS times."""
+    for _attempt in range(MAX_WRITE_ATTEMPTS):
+        decisions = []
+        for tp in pending:
+            if tp not in context.partition_states:
+                continue  # the topic went away
+            decision = decide(context, tp, broker_id)
+            if decision is not None:
+                decisions.append((tp, decision))
+        if not decisions:
+            return
+        outcomes = await partitions.write_many(decisions, ChangeReason.CONTROLLED_SHUTDOWN)
+        pending = [tp for (tp, _), written in zip(decisions, outcomes, strict=True) if not written]
+        if not pending:
+            return
+    log.warning(
+        "controlled shutdown of broker %d: partitions kept changing: %s",
+        broker_id,
+        pending,
+    )

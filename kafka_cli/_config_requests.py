@@ -1,0 +1,164 @@
+"""The requests kafka-configs sends: DescribeConfigs, AlterConfigs, IncrementalAlterConfigs and
+Metadata (for the broker and topic lists), through the project's own broker client.
+
+Neither librdkafka nor kafka-python accepts the resource name "" that Kafka uses for the
+cluster-wide broker defaults (`--entity-default`), so the tool speaks the protocol itself. As
+Kafka's admin client does, a request about one broker goes to that broker; the rest go to any
+broker that answers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from broker.network.broker_client import BrokerClient, BrokerClientError
+from broker.protocol import adapter
+from broker.protocol.registry import request_class
+from kafka_cli.common import ToolError
+
+TOPIC_RESOURCE = 2
+BROKER_RESOURCE = 4
+SET, DELETE = 0, 1
+# Versions every Kafka since 2.3 serves; v1 of DescribeConfigs is the first with synonyms.
+METADATA = (3, 1)
+DESCRIBE_CONFIGS = (32, 1)
+ALTER_CONFIGS = (33, 0)
+INCREMENTAL_ALTER_CONFIGS = (44, 0)
+REQUEST_TIMEOUT_MS = 60_000
+CLIENT_ID = "kafka-configs"
+# Kafka's ConfigEntry.ConfigSource names by DescribeConfigs code, as ConfigCommand prints them.
+SOURCE_NAMES = {
+    0: "UNKNOWN",
+    1: "DYNAMIC_TOPIC_CONFIG",
+    2: "DYNAMIC_BROKER_CONFIG",
+    3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
+    4: "STATIC_BROKER_CONFIG",
+    5: "DEFAULT_CONFIG",
+    6: "DYNAMIC_BROKER_LOGGER_CONFIG",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Synonym:
+    name: str
+    value: str | None
+    source: int
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    name: str
+    value: str | None
+    source: int
+    sensitive: bool
+    synonyms: tuple[Synonym, ...]
+
+
+def _address(server: str) -> tuple[str, int]:
+    host, separator, port = server.strip().rpartition(":")
+    if not separator or not host or not port.isdigit():
+        raise ToolError(f"Invalid bootstrap server '{server}': expected host:port")
+    return host.strip("[]"), int(port)
+
+
+class ConfigAdmin:
+    """Connections to the cluster's brokers, opened on first use."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self._bootstrap = [_address(s) for s in bootstrap.split(",") if s.strip()]
+        self._clients: dict[int, BrokerClient] = {}
+        self._any: BrokerClient | None = None
+        self.brokers: dict[int, tuple[str, int]] = {}
+        self.topics: list[str] = []
+
+    async def close(self) -> None:
+        for client in [*self._clients.values(), *([self._any] if self._any else [])]:
+            await client.close()
+
+    async def load_cluster(self) -> None:
+        """Brokers and topics, from the first bootstrap server that answers Metadata."""
+        failures = []
+        for host, port in self._bootstrap:
+            client = BrokerClient(host, port, CLIENT_ID, request_timeout_ms=REQUEST_TIMEOUT_MS)
+            try:
+                response = await client.send(_request(METADATA, {"topics": None}))
+            except BrokerClientError as error:
+                failures.append(f"{host}:{port}: {error}")
+                await client.close()
+                continue
+            self._any = client
+            self.brokers = {int(b.node_id): (b.host, int(b.port)) for b in response.brokers}
+            self.topics = sorted(t.name for t in response.topics)
+            return
+        raise ToolError(f"Could not reach any bootstrap server ({'; '.join(failures)})")
+
+    def _client_for(self, resource_type: int, name: str) -> BrokerClient:
+        if resource_type != BROKER_RESOURCE or not name:
+            if self._any is None:
+                raise ToolError("internal error: no connection to the cluster yet")
+            return self._any
+        broker_id = int(name)
+        if broker_id not in self.brokers:
+            raise ToolError(f"Broker {broker_id} is not in the cluster")
+        if broker_id not in self._clients:
+            host, port = self.brokers[broker_id]
+            self._clients[broker_id] = BrokerClient(
+                host, port, CLIENT_ID, request_timeout_ms=REQUEST_TIMEOUT_MS
+            )
+        return self._clients[broker_id]
+
+    async def _send(self, resource_type: int, name: str, request: Any) -> Any:
+        try:
+            return await self._client_for(resource_type, name).send(request)
+        except BrokerClientError as error:
+            raise ToolError(f"request to the cluster failed: {error}") from error
+
+    async def describe(self, resource_type: int, name: str) -> list[Entry]:
+        resource = {"resource_type": resource_type, "resource_name": name}
+        fields = {"resources": [{**resource, "configuration_keys": None}], "include_synonyms": True}
+        response = await self._send(resource_type, name, _request(DESCRIBE_CONFIGS, fields))
+        (result,) = response.results
+        _check(result.error_code, result.error_message)
+        return [_entry(config) for config in result.configs]
+
+    async def alter(self, resource_type: int, name: str, configs: dict[str, str]) -> None:
+        """AlterConfigs: `configs` becomes the whole set of the entity's dynamic configs."""
+        entries = [{"name": key, "value": value} for key, value in configs.items()]
+        resource = {"resource_type": resource_type, "resource_name": name, "configs": entries}
+        fields = {"resources": [resource], "validate_only": False}
+        response = await self._send(resource_type, name, _request(ALTER_CONFIGS, fields))
+        (result,) = response.responses
+        _check(result.error_code, result.error_message)
+
+    async def alter_incrementally(
+        self, resource_type: int, name: str, operations: list[tuple[str, int, str | None]]
+    ) -> None:
+        entries = [
+            {"name": key, "config_operation": operation, "value": value}
+            for key, operation, value in operations
+        ]
+        resource = {"resource_type": resource_type, "resource_name": name, "configs": entries}
+        fields = {"resources": [resource], "validate_only": False}
+        request = _request(INCREMENTAL_ALTER_CONFIGS, fields)
+        response = await self._send(resource_type, name, request)
+        (result,) = response.responses
+        _check(result.error_code, result.error_message)
+
+
+def _request(api: tuple[int, int], fields: dict[str, Any]) -> Any:
+    return adapter.build(request_class(*api), fields)
+
+
+def _check(error_code: ErrorCode, message: str | None) -> None:
+    if error_code != ErrorCode.none:
+        raise ToolError(message or error_code.name.upper())
+
+
+def _entry(config: Any) -> Entry:
+    synonyms = tuple(Synonym(s.name, s.value, int(s.source)) for s in config.synonyms)
+    return Entry(
+        config.name, config.value, int(config.config_source), bool(config.is_sensitive), synonyms
+    )

@@ -1,0 +1,1 @@
+"""The Kafka connector behind `pipeline.spark.register`: options, planning, reading, writing."""

@@ -1,0 +1,1 @@
+"""The example pipeline: user registrations through Kafka, Spark and Parquet (`make pipeline`)."""

@@ -1,0 +1,175 @@
+"""`python -m pipeline.example`: generator + streaming jobs for a bounded time, then a summary.
+
+Without `--bootstrap` (or $PIPELINE_BOOTSTRAP) it starts a 3-broker cluster of its own under
+the work directory and stops it at the end; with one it reuses that cluster and resumes from
+the checkpoints already in the work directory (which is how a restart is shown).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import shutil
+import signal
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+
+from pyspark.sql.streaming.query import StreamingQuery
+
+from pipeline.example.cluster import ensure_topics, start_cluster, stop_cluster
+from pipeline.example.generator import RegistrationGenerator
+from pipeline.example.jobs import (
+    REGISTRATIONS_TOPIC,
+    REPLAY_TABLE,
+    TOPIC_PARTITIONS,
+    JobPaths,
+    start_archive,
+    start_replay,
+    start_stats,
+)
+from pipeline.example.report import QueryTally, progress_line, summary_table
+from pipeline.example.session import local_session
+from pipeline.spark import register
+
+DEFAULT_DURATION_S = 60.0
+DEFAULT_EVENTS_PER_SECOND = 200
+PROGRESS_INTERVAL_S = 5.0
+QUERY_START_TIMEOUT_S = 180.0
+QUERY_POLL_S = 0.2
+MAX_QUERY_RESTARTS = 3
+PYTHON_WORKER_TIMEOUT = "Python worker failed to connect back"
+
+
+class Stopped(Exception):
+    """SIGTERM: leave through the same clean-up as the end of the run."""
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m pipeline.example", description=__doc__)
+    parser.add_argument(
+        "--bootstrap",
+        default=os.environ.get("PIPELINE_BOOTSTRAP"),
+        help="bootstrap.servers of a running cluster (default: start one)",
+    )
+    parser.add_argument(
+        "--work-dir",
+        type=Path,
+        default=Path(".pipeline"),
+        help="checkpoints, Parquet output (and the cluster if started here)",
+    )
+    parser.add_argument(
+        "--duration-s",
+        type=float,
+        default=float(os.environ.get("PIPELINE_DURATION_S", DEFAULT_DURATION_S)),
+    )
+    parser.add_argument("--events-per-second", type=int, default=DEFAULT_EVENTS_PER_SECOND)
+    parser.add_argument(
+        "--no-drain",
+        action="store_true",
+        help="stop the jobs at once instead of letting them catch up first",
+    )
+    return parser.parse_args(argv)
+
+
+def _on_sigterm(_signal: int, _frame: FrameType | None) -> None:
+    raise Stopped()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    cluster_dir = args.work_dir / "cluster"
+    own_cluster = args.bootstrap is None
+    if own_cluster:
+        # Checkpoints point into a cluster's logs; a new cluster starts a new work directory.
+        shutil.rmtree(args.work_dir, ignore_errors=True)
+        print(f"starting a 3-broker cluster in {cluster_dir} ...", flush=True)
+        args.bootstrap = start_cluster(cluster_dir)
+    try:
+        print(f"bootstrap.servers={args.bootstrap}", flush=True)
+        ensure_topics(args.bootstrap, TOPIC_PARTITIONS)
+        _run(args)
+    except (KeyboardInterrupt, Stopped):
+        print("interrupted", file=sys.stderr)
+        return 130
+    finally:
+        if own_cluster:
+            stop_cluster(cluster_dir)
+    return 0
+
+
+def restart_or_raise(
+    query: StreamingQuery, starter: Callable[[], StreamingQuery], restarts: int = 0
+) -> StreamingQuery:
+    """Spark gives each Python worker a fixed 10 s to connect back to the JVM; on a loaded
+    two-CPU machine that can fail. The query then restarts from its checkpoint, losing and
+    repeating nothing; any other failure ends the run."""
+    if PYTHON_WORKER_TIMEOUT not in str(query.exception()) or restarts >= MAX_QUERY_RESTARTS:
+        raise RuntimeError(f"query {query.name} failed: {query.exception()}")
+    print(f"query {query.name}: {PYTHON_WORKER_TIMEOUT}; restarting it", flush=True)
+    return start_supervised(starter, restarts + 1)
+
+
+def start_supervised(starter: Callable[[], StreamingQuery], restarts: int = 0) -> StreamingQuery:
+    """Starts a query and waits for its first trigger. Queries start one at a time: each
+    launches a Python process for its source, and launching them together on a busy machine
+    risks Spark's connect-back timeout."""
+    query = starter()
+    deadline = time.monotonic() + QUERY_START_TIMEOUT_S
+    while query.lastProgress is None:
+        if query.exception() is not None:
+            return restart_or_raise(query, starter, restarts)
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"query {query.name} did not start in {QUERY_START_TIMEOUT_S} s")
+        time.sleep(QUERY_POLL_S)
+    return query
+
+
+def _run(args: argparse.Namespace) -> None:
+    paths = JobPaths(args.work_dir.resolve())
+    spark = local_session("registration-pipeline")
+    generator = RegistrationGenerator(args.bootstrap, REGISTRATIONS_TOPIC, args.events_per_second)
+    try:
+        fmt = register(spark)
+        starters = [
+            functools.partial(start, spark, fmt, args.bootstrap, paths, False)
+            for start in (start_stats, start_archive, start_replay)
+        ]
+        queries = [start_supervised(starter) for starter in starters]
+        # Only now: idle queries leave the CPUs to the start-up of the next one.
+        generator.start()
+        tally = QueryTally()
+        started = time.monotonic()
+        while (elapsed := time.monotonic() - started) < args.duration_s:
+            time.sleep(min(PROGRESS_INTERVAL_S, max(0.0, args.duration_s - elapsed)))
+            for index, query in enumerate(queries):
+                if query.exception() is not None:
+                    queries[index] = restart_or_raise(query, starters[index])
+            print(
+                progress_line(time.monotonic() - started, generator.total, queries, tally),
+                flush=True,
+            )
+        generator.stop()
+        if not args.no_drain:
+            print("generator stopped; letting the jobs catch up ...", flush=True)
+            for query in queries:
+                query.processAllAvailable()
+        for query in queries:
+            query.stop()
+        print(progress_line(time.monotonic() - started, generator.total, queries, tally))
+        print()
+        print(summary_table(spark, str(paths.archive), generator.produced, REPLAY_TABLE))
+        for name in ("archive", "replay_totals"):
+            print(f"{name}: {tally.rate(name):.0f} records/s while processing")
+    finally:
+        if generator.is_alive():
+            generator.stop()
+        spark.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
