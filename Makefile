@@ -8,7 +8,7 @@ STAMP := $(VENV)/.setup-stamp
 # Extra arguments for scripts/cluster, e.g. make up ARGS="--brokers 1 --set num.partitions=3"
 ARGS ?=
 
-.PHONY: setup up down status test lint
+.PHONY: setup up down status test lint pipeline
 
 setup: $(STAMP)
 
@@ -46,6 +46,10 @@ status: setup
 
 test: setup
 	$(VENV)/bin/pytest -q tests
+
+# The example Spark pipeline (README, "The Spark pipeline"); e.g. ARGS="--duration-s 120".
+pipeline: setup
+	$(VENV)/bin/python -m pipeline.example $(ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff check .

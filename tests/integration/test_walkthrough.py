@@ -80,7 +80,8 @@ def localize(body: str, directory: Path, broker_base: int, zookeeper_base: int) 
 
 
 def run_block(body: str, environment: Path) -> subprocess.CompletedProcess[str]:
-    script = f"set -eo pipefail\nsource {environment}\n{body}\nexport -p > {environment}\n"
+    # allexport: variables a block sets (CONTROLLER=...) reach the next blocks.
+    script = f"set -aeo pipefail\nsource {environment}\n{body}\nexport -p > {environment}\n"
     return subprocess.run(
         ["bash", "-c", script],
         cwd=REPO_ROOT,
