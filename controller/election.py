@@ -103,14 +103,17 @@ def leader_and_isr_after_broker_change(
 
 
 def elect_preferred_leader(
-    assignment: Sequence[int], isr: Sequence[int], live_brokers: Collection[int]
+    assignment: Sequence[int],
+    isr: Sequence[int],
+    live_brokers: Collection[int],
+    shutting_down: Collection[int] = (),
 ) -> LeaderAndIsr | None:
-    """Preferred leader election: the first assigned replica leads if it is alive and in the
-    ISR (else None: moving leadership to a replica that may lack data is never preferred).
-    The ISR stays as it is: the leader changes, membership does not."""
+    """Preferred leader election: the first assigned replica leads if it is alive, in the
+    ISR and not in controlled shutdown (else None: moving leadership to a replica that may
+    lack data, or is about to stop, is never preferred). The ISR stays as it is."""
     if not assignment:
         return None
     preferred = assignment[0]
-    if preferred not in live_brokers or preferred not in isr:
+    if preferred not in live_brokers or preferred not in isr or preferred in shutting_down:
         return None
     return LeaderAndIsr(leader=preferred, isr=list(isr))

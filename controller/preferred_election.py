@@ -177,7 +177,9 @@ def _decide(
     state = versioned[0]
     replicas = context.replicas(tp)
     if election_type is ElectionType.PREFERRED:
-        decision = elect_preferred_leader(replicas, state.isr, context.live_brokers)
+        decision = elect_preferred_leader(
+            replicas, state.isr, context.live_brokers, context.shutting_down_brokers
+        )
     else:
         # Kafka allows the unclean step only when an operator asked through the API.
         allow_unclean = trigger is ElectionTrigger.ADMIN_CLIENT

@@ -72,6 +72,10 @@ def test_preferred_election_refuses_a_dead_preferred_replica() -> None:
     assert elect_preferred_leader([1, 2, 3], [1, 2, 3], {2, 3}) is None
 
 
+def test_preferred_election_refuses_a_preferred_replica_in_controlled_shutdown() -> None:
+    assert elect_preferred_leader([1, 2, 3], [1, 2, 3], {1, 2, 3}, shutting_down={1}) is None
+
+
 def imbalanced_context(isr_of_p1: list[int]) -> ControllerContext:
     """Broker 1 prefers four partitions and leads one of them (ratio 0.75); broker 2 prefers
     one and leads it (ratio 0)."""
