@@ -17,10 +17,11 @@ from broker.network.errors import CloseConnectionError
 from broker.protocol import adapter
 from broker.protocol.bounds import check_body
 from broker.protocol.framing import (
-    FrameDecoder,
+    SIZE_PREFIX_BYTES,
     FrameTooLargeError,
     InvalidFrameSizeError,
-    encode_frame,
+    frame_parts,
+    read_frame_size,
 )
 from broker.protocol.header import (
     API_VERSIONS_KEY,
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
     from broker.server import KafkaServer
 
 log = logging.getLogger(__name__)
-READ_CHUNK_BYTES = 256 * 1024
 
 
 class Connection:
@@ -54,7 +54,7 @@ class Connection:
         peer = writer.get_extra_info("peername") or ("?", 0)
         self._peer = f"{peer[0]}:{peer[1]}"
         self._client_host = str(peer[0])
-        self._decoder = FrameDecoder(server.config["socket.request.max.bytes"])
+        self._max_frame_bytes: int = server.config["socket.request.max.bytes"]
         self._idle_timeout_s = server.config["connections.max.idle.ms"] / 1000
 
     async def serve(self) -> None:
@@ -71,21 +71,24 @@ class Connection:
 
     async def _serve_frames(self) -> None:
         while True:
-            frame = self._decoder.next_frame()
-            if frame is None:
-                data = await asyncio.wait_for(
-                    self._reader.read(READ_CHUNK_BYTES), self._idle_timeout_s
-                )
-                if not data:
-                    return
-                self._decoder.feed(data)
-                continue
+            frame = await self._read_frame()
             response = await self._dispatch(frame)
             if response is not None:
-                self._writer.write(response)
+                # Gathered, not joined: a fetch response's record sets go out uncopied.
+                self._writer.writelines(response)
                 await self._writer.drain()
 
-    async def _dispatch(self, frame: bytes) -> bytes | None:
+    async def _read_frame(self) -> bytes:
+        # readexactly copies a frame once out of the stream's buffer; read() plus a decoder
+        # buffer cost three copies of every produce payload. The size check happens before
+        # any of the body is read, so an oversized frame is refused unbuffered.
+        async with asyncio.timeout(self._idle_timeout_s):
+            prefix = await self._reader.readexactly(SIZE_PREFIX_BYTES)
+        size = read_frame_size(prefix, self._max_frame_bytes)
+        async with asyncio.timeout(self._idle_timeout_s):
+            return await self._reader.readexactly(size)
+
+    async def _dispatch(self, frame: bytes) -> list[bytes] | None:
         try:
             header, offset = read_fixed_header(frame)
         except MalformedRequestError as error:
@@ -119,9 +122,9 @@ class Connection:
         flexible_header = is_flexible(header.api_key, header.api_version) and (
             header.api_key != API_VERSIONS_KEY
         )
-        return encode_frame(
-            encode_response_header(header.correlation_id, flexible_header)
-            + adapter.encode(response)
+        return frame_parts(
+            encode_response_header(header.correlation_id, flexible_header),
+            adapter.encode_parts(response),
         )
 
     def _decode_body(self, spec: ApiSpec, header: RequestHeader, frame: bytes, offset: int) -> Any:
@@ -143,10 +146,10 @@ class Connection:
             raise CloseConnectionError("request body parsed inconsistently")
         return request
 
-    def _unsupported_api_versions(self, header: RequestHeader) -> bytes:
+    def _unsupported_api_versions(self, header: RequestHeader) -> list[bytes]:
         # Kafka answers an ApiVersions request of an unknown version with a v0 body carrying
         # UNSUPPORTED_VERSION and our ranges, so the client can retry with a version we know.
         from broker.handlers.api_versions import unsupported_version_response
 
         body = adapter.encode(unsupported_version_response(self._server.registry))
-        return encode_frame(encode_response_header(header.correlation_id, False) + body)
+        return frame_parts(encode_response_header(header.correlation_id, False), [body])

@@ -20,6 +20,8 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_writer
 
+from broker.protocol import fetch_encoding
+
 
 @dataclass(frozen=True, slots=True)
 class _FieldSpec:
@@ -111,6 +113,14 @@ def encode(entity: Any) -> bytes:
     buffer = io.BytesIO()
     entity_writer(type(entity))(buffer, entity)
     return buffer.getvalue()
+
+
+def encode_parts(entity: Any) -> list[bytes]:
+    """The encoded entity as buffers to write in order: a Fetch response keeps its record
+    sets as separate, uncopied buffers; anything else is one buffer."""
+    if fetch_encoding.can_encode(entity):
+        return fetch_encoding.encode_parts(entity)
+    return [encode(entity)]
 
 
 def millis(value: datetime.timedelta) -> int:

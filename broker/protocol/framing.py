@@ -35,16 +35,13 @@ class FrameDecoder:
         if self._next_size is None:
             if len(self._buffer) < _SIZE.size:
                 return None
-            (size,) = _SIZE.unpack_from(self._buffer, 0)
-            if size < 0:
-                raise InvalidFrameSizeError(f"negative frame size {size}")
-            if size > self._max_frame_bytes:
-                raise FrameTooLargeError(size, self._max_frame_bytes)
+            size = read_frame_size(self._buffer, self._max_frame_bytes)
             del self._buffer[: _SIZE.size]
             self._next_size = size
         if len(self._buffer) < self._next_size:
             return None
-        frame = bytes(self._buffer[: self._next_size])
+        with memoryview(self._buffer) as view:
+            frame = bytes(view[: self._next_size])  # one copy, not slice-then-bytes
         del self._buffer[: self._next_size]
         self._next_size = None
         return frame
@@ -54,5 +51,25 @@ class FrameDecoder:
         return len(self._buffer)
 
 
+SIZE_PREFIX_BYTES = _SIZE.size
+
+
+def read_frame_size(prefix: bytes | bytearray, max_frame_bytes: int) -> int:
+    """The size announced by a frame's 4-byte prefix, refused if negative or too large."""
+    (size,) = _SIZE.unpack_from(prefix, 0)
+    if size < 0:
+        raise InvalidFrameSizeError(f"negative frame size {size}")
+    if size > max_frame_bytes:
+        raise FrameTooLargeError(size, max_frame_bytes)
+    return int(size)
+
+
 def encode_frame(payload: bytes) -> bytes:
     return _SIZE.pack(len(payload)) + payload
+
+
+def frame_parts(header: bytes, body_parts: list[bytes]) -> list[bytes]:
+    """A response frame as buffers to write in order, so the body is never concatenated:
+    the size prefix and the response header travel together, then the body's buffers."""
+    size = len(header) + sum(len(part) for part in body_parts)
+    return [_SIZE.pack(size) + header, *body_parts]

@@ -1,15 +1,22 @@
 """Run kafka-python's own integration tests against a cluster of ours.
 
-    scripts/client_suites [--cache-dir DIR] [--with-clients] [--dir DIR] [--keep-cluster]
-                          [--timeout-s 120] [-k EXPRESSION]
+    scripts/client_suites [--cache-dir DIR] [--with-clients] [--brokers 3] [--kafka-defaults]
+                          [--set KEY=VALUE ...] [--dir DIR] [--keep-cluster] [--timeout-s 120]
+                          [-k EXPRESSION]
 
-Starts a 3-broker cluster with `scripts/cluster up` in its own directory on free ports, fetches
+Starts a cluster (3 brokers) with `scripts/cluster up` in its own directory on free ports, fetches
 the sdist of the installed kafka-python (`pip download`, once, into --cache-dir), runs its
 `test/integration/test_admin_integration.py` (--with-clients adds the consumer and producer
 modules) with this venv's pytest, pointed at the cluster through kafka-python's variables
-(`KAFKA_VERSION=3.0.0`, the release whose API ranges we advertise, `KAFKA_URI`,
-`ZOOKEEPER_URI`), prints one line per test (PASSED, FAILED, ERROR or SKIPPED, with the reason)
+(`KAFKA_VERSION=3.0.0`, the release whose API ranges we advertise, and `KAFKA_URI`), prints one
+line per test (PASSED, FAILED, ERROR or SKIPPED, with the reason)
 and the counts, then stops the cluster (--keep-cluster leaves it up to investigate).
+
+The brokers get the group settings of kafka-python's own broker fixture
+(`group.min.session.timeout.ms=1000`, `group.initial.rebalance.delay.ms=0`): its tests use 3 s
+session timeouts, which Kafka's default minimum (6 s) refuses. --kafka-defaults leaves them out;
+--set adds or replaces broker settings. The fixture runs one broker with id 0; a few tests rely
+on that (see --brokers).
 
 A manual, reporting tool: it needs PyPI, so it is not part of `make test`. Exits 0 when no test
 failed or errored, 1 otherwise, 2 when it could not run them.
@@ -41,7 +48,13 @@ CLIENT_MODULES = (
 )
 # kafka-python reads the broker's release from here; Kafka 3.0 is the one whose ranges we serve.
 KAFKA_VERSION = "3.0.0"
-BROKER_COUNT = 3
+DEFAULT_BROKER_COUNT = 3
+# What kafka-python's broker fixture (servers/resources/*/kafka.properties) sets that its tests
+# depend on and our brokers understand.
+FIXTURE_OVERRIDES = {
+    "group.min.session.timeout.ms": "1000",
+    "group.initial.rebalance.delay.ms": "0",
+}
 # Same ranges as the integration tests: below Linux's ephemeral ports (32768+).
 BROKER_PORT_RANGE = (10000, 19000)
 ZOOKEEPER_PORT_RANGE = (20000, 29000)
@@ -81,6 +94,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
     parser.add_argument("--with-clients", action="store_true", help="consumer/producer modules")
+    parser.add_argument("--brokers", type=int, default=DEFAULT_BROKER_COUNT)
+    parser.add_argument("--kafka-defaults", action="store_true", help="no fixture settings")
+    parser.add_argument("--set", action="append", default=[], type=_setting, metavar="KEY=VALUE")
     parser.add_argument("--dir", type=Path, help="cluster directory (default: a new temp dir)")
     parser.add_argument("--keep-cluster", action="store_true", help="leave the cluster running")
     parser.add_argument("--timeout-s", type=int, default=DEFAULT_TEST_TIMEOUT_S, help="per test")
@@ -88,14 +104,27 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def _setting(text: str) -> tuple[str, str]:
+    key, separator, value = text.partition("=")
+    if not key or not separator:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
+
+
 def _run_with_cluster(options: argparse.Namespace, tree: Path) -> int:
     work_dir = Path(tempfile.mkdtemp(prefix="client-suites-"))
     directory = options.dir or work_dir / "cluster"
-    port_base, zk_port_base = _pick_base(BROKER_PORT_RANGE), _pick_base(ZOOKEEPER_PORT_RANGE)
-    up = ["up", "--dir", str(directory), "--brokers", str(BROKER_COUNT)]
-    _launcher(*up, "--port-base", str(port_base), "--zk-port-base", str(zk_port_base))
+    port_base = _pick_base(BROKER_PORT_RANGE, options.brokers)
+    zk_port_base = _pick_base(ZOOKEEPER_PORT_RANGE, 1)
+    up = ["up", "--dir", str(directory), "--brokers", str(options.brokers)]
+    up += ["--port-base", str(port_base), "--zk-port-base", str(zk_port_base)]
+    settings = {} if options.kafka_defaults else dict(FIXTURE_OVERRIDES)
+    settings.update(options.set)
+    for key, value in settings.items():
+        up += ["--set", f"{key}={value}"]
+    _launcher(*up)
     try:
-        outcomes = _run_pytest(options, tree, port_base, zk_port_base, work_dir)
+        outcomes = _run_pytest(options, tree, port_base, work_dir)
     finally:
         if options.keep_cluster:
             print(f"cluster left running: scripts/cluster down --dir {directory} --wipe")
@@ -116,11 +145,11 @@ def _port_free(port: int) -> bool:
     return True
 
 
-def _pick_base(port_range: tuple[int, int]) -> int:
-    """A random base with BROKER_COUNT free ports (one ZooKeeper server needs only the first)."""
+def _pick_base(port_range: tuple[int, int], port_count: int) -> int:
+    """A random base with `port_count` free ports from it on."""
     for _ in range(PORT_PICK_ATTEMPTS):
         base = random.randrange(*port_range)
-        if all(_port_free(base + offset) for offset in range(BROKER_COUNT)):
+        if all(_port_free(base + offset) for offset in range(port_count)):
             return base
     raise RunError(f"no free ports in {port_range}")
 
@@ -139,7 +168,7 @@ def _launcher(*args: str) -> str:
 
 
 def _run_pytest(
-    options: argparse.Namespace, tree: Path, port_base: int, zk_port_base: int, work_dir: Path
+    options: argparse.Namespace, tree: Path, port_base: int, work_dir: Path
 ) -> list[Outcome]:
     modules = [ADMIN_MODULE, *(CLIENT_MODULES if options.with_clients else ())]
     report = work_dir / "junit.xml"
@@ -148,17 +177,19 @@ def _run_pytest(
     kafka_root = work_dir / "kafka-root"
     kafka_root.mkdir(exist_ok=True)
     env = dict(os.environ)
+    # Not ZOOKEEPER_URI: kafka-python 3.0's KafkaFixture.instance then takes ZooKeeper's host and
+    # port as the broker's. Against an external broker its fixtures never need ZooKeeper.
+    env.pop("ZOOKEEPER_URI", None)
     env.update(
         KAFKA_VERSION=KAFKA_VERSION,
         KAFKA_URI=f"PLAINTEXT://127.0.0.1:{port_base}",
-        ZOOKEEPER_URI=f"zookeeper://127.0.0.1:{zk_port_base}",
         KAFKA_ROOT=str(kafka_root),
     )
     # `addopts=` drops the sdist's --durations; the per-test timeout is ours.
     command = [sys.executable, "-m", "pytest", "-o", "addopts=", "-p", "no:cacheprovider"]
     command += ["-q", f"--timeout={options.timeout_s}", "--timeout-method=thread"]
     command += [f"--junitxml={report}", *(["-k", options.keyword] if options.keyword else [])]
-    print(f"running {' '.join(modules)} against 127.0.0.1:{port_base} ({BROKER_COUNT} brokers)")
+    print(f"running {' '.join(modules)} against 127.0.0.1:{port_base} ({options.brokers} brokers)")
     try:
         subprocess.run(
             [*command, *modules], cwd=tree, env=env, timeout=SUITE_TIMEOUT_S, check=False
