@@ -21,6 +21,9 @@ class PartitionMetadata:
     replicas: list[int]
     isr: list[int]
     offline_replicas: list[int]
+    # False until this broker has read the partition's state znode (written by the controller
+    # after the topic znode, when it elects the first leader).
+    has_state: bool = True
 
 
 def topic_id_to_uuid(topic_id: str | None) -> uuid.UUID | None:
@@ -69,6 +72,7 @@ class MetadataCache:
                     replicas=list(replicas),
                     isr=list(state.isr) if state is not None else [],
                     offline_replicas=[r for r in replicas if r not in live],
+                    has_state=state is not None,
                 )
             )
         return result

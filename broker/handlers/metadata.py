@@ -1,7 +1,8 @@
 """Metadata: v0-v11. Live brokers, controller id, topics with ids and partition leaders.
 
 A missing topic is created when `auto.create.topics.enable` and the request allow it (v4+);
-the answer for it is LEADER_NOT_AVAILABLE until its leaders are elected, as in Kafka.
+the answer for it is LEADER_NOT_AVAILABLE until its leaders are elected, as in Kafka. A topic
+(or added partition) counts as present once this broker has read its partition state.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from broker.topics import auto_create_topic
 async def handle(context: RequestContext, request: Any) -> Any:
     cache = context.server.metadata_cache
     requested = _requested_topics(context, request)
-    names = cache.topic_names() if requested is None else requested
+    names = _listed_topics(cache) if requested is None else requested
     allow_auto_create = getattr(request, "allow_auto_topic_creation", True)
     topics = [await _topic(context, cache, name, allow_auto_create) for name in names]
     brokers = _brokers(cache, context.listener_name)
@@ -64,8 +65,8 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 async def _topic(
     context: RequestContext, cache: MetadataCache, name: str, allow_auto_create: bool
 ) -> dict[str, Any]:
-    partitions = cache.partitions(name)
-    if partitions is None:
+    partitions = _partitions_with_state(cache, name)
+    if not partitions:
         error = ErrorCode.unknown_topic_or_partition
         if allow_auto_create and context.server.config["auto.create.topics.enable"]:
             error = await auto_create_topic(context.server, name)
@@ -76,6 +77,18 @@ async def _topic(
         cache.topic_id(name),
         [_partition(cache, p) for p in partitions],
     )
+
+
+def _partitions_with_state(cache: MetadataCache, topic: str) -> list[PartitionMetadata]:
+    """The partitions whose state znode this broker has read. Kafka's brokers learn a topic's
+    partitions together with their leaders (UpdateMetadata), so a topic or partition whose
+    leader is not elected yet is not in their cache; ours see the topic znode first and must
+    not answer "no leader" for a partition that is only being created."""
+    return list(cache.partitions(topic) or [])
+
+
+def _listed_topics(cache: MetadataCache) -> list[str]:
+    return [name for name in cache.topic_names() if _partitions_with_state(cache, name)]
 
 
 def _topic_entry(

@@ -20,8 +20,6 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_writer
 
-from broker.protocol import fetch_encoding
-
 
 @dataclass(frozen=True, slots=True)
 class _FieldSpec:
@@ -115,12 +113,19 @@ def encode(entity: Any) -> bytes:
     return buffer.getvalue()
 
 
-def encode_parts(entity: Any) -> list[bytes]:
-    """The encoded entity as buffers to write in order: a Fetch response keeps its record
-    sets as separate, uncopied buffers; anything else is one buffer."""
-    if fetch_encoding.can_encode(entity):
-        return fetch_encoding.encode_parts(entity)
-    return [encode(entity)]
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """A response body a handler encoded itself (see fetch_encoding), as buffers to write in
+    order; the connection sends it as it is."""
+
+    parts: list[bytes]
+
+
+def encode_parts(response: Any) -> list[bytes]:
+    """A handler's response (a kio entity or `Encoded`) as buffers to write in order."""
+    if isinstance(response, Encoded):
+        return response.parts
+    return [encode(response)]
 
 
 def millis(value: datetime.timedelta) -> int:

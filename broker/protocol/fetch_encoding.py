@@ -1,22 +1,23 @@
-"""Fetch responses (v4-v12) encoded as a list of buffers that leaves the record sets uncopied.
+"""Fetch responses (v4-v12) encoded straight from the handler's values, as a list of buffers
+that leaves the record sets uncopied.
 
-kio's writer copies every record set into one buffer, and the connection used to copy the
-whole body twice more (header, then size prefix). A fetch response is mostly record bytes
-read from the log, so here the small fields go into short buffers and each record set is
-handed on as the very object the log read returned; the socket write gathers them
-(DESIGN.md, "Copies on the hot path"). The layout is FetchResponse.json's for v4-v12; a
-unit test holds it byte-identical to kio's encoding. A response carrying any tagged field
-(never set by our handler) is left to kio.
+A fetch response is mostly record bytes read from the log. Through kio they were copied into
+one buffer, then twice more by the connection (header, size prefix), and building the kio
+entities cost more than the encoding for small fetches (a follower fetches once per produce
+request). Here the small fields go into short buffers and each record set is handed on as the
+very object the log read returned; the socket write gathers them (DESIGN.md, "Copies on the
+hot path"). The values are the adapter's union-of-versions dicts (see adapter.build); the
+layout is FetchResponse.json's for v4-v12, and a unit test holds it byte-identical to kio's.
+Tagged fields (v12) are never set by our handler, so none are written.
 """
 
 from __future__ import annotations
 
+import datetime
 import struct
+from collections.abc import Mapping
 from typing import Any
 
-from kio.schema.fetch.v12.response import EpochEndOffset, LeaderIdAndEpoch, SnapshotId
-
-FETCH_API_KEY = 1
 LOWEST_ENCODED_VERSION = 4
 HIGHEST_ENCODED_VERSION = 12
 # The versions at which FetchResponse.json adds a field or turns flexible.
@@ -34,39 +35,28 @@ _PARTITION_HEAD = struct.Struct(">ihqq")  # partition, error code, high watermar
 _INT64 = struct.Struct(">q")
 _ABORTED = struct.Struct(">qq")
 _NO_TAGGED_FIELDS = b"\x00"
-_DEFAULT_TAGS = (
-    ("diverging_epoch", EpochEndOffset()),
-    ("current_leader", LeaderIdAndEpoch()),
-    ("snapshot_id", SnapshotId()),
-)
 
 
-def can_encode(entity: Any) -> bool:
-    """A Fetch response of a version this module lays out, with no tagged field set."""
-    cls = type(entity)
-    if getattr(cls, "__api_key__", None) != FETCH_API_KEY or not cls.__name__.endswith("Response"):
-        return False
-    if not LOWEST_ENCODED_VERSION <= cls.__version__ <= HIGHEST_ENCODED_VERSION:
-        return False
-    return all(_no_tags(p) for t in entity.responses for p in t.partitions)
+def can_encode(version: int) -> bool:
+    return LOWEST_ENCODED_VERSION <= version <= HIGHEST_ENCODED_VERSION
 
 
-def _no_tags(partition: Any) -> bool:
-    # Compared field by field: the nested tag classes differ per version, their values do not.
-    return all(
-        _same_values(getattr(partition, name, default), default) for name, default in _DEFAULT_TAGS
-    )
-
-
-def _same_values(value: Any, default: Any) -> bool:
-    return all(
-        getattr(value, field) == getattr(default, field) for field in default.__dataclass_fields__
-    )
-
-
-def encode_parts(entity: Any) -> list[bytes]:
+def encode_parts(version: int, values: Mapping[str, Any]) -> list[bytes]:
     """The response body as buffers to be written in order (their concatenation is the body)."""
-    return _Writer(int(type(entity).__version__)).response(entity)
+    if not can_encode(version):
+        raise ValueError(f"Fetch v{version} is not laid out here")
+    return _Writer(version).response(values)
+
+
+def _int(value: Any) -> int:
+    # Error codes arrive as kio's ErrorCode or as plain ints.
+    return int(getattr(value, "value", value))
+
+
+def _millis(value: Any) -> int:
+    if isinstance(value, datetime.timedelta):
+        return round(value.total_seconds() * 1000)
+    return int(value)
 
 
 class _Writer:
@@ -76,37 +66,37 @@ class _Writer:
         self._parts: list[bytes] = []
         self._buffer = bytearray()
 
-    def response(self, entity: Any) -> list[bytes]:
+    def response(self, values: Mapping[str, Any]) -> list[bytes]:
         buffer = self._buffer
-        buffer += _INT32.pack(round(entity.throttle_time.total_seconds() * 1000))
+        buffer += _INT32.pack(_millis(values["throttle_time"]))
         if self._version >= SESSION_VERSION:
-            buffer += _INT16.pack(entity.error_code.value)
-            buffer += _INT32.pack(entity.session_id)
-        self._array_length(len(entity.responses))
-        for topic in entity.responses:
-            self._string(topic.topic)
-            self._array_length(len(topic.partitions))
-            for partition in topic.partitions:
+            buffer += _INT16.pack(_int(values["error_code"]))
+            buffer += _INT32.pack(values["session_id"])
+        self._array_length(len(values["responses"]))
+        for topic in values["responses"]:
+            self._string(topic["topic"])
+            self._array_length(len(topic["partitions"]))
+            for partition in topic["partitions"]:
                 self._partition(partition)
             self._end_struct()
         self._end_struct()
         self._parts.append(bytes(self._buffer))
         return self._parts
 
-    def _partition(self, partition: Any) -> None:
+    def _partition(self, partition: Mapping[str, Any]) -> None:
         buffer = self._buffer
         buffer += _PARTITION_HEAD.pack(
-            partition.partition_index,
-            partition.error_code.value,
-            partition.high_watermark,
-            partition.last_stable_offset,
+            partition["partition_index"],
+            _int(partition["error_code"]),
+            partition["high_watermark"],
+            partition.get("last_stable_offset", -1),
         )
         if self._version >= LOG_START_OFFSET_VERSION:
-            buffer += _INT64.pack(partition.log_start_offset)
-        self._aborted(partition.aborted_transactions)
+            buffer += _INT64.pack(partition.get("log_start_offset", -1))
+        self._aborted(partition["aborted_transactions"])
         if self._version >= PREFERRED_READ_REPLICA_VERSION:
-            buffer += _INT32.pack(partition.preferred_read_replica)
-        self._records(partition.records)
+            buffer += _INT32.pack(partition.get("preferred_read_replica", -1))
+        self._records(partition["records"])
         self._end_struct()
 
     def _aborted(self, aborted: Any) -> None:
@@ -115,7 +105,7 @@ class _Writer:
             return
         self._array_length(len(aborted))
         for transaction in aborted:
-            self._buffer += _ABORTED.pack(transaction.producer_id, transaction.first_offset)
+            self._buffer += _ABORTED.pack(transaction["producer_id"], transaction["first_offset"])
             self._end_struct()
 
     def _records(self, records: bytes | None) -> None:

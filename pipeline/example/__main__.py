@@ -20,7 +20,13 @@ from types import FrameType
 
 from pyspark.sql.streaming.query import StreamingQuery
 
-from pipeline.example.cluster import ensure_topics, start_cluster, stop_cluster
+from pipeline.example.cluster import (
+    PORT_BASE,
+    ZK_PORT_BASE,
+    ensure_topics,
+    start_cluster,
+    stop_cluster,
+)
 from pipeline.example.generator import RegistrationGenerator
 from pipeline.example.jobs import (
     REGISTRATIONS_TOPIC,
@@ -68,6 +74,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--events-per-second", type=int, default=DEFAULT_EVENTS_PER_SECOND)
     parser.add_argument(
+        "--port-base", type=int, default=PORT_BASE, help="first broker port of its own cluster"
+    )
+    parser.add_argument(
+        "--zk-port-base", type=int, default=ZK_PORT_BASE, help="ZooKeeper port of its own cluster"
+    )
+    parser.add_argument(
         "--no-drain",
         action="store_true",
         help="stop the jobs at once instead of letting them catch up first",
@@ -88,7 +100,11 @@ def main(argv: list[str] | None = None) -> int:
         # Checkpoints point into a cluster's logs; a new cluster starts a new work directory.
         shutil.rmtree(args.work_dir, ignore_errors=True)
         print(f"starting a 3-broker cluster in {cluster_dir} ...", flush=True)
-        args.bootstrap = start_cluster(cluster_dir)
+        try:
+            args.bootstrap = start_cluster(cluster_dir, args.port_base, args.zk_port_base)
+        except RuntimeError as error:
+            print(f"Error: {error}", file=sys.stderr)
+            return 1
     try:
         print(f"bootstrap.servers={args.bootstrap}", flush=True)
         ensure_topics(args.bootstrap, TOPIC_PARTITIONS)

@@ -29,16 +29,18 @@ def _cluster(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def start_cluster(directory: Path) -> str:
+def start_cluster(
+    directory: Path, port_base: int = PORT_BASE, zk_port_base: int = ZK_PORT_BASE
+) -> str:
     """`scripts/cluster up` in `directory`; returns bootstrap.servers."""
     result = _cluster(
         "up",
         "--dir",
         str(directory),
         "--port-base",
-        str(PORT_BASE),
+        str(port_base),
         "--zk-port-base",
-        str(ZK_PORT_BASE),
+        str(zk_port_base),
     )
     if result.returncode != 0:
         raise RuntimeError(f"scripts/cluster up failed: {result.stderr.strip()}")

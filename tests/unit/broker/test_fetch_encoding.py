@@ -34,47 +34,50 @@ partition_values = st.fixed_dictionaries(
 )
 topic_values = st.fixed_dictionaries(
     {
-        "topic": st.text(min_size=1, max_size=20),
+        # Long names too, so a compact length takes two varint bytes.
+        "topic": st.text(min_size=1, max_size=20) | st.text(min_size=130, max_size=200),
         "partitions": st.lists(partition_values, max_size=3),
     }
 )
 
 
-def _response(version: int, topics: list[dict[str, Any]]) -> Any:
-    return adapter.build(
-        response_class(1, version),
-        {"throttle_time": 7, "error_code": ErrorCode.none, "session_id": 0, "responses": topics},
-    )
+def _values(topics: list[dict[str, Any]], error: ErrorCode = ErrorCode.none) -> dict[str, Any]:
+    return {"throttle_time": 7, "error_code": error, "session_id": 0, "responses": topics}
 
 
 @pytest.mark.parametrize("version", VERSIONS)
 @settings(max_examples=40, deadline=None)
-@given(topics=st.lists(topic_values, max_size=3))
-def test_parts_join_to_kio_encoding(version: int, topics: list[dict[str, Any]]) -> None:
-    response = _response(version, topics)
-    assert fetch_encoding.can_encode(response)
-    assert b"".join(adapter.encode_parts(response)) == adapter.encode(response)
+@given(topics=st.lists(topic_values, max_size=3), error=st.sampled_from(ERRORS))
+def test_parts_join_to_kio_encoding(
+    version: int, topics: list[dict[str, Any]], error: ErrorCode
+) -> None:
+    values = _values(topics, error)
+    expected = adapter.encode(adapter.build(response_class(1, version), values))
+    assert b"".join(fetch_encoding.encode_parts(version, values)) == expected
 
 
 def test_large_record_sets_are_handed_on_uncopied() -> None:
     records = bytes(range(256)) * 64
-    topics = [{"topic": "t", "partitions": [_partition(records)]}]
-    parts = adapter.encode_parts(_response(12, topics))
+    parts = fetch_encoding.encode_parts(
+        12, _values([{"topic": "t", "partitions": [_partition(records)]}])
+    )
     assert any(part is records for part in parts)
 
 
-def test_tagged_fields_are_left_to_kio() -> None:
-    partition = {**_partition(b""), "current_leader": {"leader_id": 2, "leader_epoch": 3}}
-    response = _response(12, [{"topic": "t", "partitions": [partition]}])
-    assert not fetch_encoding.can_encode(response)
-    assert adapter.encode_parts(response) == [adapter.encode(response)]
+def test_versions_outside_the_layout_are_refused() -> None:
+    assert not fetch_encoding.can_encode(3)
+    assert not fetch_encoding.can_encode(13)
+    with pytest.raises(ValueError, match="v13"):
+        fetch_encoding.encode_parts(13, _values([]))
 
 
-def test_other_responses_are_one_kio_buffer() -> None:
+def test_kio_entities_are_one_buffer_and_encoded_bodies_pass_through() -> None:
     response = adapter.build(
         response_class(18, 3), {"error_code": 0, "api_keys": [], "throttle_time": 0}
     )
     assert adapter.encode_parts(response) == [adapter.encode(response)]
+    parts = [b"a", b"b"]
+    assert adapter.encode_parts(adapter.Encoded(parts)) is parts
 
 
 def _partition(records: bytes) -> dict[str, Any]:
