@@ -84,7 +84,7 @@ def _partitions_with_state(cache: MetadataCache, topic: str) -> list[PartitionMe
     partitions together with their leaders (UpdateMetadata), so a topic or partition whose
     leader is not elected yet is not in their cache; ours see the topic znode first and must
     not answer "no leader" for a partition that is only being created."""
-    return list(cache.partitions(topic) or [])
+    return [p for p in cache.partitions(topic) or [] if p.has_state]
 
 
 def _listed_topics(cache: MetadataCache) -> list[str]:

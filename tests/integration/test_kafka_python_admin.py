@@ -7,8 +7,8 @@ import time
 import uuid
 
 from kafka import KafkaAdminClient
-from kafka.errors import KafkaError
 from kafka.admin import OffsetSpec
+from kafka.errors import KafkaError
 from kafka.structs import TopicPartition
 
 from broker.handlers.metadata import INTERNAL_TOPICS
