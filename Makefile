@@ -44,8 +44,11 @@ down: setup
 status: setup
 	scripts/cluster status $(ARGS)
 
+# Two workers, whole modules each (their clusters are module-scoped); Spark's tests then run
+# alone, since its Python workers must connect back to the JVM within a fixed 10 s.
 test: setup
-	$(VENV)/bin/pytest -q tests
+	$(VENV)/bin/pytest -q -n 2 --dist loadfile -m "not spark" tests
+	$(VENV)/bin/pytest -q -m spark tests
 
 # The example Spark pipeline (README, "The Spark pipeline"); e.g. ARGS="--duration-s 120".
 pipeline: setup

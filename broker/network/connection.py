@@ -75,7 +75,10 @@ class Connection:
             response = await self._dispatch(frame)
             if response is not None:
                 # Gathered, not joined: a fetch response's record sets go out uncopied.
-                self._writer.writelines(response)
+                if len(response) == 1:
+                    self._writer.write(response[0])
+                else:
+                    self._writer.writelines(response)
                 await self._writer.drain()
 
     async def _read_frame(self) -> bytes:

@@ -12,9 +12,14 @@ import uuid
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 from confluent_kafka import Consumer, KafkaError
 
 from tests.integration.conftest import REPO_ROOT, ClusterHandle
+
+# Spark runs alone (`make test` runs these after the rest): its Python workers get a fixed
+# 10 s to connect back to the JVM, which a machine busy with other test clusters can miss.
+pytestmark = pytest.mark.spark
 
 RUN_TIMEOUT_S = 420.0
 CONSUME_TIMEOUT_S = 60.0

@@ -23,6 +23,10 @@ from pipeline.example.session import local_session
 from pipeline.spark import register
 from tests.integration.conftest import ClusterFactory, ClusterHandle, wait_until
 
+# Spark runs alone (`make test` runs these after the rest): its Python workers get a fixed
+# 10 s to connect back to the JVM, which a machine busy with other test clusters can miss.
+pytestmark = pytest.mark.spark
+
 TIMEOUT_S = 60.0
 STREAM_TIMEOUT_S = 240.0
 SESSION_TIMEOUT_MS = "6000"  # a SIGKILLed broker's partitions move after this

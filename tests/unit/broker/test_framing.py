@@ -5,10 +5,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from broker.protocol.framing import (
+    JOIN_MAX_BYTES,
     FrameDecoder,
     FrameTooLargeError,
     InvalidFrameSizeError,
     encode_frame,
+    frame_parts,
 )
 from broker.protocol.header import (
     MalformedRequestError,
@@ -79,3 +81,11 @@ def test_truncated_tagged_fields_raise() -> None:
 def test_response_header_versions() -> None:
     assert encode_response_header(5, flexible=False) == b"\x00\x00\x00\x05"
     assert encode_response_header(5, flexible=True) == b"\x00\x00\x00\x05\x00"
+
+
+def test_frame_parts_join_to_the_encoded_frame_and_keep_large_parts_apart() -> None:
+    large = bytes(JOIN_MAX_BYTES + 1)
+    for body in ([b"small"], [b"head", large, b"tail"], [large], []):
+        parts = frame_parts(b"HDR", body)
+        assert b"".join(parts) == encode_frame(b"HDR" + b"".join(body))
+        assert all(part is large for part in parts if len(part) == len(large))
