@@ -25,6 +25,8 @@ T = TypeVar("T")
 ADMIN_TIMEOUT_S = 60.0
 # How long to try a TCP connection to each bootstrap server before calling it unreachable.
 CONNECT_TIMEOUT_S = 5.0
+# syslog severities, as librdkafka's log_level takes them.
+LIBRDKAFKA_LOG_LEVEL_WARNING = 4
 # Java properties that pick serializer classes; librdkafka would refuse them as unknown.
 JAVA_ONLY_PROPERTIES = frozenset(
     {
@@ -75,7 +77,9 @@ ClientConfig = dict[str, str | int | float | bool]
 
 def client_config(bootstrap: str | None, *layers: Mapping[str, str]) -> ClientConfig:
     """librdkafka config from property layers (later wins), with the bootstrap servers."""
-    config: ClientConfig = {}
+    # librdkafka logs at info level by default (e.g. "Purging 1 unserved events" at exit);
+    # Kafka's tools print warnings and errors only. A user's own log_level still wins.
+    config: ClientConfig = {"log_level": LIBRDKAFKA_LOG_LEVEL_WARNING}
     for layer in layers:
         config.update(layer)
     for key in JAVA_ONLY_PROPERTIES:
