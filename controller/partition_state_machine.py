@@ -68,7 +68,7 @@ class PartitionStateMachine:
                 controller_epoch=self._context.epoch,
             )
             by_topic.setdefault(topic, {})[partition] = state
-        await _bounded_gather(
+        await bounded_gather(
             [self._create_states(topic, states) for topic, states in by_topic.items()]
         )
 
@@ -106,7 +106,7 @@ class PartitionStateMachine:
                 decision = await self._decide(tp, unclean_by_topic)
                 if decision is not None:
                     decisions.append((tp, decision))
-            outcomes = await _bounded_gather(
+            outcomes = await bounded_gather(
                 [self._write(tp, d, self._reason_of(tp, d, reason)) for tp, d in decisions]
             )
             written_pairs = zip(decisions, outcomes, strict=True)
@@ -136,7 +136,7 @@ class PartitionStateMachine:
             if versioned is not None and versioned[0].leader != NO_LEADER:
                 offline = LeaderAndIsr(NO_LEADER, list(versioned[0].isr))
                 writes.append(self._write(tp, offline, ChangeReason.TOPIC_DELETION))
-        await _bounded_gather(writes)
+        await bounded_gather(writes)
 
     async def _decide(
         self, tp: TopicPartition, unclean_by_topic: dict[str, bool]
@@ -177,7 +177,7 @@ class PartitionStateMachine:
     ) -> list[bool]:
         """`write` for many partitions, at most MAX_WRITES_IN_FLIGHT at a time; one outcome
         each (False: the partition changed meanwhile and was re-read)."""
-        return await _bounded_gather([self._write(tp, d, reason) for tp, d in decisions])
+        return await bounded_gather([self._write(tp, d, reason) for tp, d in decisions])
 
     async def _write(
         self, tp: TopicPartition, decision: LeaderAndIsr, reason: ChangeReason
@@ -236,7 +236,7 @@ class PartitionStateMachine:
                 self._context.partition_states[(topic, partition)] = versioned
 
 
-async def _bounded_gather(awaitables: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
+async def bounded_gather(awaitables: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
     """Run coroutines at most MAX_WRITES_IN_FLIGHT at a time. The first error cancels the rest
     of its chunk and skips later chunks: writes must not run on against a context the
     controller drops when it handles the error (e.g. resigning on ControllerMovedError)."""

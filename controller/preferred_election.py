@@ -40,7 +40,7 @@ from controller.errors import (
 from controller.partition_state_machine import (
     MAX_WRITE_ATTEMPTS,
     PartitionStateMachine,
-    _bounded_gather,  # the state machine's bounded, fail-fast concurrent writes
+    bounded_gather,  # the state machine's bounded, fail-fast concurrent writes
 )
 from controller.state_change_log import ChangeReason
 from controller.zk_api import ControllerZk
@@ -217,7 +217,7 @@ async def _elect(
                 results[tp] = decision
             else:
                 decisions.append((tp, decision))
-        written = await _bounded_gather(
+        written = await bounded_gather(
             [machine.write(tp, d, _reason(election_type, d)) for tp, d in decisions]
         )
         pending = []
