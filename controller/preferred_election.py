@@ -31,9 +31,12 @@ from controller.election import (
     elect_preferred_leader,
 )
 from controller.errors import (
+    ELECTION_NOT_NEEDED,
+    ELIGIBLE_LEADERS_NOT_AVAILABLE,
     INVALID_TOPIC_EXCEPTION,
     NONE,
     NOT_CONTROLLER,
+    PREFERRED_LEADER_NOT_AVAILABLE,
     UNKNOWN_SERVER_ERROR,
     UNKNOWN_TOPIC_OR_PARTITION,
 )
@@ -48,11 +51,6 @@ from zk.errors import ControllerMovedError
 from zk.znodes import ZnodeDecodeError
 
 log = logging.getLogger(__name__)
-
-# Kafka's error codes for election outcomes (the wire protocol's numbers).
-PREFERRED_LEADER_NOT_AVAILABLE = 80
-ELIGIBLE_LEADERS_NOT_AVAILABLE = 83
-ELECTION_NOT_NEEDED = 84
 
 # ElectLeaders requests waiting for the controller's event task; more are refused at once
 # (NOT_CONTROLLER makes clients retry) rather than piling up while the controller is stuck.

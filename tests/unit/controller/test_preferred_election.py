@@ -16,14 +16,15 @@ from controller.auto_rebalance import partitions_to_rebalance
 from controller.config import ControllerConfig
 from controller.context import ControllerContext
 from controller.election import elect_preferred_leader
-from controller.errors import NONE, NOT_CONTROLLER, UNKNOWN_TOPIC_OR_PARTITION
-from controller.preferred_election import (
+from controller.errors import (
     ELECTION_NOT_NEEDED,
     ELIGIBLE_LEADERS_NOT_AVAILABLE,
+    NONE,
+    NOT_CONTROLLER,
     PREFERRED_LEADER_NOT_AVAILABLE,
-    ElectionRequests,
-    ElectionType,
+    UNKNOWN_TOPIC_OR_PARTITION,
 )
+from controller.preferred_election import ElectionRequests, ElectionType
 from controller.state_change_log import LOGGER_NAME
 from tests.unit.controller.fake_zk import FakeZkStore
 from tests.unit.controller.harness import Cluster, add_topic, start_cluster, state, wait_until
