@@ -80,11 +80,18 @@ async def _topic(
 
 
 def _partitions_with_state(cache: MetadataCache, topic: str) -> list[PartitionMetadata]:
-    """The partitions whose state znode this broker has read. Kafka's brokers learn a topic's
-    partitions together with their leaders (UpdateMetadata), so a topic or partition whose
-    leader is not elected yet is not in their cache; ours see the topic znode first and must
-    not answer "no leader" for a partition that is only being created."""
-    return [p for p in cache.partitions(topic) or [] if p.has_state]
+    """The topic's partitions once this broker has read every one's state znode, else none.
+
+    Kafka's brokers learn a topic's partitions together with their leaders, all at once
+    (UpdateMetadata), so a topic whose leaders are not elected yet is not in their cache. Ours
+    see the topic znode first and the state znodes one by one: listing a partial set would
+    tell a client that a new topic has fewer partitions than it has (librdkafka then fails a
+    produce to an explicit partition at once), and listing a partition without its state
+    would answer "no leader" (kafka-python's admin client then raises). So the topic stays
+    unknown until all its states are read; for a topic growing by CreatePartitions that is a
+    moment in which clients retry."""
+    partitions = cache.partitions(topic) or []
+    return partitions if all(p.has_state for p in partitions) else []
 
 
 def _listed_topics(cache: MetadataCache) -> list[str]:
