@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient
+from kafka.errors import KafkaConnectionError, NodeNotReadyError, RequestTimedOutError
 
 from controller.assignment import assign_replicas_to_brokers
 from controller.errors import ApiError
@@ -35,7 +37,38 @@ CANNOT_EXECUTE_MESSAGE = (
     "current reassignment."
 )
 
+# A broker that is stopped (SIGSTOP) but still registered accepts TCP connections and never
+# answers; kafka-python then fails the call instead of trying another broker. Java's admin
+# client retries until default.api.timeout.ms, and so do we, with this pause between tries.
+RETRY_BACKOFF_S = 0.5
+RETRIABLE_ERRORS = (KafkaConnectionError, NodeNotReadyError, RequestTimedOutError)
+
 Assignment = dict[tuple[str, int], list[int]]
+
+
+class _RetryingAdmin:
+    """kafka-python's admin client whose calls are retried (on another broker, as the failed
+    connection is closed) until REQUEST_TIMEOUT_MS has passed."""
+
+    def __init__(self, admin: Any) -> None:
+        self._admin = admin
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._admin, name)
+        if not callable(method) or name == "close":
+            return method
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            deadline = time.monotonic() + REQUEST_TIMEOUT_MS / 1000
+            while True:
+                try:
+                    return method(*args, **kwargs)
+                except RETRIABLE_ERRORS:
+                    if time.monotonic() >= deadline:
+                        raise
+                    time.sleep(RETRY_BACKOFF_S)
+
+        return call
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -106,7 +139,7 @@ def _admin(servers: str, config_path: str | None) -> Any:
         name = key.replace(".", "_")
         if name in KafkaAdminClient.DEFAULT_CONFIG:
             settings[name] = value
-    return KafkaAdminClient(**settings)
+    return _RetryingAdmin(KafkaAdminClient(**settings))
 
 
 def _properties(path: str | None) -> dict[str, str]:

@@ -212,7 +212,7 @@ def test_list_reassignments_while_the_target_broker_is_stopped(
             "Current partition reassignments:",
             f"{topic}-0: replicas: {kept[1]},{stopped},{kept[0]}. adding: {stopped}. "
             f"removing: {kept[0]}.",
-        ]
+        ], listed.stderr
     finally:
         cluster.kill(stopped, "CONT")
     wait_until(
