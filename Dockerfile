@@ -9,7 +9,7 @@ COPY controller ./controller
 COPY zk ./zk
 COPY pipeline ./pipeline
 COPY kafka_cli ./kafka_cli
-RUN pip install --no-cache-dir .
+RUN pip install --no-cache-dir '.[tools]'
 
 # Shared defaults; each broker's id and listeners come as --override arguments.
 RUN mkdir -p /etc/kafka /var/lib/kafka/data && printf '%s\n' \
