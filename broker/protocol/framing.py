@@ -1,7 +1,7 @@
-"""Sans-I/O framing: feed bytes in, take complete request frames out.
-
-A Kafka frame is a 4-byte big-endian size followed by that many bytes. The decoder never
-touches a socket; the connection shell feeds it whatever it read.
+"""Kafka's framing, without I/O: a frame is a 4-byte big-endian size followed by that many
+bytes. The connection reads the prefix, has its size checked here before reading the body
+(so an oversized frame is refused without buffering it), and writes responses as the
+buffers `frame_parts` returns.
 """
 
 from __future__ import annotations
@@ -19,36 +19,6 @@ class FrameTooLargeError(Exception):
 
 class InvalidFrameSizeError(Exception):
     pass
-
-
-class FrameDecoder:
-    def __init__(self, max_frame_bytes: int) -> None:
-        self._max_frame_bytes = max_frame_bytes
-        self._buffer = bytearray()
-        self._next_size: int | None = None
-
-    def feed(self, data: bytes) -> None:
-        self._buffer += data
-
-    def next_frame(self) -> bytes | None:
-        """Return the next complete frame's payload, or None if more bytes are needed."""
-        if self._next_size is None:
-            if len(self._buffer) < _SIZE.size:
-                return None
-            size = read_frame_size(self._buffer, self._max_frame_bytes)
-            del self._buffer[: _SIZE.size]
-            self._next_size = size
-        if len(self._buffer) < self._next_size:
-            return None
-        with memoryview(self._buffer) as view:
-            frame = bytes(view[: self._next_size])  # one copy, not slice-then-bytes
-        del self._buffer[: self._next_size]
-        self._next_size = None
-        return frame
-
-    @property
-    def buffered_bytes(self) -> int:
-        return len(self._buffer)
 
 
 SIZE_PREFIX_BYTES = _SIZE.size

@@ -1,16 +1,14 @@
 import struct
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from broker.protocol.framing import (
     JOIN_MAX_BYTES,
-    FrameDecoder,
     FrameTooLargeError,
     InvalidFrameSizeError,
     encode_frame,
     frame_parts,
+    read_frame_size,
 )
 from broker.protocol.header import (
     MalformedRequestError,
@@ -20,31 +18,18 @@ from broker.protocol.header import (
 )
 
 
-@given(st.lists(st.binary(max_size=300), max_size=8), st.integers(min_value=1, max_value=50))
-def test_frames_survive_any_chunking(payloads: list[bytes], chunk_bytes: int) -> None:
-    stream = b"".join(encode_frame(p) for p in payloads)
-    decoder = FrameDecoder(max_frame_bytes=1000)
-    received = []
-    for start in range(0, len(stream), chunk_bytes):
-        decoder.feed(stream[start : start + chunk_bytes])
-        while (frame := decoder.next_frame()) is not None:
-            received.append(frame)
-    assert received == payloads
-    assert decoder.buffered_bytes == 0
+def test_frame_size_is_read_from_the_prefix() -> None:
+    assert read_frame_size(encode_frame(b"x" * 42), max_frame_bytes=100) == 42
 
 
-def test_oversize_frame_is_refused_before_buffering() -> None:
-    decoder = FrameDecoder(max_frame_bytes=100)
-    decoder.feed(struct.pack(">i", 101))
+def test_oversize_frame_is_refused_from_its_prefix() -> None:
     with pytest.raises(FrameTooLargeError, match="101"):
-        decoder.next_frame()
+        read_frame_size(struct.pack(">i", 101), max_frame_bytes=100)
 
 
 def test_negative_frame_size_is_refused() -> None:
-    decoder = FrameDecoder(max_frame_bytes=100)
-    decoder.feed(struct.pack(">i", -5))
     with pytest.raises(InvalidFrameSizeError):
-        decoder.next_frame()
+        read_frame_size(struct.pack(">i", -5), max_frame_bytes=100)
 
 
 def test_header_parsing() -> None:
