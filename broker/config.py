@@ -84,6 +84,7 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("log.message.timestamp.type", _str, "CreateTime"),
     ConfigDef("message.max.bytes", _int, 1048588),
     ConfigDef("fetch.max.bytes", _int, 57671680),
+    ConfigDef("max.incremental.fetch.session.cache.slots", _int, 1000),
     ConfigDef("socket.request.max.bytes", _int, 104857600),
     ConfigDef("queued.max.requests", _int, 500, used=False),
     ConfigDef("max.connections", _int, 2147483647),
@@ -311,6 +312,7 @@ def _validate(config: KafkaConfig) -> None:
     _require_range(config, "message.max.bytes", 0)
     _require_range(config, "socket.request.max.bytes", 1)
     _require_range(config, "fetch.max.bytes", 1024)
+    _require_range(config, "max.incremental.fetch.session.cache.slots", 0)
     _require_range(config, "max.connections", 0)
     _require_range(config, "max.connections.per.ip", 0)
     _require_range(config, "message.max.decompressed.bytes", 1)

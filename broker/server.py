@@ -27,6 +27,7 @@ from broker.log.meta_properties import ensure_meta_properties
 from broker.metadata_cache import MetadataCache
 from broker.network.listener import Listener
 from broker.network.quotas import ConnectionQuotas, parse_per_ip_overrides
+from broker.replication.fetch_session import FetchSessionCache
 from broker.replication.fetcher import FetcherConfig, ReplicaFetcherManager
 from broker.replication.isr import IsrWriter
 from broker.replication.replica_manager import ReplicaManager
@@ -71,6 +72,7 @@ class KafkaServer:
         self.replica_manager.fetchers = ReplicaFetcherManager(
             _fetcher_config(config), self.replica_manager, self._inter_broker_address
         )
+        self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         self.topic_configs = TopicConfigs(self.kafka_zk)
         self.group_coordinator = GroupCoordinator(self)
         self.producer_ids = ProducerIdManager(self.kafka_zk, self.broker_id)

@@ -1,17 +1,18 @@
-"""Fetch: advertised v0-v12, implemented v4-v12, sessionless (KIP-227 sessions not kept).
+"""Fetch: advertised v0-v12, implemented v4-v12, with incremental fetch sessions (KIP-227).
 
 Consumers read up to the high watermark; followers (`replica_id` >= 0) read up to the log end,
 and their fetch offset is how the leader learns how far they have come. The response holds
 whole batches; the first batch is returned even if larger than the limits (KIP-74); the
 broker's `fetch.max.bytes` caps the request's `max_bytes`. Long polling: if fewer than
 `min_bytes` are available the request waits until enough arrive or `max_wait_ms` passes (woken
-by a high-watermark move for consumers, an append for followers). We always answer with
-session id 0, which tells clients to send full fetch requests (DEVIATIONS.md).
+by a high-watermark move for consumers, an append for followers). Which partitions are read and
+answered follows the request's session fields (see `broker.replication.fetch_context`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -19,40 +20,43 @@ from kio.schema.errors import ErrorCode
 from broker.network.context import RequestContext
 from broker.protocol import adapter, fetch_encoding
 from broker.protocol.registry import response_class
+from broker.replication.fetch_context import new_context
+from broker.replication.fetch_session import INVALID_SESSION_ID, FetchPosition, TopicPartition
+from broker.replication.replica_manager import ReadResult
 
-INITIAL_SESSION_EPOCH = 0
-SESSIONLESS_EPOCH = -1
+Results = list[tuple[TopicPartition, ReadResult]]
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
-    session_epoch = getattr(request, "session_epoch", SESSIONLESS_EPOCH)
-    if session_epoch not in (INITIAL_SESSION_EPOCH, SESSIONLESS_EPOCH):
-        return _response(
-            context.api_version,
-            {
-                "throttle_time": 0,
-                "error_code": ErrorCode.fetch_session_id_not_found,
-                "session_id": 0,
-                "responses": [],
-            },
-        )
-    deadline = asyncio.get_running_loop().time() + adapter.millis(request.max_wait) / 1000
+    sessions = context.server.fetch_sessions
+    fetch_context = new_context(sessions, request, _now_ms())
+    if fetch_context.error_code != ErrorCode.none:
+        return _response(context.api_version, fetch_context.error_code, INVALID_SESSION_ID, [])
+    positions = fetch_context.positions
+    replica_id = _replica_id(request)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + adapter.millis(request.max_wait) / 1000
     while True:
-        responses, total_bytes, any_error = _read_all(context, request)
-        remaining_s = deadline - asyncio.get_running_loop().time()
+        results, total_bytes, any_error = _read_all(context, request, positions)
+        remaining_s = deadline - loop.time()
         if total_bytes >= request.min_bytes or any_error or remaining_s <= 0:
             break
-        keys = [(t.topic, p.partition) for t in request.topics for p in t.partitions]
         await context.server.replica_manager.wait_for_data(
-            keys, remaining_s, follower=_replica_id(request) >= 0
+            [key for key, _ in positions], remaining_s, follower=replica_id >= 0
         )
-    return _response(
-        context.api_version,
-        {"throttle_time": 0, "error_code": ErrorCode.none, "session_id": 0, "responses": responses},
-    )
+    session_id, answered = fetch_context.respond(sessions, results, replica_id >= 0, _now_ms())
+    return _response(context.api_version, ErrorCode.none, session_id, _by_topic(answered))
 
 
-def _response(version: int, values: dict[str, Any]) -> Any:
+def _response(
+    version: int, error_code: ErrorCode, session_id: int, responses: list[dict[str, Any]]
+) -> Any:
+    values = {
+        "throttle_time": 0,
+        "error_code": error_code,
+        "session_id": session_id,
+        "responses": responses,
+    }
     # Encoded here rather than built as kio entities: record sets stay uncopied, and building
     # entities cost more than the encoding for the small fetches of a follower keeping up.
     if fetch_encoding.can_encode(version):
@@ -60,11 +64,17 @@ def _response(version: int, values: dict[str, Any]) -> Any:
     return adapter.build(response_class(1, version), values)
 
 
+def _now_ms() -> int:
+    return time.monotonic_ns() // 1_000_000
+
+
 def _replica_id(request: Any) -> int:
     return int(getattr(request, "replica_id", -1))
 
 
-def _read_all(context: RequestContext, request: Any) -> tuple[list[dict[str, Any]], int, bool]:
+def _read_all(
+    context: RequestContext, request: Any, positions: list[tuple[TopicPartition, FetchPosition]]
+) -> tuple[Results, int, bool]:
     replica_manager = context.server.replica_manager
     replica_id = _replica_id(request)
     # fetch.max.bytes caps what one response may hold, whatever the client asks (KIP-541).
@@ -73,28 +83,35 @@ def _read_all(context: RequestContext, request: Any) -> tuple[list[dict[str, Any
     )
     total_bytes = 0
     any_error = False
-    responses = []
-    for topic in request.topics:
-        partitions = []
-        for fetch in topic.partitions:
-            result = replica_manager.read(
-                topic.topic,
-                fetch.partition,
-                fetch.fetch_offset,
-                min(fetch.partition_max_bytes, max(budget_bytes - total_bytes, 0)),
-                min_one_batch=total_bytes == 0,
-                current_leader_epoch=getattr(fetch, "current_leader_epoch", -1),
-                replica_id=replica_id,
-                follower_log_start_offset=getattr(fetch, "log_start_offset", -1),
-            )
-            total_bytes += len(result.records)
-            any_error = any_error or result.error_code != ErrorCode.none
-            partitions.append(_partition_data(fetch.partition, result))
-        responses.append({"topic": topic.topic, "partitions": partitions})
-    return responses, total_bytes, any_error
+    results = []
+    for (topic, partition), position in positions:
+        result = replica_manager.read(
+            topic,
+            partition,
+            position.fetch_offset,
+            min(position.partition_max_bytes, max(budget_bytes - total_bytes, 0)),
+            min_one_batch=total_bytes == 0,
+            current_leader_epoch=position.current_leader_epoch,
+            replica_id=replica_id,
+            follower_log_start_offset=position.log_start_offset,
+        )
+        total_bytes += len(result.records)
+        any_error = any_error or result.error_code != ErrorCode.none
+        results.append(((topic, partition), result))
+    return results, total_bytes, any_error
 
 
-def _partition_data(partition: int, result: Any) -> dict[str, Any]:
+def _by_topic(results: Results) -> list[dict[str, Any]]:
+    """Consecutive partitions of one topic share an entry, as in Kafka's responses."""
+    responses: list[dict[str, Any]] = []
+    for (topic, partition), result in results:
+        if not responses or responses[-1]["topic"] != topic:
+            responses.append({"topic": topic, "partitions": []})
+        responses[-1]["partitions"].append(_partition_data(partition, result))
+    return responses
+
+
+def _partition_data(partition: int, result: ReadResult) -> dict[str, Any]:
     return {
         "partition_index": partition,
         "error_code": result.error_code,

@@ -15,9 +15,9 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from kio.schema.errors import ErrorCode
 
@@ -26,6 +26,8 @@ from broker.log.errors import RecordError, UnexpectedAppendOffsetError
 from broker.network.broker_client import BrokerClient, BrokerClientError
 from broker.protocol import adapter
 from broker.protocol.registry import request_class
+from broker.replication.fetch_session import FetchPosition
+from broker.replication.fetch_session_handler import FetchSessionHandler, SessionRequest
 from broker.replication.partition import Partition
 
 log = logging.getLogger(__name__)
@@ -41,6 +43,7 @@ UNDEFINED_EPOCH = -1
 UNDEFINED_OFFSET = -1
 
 TopicPartition = tuple[str, int]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +104,7 @@ class ReplicaFetcher:
         self.partitions: dict[TopicPartition, FetchState] = {}
         self._wakeup = asyncio.Event()
         self._client: BrokerClient | None = None
+        self._session = FetchSessionHandler()
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -134,6 +138,7 @@ class ReplicaFetcher:
                 await asyncio.sleep(self._config.backoff_ms / 1000)
             except Exception:
                 log.exception("replica fetcher for broker %d failed", self.source_broker_id)
+                self._session.on_failure()
                 await asyncio.sleep(self._config.backoff_ms / 1000)
 
     async def _do_work(self) -> None:
@@ -175,6 +180,7 @@ class ReplicaFetcher:
         return self._client
 
     async def _drop_client(self) -> None:
+        self._session.on_failure()
         client, self._client = self._client, None
         if client is not None:
             await client.close()
@@ -270,45 +276,54 @@ class ReplicaFetcher:
     # -- fetching ------------------------------------------------------------------------
 
     async def _fetch(self, client: BrokerClient, states: dict[TopicPartition, FetchState]) -> None:
-        sent = {}
-        by_topic: dict[str, list[dict[str, int]]] = {}
+        wanted: dict[TopicPartition, FetchPosition] = {}
         for key, state in states.items():
             partition = self._logs.follower(key, state.leader_epoch)
-            if partition is None:
-                continue
-            sent[key] = state.fetch_offset
-            by_topic.setdefault(key[0], []).append(
-                {
-                    "partition": key[1],
-                    "current_leader_epoch": state.leader_epoch,
-                    "fetch_offset": state.fetch_offset,
-                    "last_fetched_epoch": UNDEFINED_EPOCH,
-                    "log_start_offset": partition.log.log_start_offset,
-                    "partition_max_bytes": self._config.partition_max_bytes,
-                }
-            )
-        if not sent:
+            if partition is not None:
+                wanted[key] = FetchPosition(
+                    state.fetch_offset,
+                    self._config.partition_max_bytes,
+                    state.leader_epoch,
+                    partition.log.log_start_offset,
+                )
+        if not wanted:
             return
-        response = await client.send(self._fetch_request(by_topic))
-        if response.error_code != ErrorCode.none:
-            raise BrokerClientError(f"Fetch answered {response.error_code.name}")
+        request = self._session.build(wanted)
+        response = await client.send(self._fetch_request(request))
+        error = response.error_code
+        if not self._session.on_response(request, error, int(response.session_id)):
+            if error in (
+                ErrorCode.fetch_session_id_not_found,
+                ErrorCode.invalid_fetch_session_epoch,
+            ):
+                log.info("fetch session with broker %d: %s", self.source_broker_id, error.name)
+                return  # the next request is a full one
+            raise BrokerClientError(f"Fetch answered {error.name}")
+        # An incremental response holds only the partitions with something new.
         for topic in response.responses:
             for data in topic.partitions:
                 key = (topic.topic, int(data.partition_index))
-                if key in sent:
-                    self._on_partition_data(key, sent[key], data)
+                position = wanted.get(key)
+                if position is not None:
+                    self._on_partition_data(key, position.fetch_offset, data)
 
-    def _fetch_request(self, by_topic: dict[str, list[dict[str, int]]]) -> Any:
+    def _fetch_request(self, request: SessionRequest) -> Any:
         values = {
             "replica_id": self._config.broker_id,
             "max_wait": self._config.max_wait_ms,
             "min_bytes": self._config.min_bytes,
             "max_bytes": self._config.response_max_bytes,
             "isolation_level": 0,
-            "session_id": 0,
-            "session_epoch": -1,
-            "topics": [{"topic": t, "partitions": p} for t, p in by_topic.items()],
-            "forgotten_topics_data": [],
+            "session_id": request.session_id,
+            "session_epoch": request.epoch,
+            "topics": [
+                {"topic": topic, "partitions": [_fetch_partition(p, f) for p, f in partitions]}
+                for topic, partitions in _by_topic(request.to_send.items())
+            ],
+            "forgotten_topics_data": [
+                {"topic": topic, "partitions": [p for p, _ in partitions]}
+                for topic, partitions in _by_topic((key, key) for key in request.forgotten)
+            ],
             "rack_id": "",
         }
         return adapter.build(request_class(FETCH_KEY, FETCH_VERSION), values)
@@ -360,6 +375,24 @@ class ReplicaFetcher:
             # Our log ends beyond the leader's (an unclean election): drop what it lacks.
             self._logs.truncate(partition, max(int(data.high_watermark), 0))
         state.fetch_offset = partition.log.log_end_offset
+
+
+def _by_topic(items: Iterable[tuple[TopicPartition, T]]) -> list[tuple[str, list[tuple[int, T]]]]:
+    grouped: dict[str, list[tuple[int, T]]] = {}
+    for (topic, partition), value in items:
+        grouped.setdefault(topic, []).append((partition, value))
+    return list(grouped.items())
+
+
+def _fetch_partition(partition: int, position: FetchPosition) -> dict[str, int]:
+    return {
+        "partition": partition,
+        "current_leader_epoch": position.current_leader_epoch,
+        "fetch_offset": position.fetch_offset,
+        "last_fetched_epoch": UNDEFINED_EPOCH,
+        "log_start_offset": position.log_start_offset,
+        "partition_max_bytes": position.partition_max_bytes,
+    }
 
 
 class ReplicaFetcherManager:

@@ -1,0 +1,138 @@
+"""Incremental fetch sessions, the leader's side (KIP-227; Kafka's FetchSession and cache).
+
+A session remembers, per partition, what the fetcher last asked for and what the leader last
+answered. An incremental request then names only the partitions whose fetch position moved
+(and those to forget), and the response holds only partitions with something new: records, a
+moved high watermark or log start offset, or an error. Every partition of the session is still
+read on every request, so a follower's position keeps counting for the ISR.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from kio.schema.errors import ErrorCode
+
+INVALID_SESSION_ID = 0
+INITIAL_EPOCH = 0
+FINAL_EPOCH = -1
+MAX_EPOCH = 0x7FFFFFFF
+# Kafka's FetchSessionCache: a session unused this long may give its slot to a new one.
+SESSION_EVICTION_MS = 120_000
+UNKNOWN_HIGH_WATERMARK = -1
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass(slots=True)
+class FetchPosition:
+    """One partition of a fetch request: where to read and how much."""
+
+    fetch_offset: int
+    partition_max_bytes: int
+    current_leader_epoch: int = -1
+    log_start_offset: int = -1
+
+
+@dataclass(slots=True)
+class CachedPartition:
+    position: FetchPosition
+    high_watermark: int = UNKNOWN_HIGH_WATERMARK
+    log_start_offset: int = -1
+
+    def must_respond(self, error: ErrorCode, records_bytes: int, hw: int, start: int) -> bool:
+        """Kafka's rule; also remembers what this response tells the fetcher."""
+        changed = records_bytes > 0 or hw != self.high_watermark or start != self.log_start_offset
+        self.high_watermark = hw
+        self.log_start_offset = start
+        if error != ErrorCode.none:
+            # Re-sent once the error clears, whatever the high watermark is then.
+            self.high_watermark = UNKNOWN_HIGH_WATERMARK
+            return True
+        return changed
+
+
+@dataclass(slots=True)
+class FetchSession:
+    session_id: int
+    privileged: bool
+    partitions: dict[TopicPartition, CachedPartition]
+    last_used_ms: int
+    epoch: int = 1  # the epoch the next request must carry
+
+    def update(
+        self,
+        changed: Iterable[tuple[TopicPartition, FetchPosition]],
+        forgotten: Iterable[TopicPartition],
+    ) -> None:
+        for key, position in changed:
+            cached = self.partitions.get(key)
+            if cached is None:
+                self.partitions[key] = CachedPartition(position)
+            else:
+                cached.position = position
+        for key in forgotten:
+            self.partitions.pop(key, None)
+
+    def move_to_end(self, key: TopicPartition) -> None:
+        """Partitions that answered go last, so the next response's byte budget is fair."""
+        cached = self.partitions.pop(key, None)
+        if cached is not None:
+            self.partitions[key] = cached
+
+
+def next_epoch(epoch: int) -> int:
+    return 1 if epoch >= MAX_EPOCH else epoch + 1
+
+
+@dataclass
+class FetchSessionCache:
+    """Bounded by `max.incremental.fetch.session.cache.slots`. When full, a new session takes
+    the slot of the least recently used one if that one has been idle for
+    SESSION_EVICTION_MS, or, for a follower, the slot of the least recently used consumer
+    session; otherwise the fetcher goes on without a session."""
+
+    max_slots: int
+    random_id: Callable[[], int] = field(default=lambda: random.randint(1, 0x7FFFFFFF))
+    _sessions: dict[int, FetchSession] = field(default_factory=dict)  # least recently used first
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def get(self, session_id: int, now_ms: int) -> FetchSession | None:
+        session = self._sessions.pop(session_id, None)
+        if session is not None:
+            session.last_used_ms = now_ms
+            self._sessions[session_id] = session
+        return session
+
+    def remove(self, session_id: int) -> None:
+        self._sessions.pop(session_id, None)
+
+    def create(
+        self, privileged: bool, partitions: dict[TopicPartition, CachedPartition], now_ms: int
+    ) -> int:
+        """The new session's id, or INVALID_SESSION_ID when no slot can be had."""
+        if self.max_slots <= 0:
+            return INVALID_SESSION_ID
+        if len(self._sessions) >= self.max_slots and not self._evict_one(privileged, now_ms):
+            return INVALID_SESSION_ID
+        session_id = self.random_id()
+        while session_id == INVALID_SESSION_ID or session_id in self._sessions:
+            session_id = self.random_id()
+        self._sessions[session_id] = FetchSession(session_id, privileged, partitions, now_ms)
+        return session_id
+
+    def _evict_one(self, privileged: bool, now_ms: int) -> bool:
+        oldest = next(iter(self._sessions.values()))
+        if now_ms - oldest.last_used_ms >= SESSION_EVICTION_MS:
+            del self._sessions[oldest.session_id]
+            return True
+        if privileged:
+            consumer = next((s for s in self._sessions.values() if not s.privileged), None)
+            if consumer is not None:
+                del self._sessions[consumer.session_id]
+                return True
+        return False
