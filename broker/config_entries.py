@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from broker.config import CONFIG_DEFS, KafkaConfig
+from broker.config_synonym import Synonym
 from broker.dynamic_config import DYNAMIC_CONFIGS, DynamicOverrides
 from controller.topic_configs import TOPIC_CONFIGS, ConfigType
 
@@ -66,13 +67,6 @@ TOPIC_DEFAULTS: dict[str, tuple[str, str]] = {
     "leader.replication.throttled.replicas": ("", ""),
     "follower.replication.throttled.replicas": ("", ""),
 }
-
-
-@dataclass(frozen=True, slots=True)
-class Synonym:
-    name: str
-    value: str | None
-    source: int
 
 
 @dataclass(frozen=True, slots=True)

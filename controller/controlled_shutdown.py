@@ -17,17 +17,16 @@ Every write goes through the partition state machine with reason CONTROLLED_SHUT
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from controller.context import ControllerContext, TopicPartition
 from controller.election import LeaderAndIsr
-from controller.errors import NONE, NOT_CONTROLLER, UNKNOWN_SERVER_ERROR
-from controller.partition_state_machine import MAX_WRITE_ATTEMPTS, PartitionStateMachine
+from controller.errors import NONE
+from controller.partition_state_machine import PartitionStateMachine
+from controller.request_queue import RequestQueue
 from controller.state_change_log import ChangeReason
-from zk.errors import ControllerMovedError
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +35,7 @@ STALE_BROKER_EPOCH = 77
 UNKNOWN_BROKER_EPOCH = -1  # ControlledShutdown v0-v1 cannot name the broker epoch
 # Requests waiting for the controller's event task. Each broker sends one at a time, so this
 # is far above any real cluster; beyond it a request is answered NOT_CONTROLLER at once.
-MAX_PENDING_REQUESTS = 10_000
+MAX_PENDING_SHUTDOWN_REQUESTS = 10_000
 # Partitions named in one log line.
 MAX_LOGGED_PARTITIONS = 20
 
@@ -50,59 +49,26 @@ class ShutdownResult:
 
 
 @dataclass(frozen=True, slots=True)
-class _Request:
+class ShutdownRequest:
+    """A ControlledShutdown request waiting in the controller's `RequestQueue`."""
+
     broker_id: int
     broker_epoch: int
-    result: asyncio.Future[ShutdownResult]
 
 
-class ShutdownRequests:
-    """ControlledShutdown requests waiting for the event task, each with its answer's future."""
+def shutdown_requests() -> RequestQueue[ShutdownRequest, ShutdownResult]:
+    return RequestQueue(MAX_PENDING_SHUTDOWN_REQUESTS, _error_result)
 
-    def __init__(self) -> None:
-        self._pending: list[_Request] = []
 
-    def add(self, broker_id: int, broker_epoch: int) -> asyncio.Future[ShutdownResult] | None:
-        """Queue a request; None when the queue is full."""
-        if len(self._pending) >= MAX_PENDING_REQUESTS:
-            return None
-        future: asyncio.Future[ShutdownResult] = asyncio.get_running_loop().create_future()
-        self._pending.append(_Request(broker_id, broker_epoch, future))
-        return future
-
-    def take(self) -> list[_Request]:
-        taken, self._pending = self._pending, []
-        return taken
-
-    def answer_all(self, error_code: int) -> None:
-        """Answer every waiting request with `error_code` (the controller stopped or moved)."""
-        _answer_error(self.take(), error_code)
-
-    async def run_all(self, context: ControllerContext, partitions: PartitionStateMachine) -> None:
-        """Carry out every waiting request, in arrival order. If one fails part-way, it and
-        the rest are answered with an error (the brokers retry) and the failure propagates:
-        the controller resigns (moved) or reconciles everything (other errors)."""
-        requests = self.take()
-        for index, request in enumerate(requests):
-            try:
-                result = await shut_down_broker(
-                    context, partitions, request.broker_id, request.broker_epoch
-                )
-            except BaseException as error:
-                moved = isinstance(error, ControllerMovedError | asyncio.CancelledError)
-                _answer_error(requests[index:], NOT_CONTROLLER if moved else UNKNOWN_SERVER_ERROR)
-                raise
-            answer(request, result)
+def _error_result(
+    _request: ShutdownRequest, error_code: int, _message: str | None
+) -> ShutdownResult:
+    return ShutdownResult(error_code)
 
 
 # Decides one partition's new leader and ISR for a broker in controlled shutdown (None: no
 # write).
 _Decide = Callable[[ControllerContext, TopicPartition, int], LeaderAndIsr | None]
-
-
-def answer(request: _Request, result: ShutdownResult) -> None:
-    if not request.result.done():
-        request.result.set_result(result)
 
 
 def leader_for_controlled_shutdown(
@@ -127,10 +93,10 @@ def isr_without_follower(leader: int, isr: list[int], broker_id: int) -> LeaderA
 async def shut_down_broker(
     context: ControllerContext,
     partitions: PartitionStateMachine,
-    broker_id: int,
-    broker_epoch: int,
+    request: ShutdownRequest,
 ) -> ShutdownResult:
     """Steps 1-4 of the module docstring for one request."""
+    broker_id, broker_epoch = request.broker_id, request.broker_epoch
     known_epoch = context.broker_epochs.get(broker_id)
     stale = known_epoch is not None and broker_epoch < known_epoch
     if broker_epoch != UNKNOWN_BROKER_EPOCH and stale:
@@ -165,11 +131,6 @@ async def shut_down_broker(
             " ..." if len(remaining) > MAX_LOGGED_PARTITIONS else "",
         )
     return ShutdownResult(NONE, remaining)
-
-
-def _answer_error(requests: list[_Request], error_code: int) -> None:
-    for request in requests:
-        answer(request, ShutdownResult(error_code))
 
 
 def _partitions_to_act_on(context: ControllerContext, broker_id: int) -> list[TopicPartition]:
@@ -219,24 +180,17 @@ async def _write_until_settled(
     broker_id: int,
     decide: _Decide,
 ) -> None:
-    """Decide and write; a partition that changed under us (a leader's ISR write) is re-read
-    by the state machine and decided again, up to MAX_WRITE_ATTEMPTS times."""
-    for _attempt in range(MAX_WRITE_ATTEMPTS):
-        decisions = []
-        for tp in pending:
-            if tp not in context.partition_states:
-                continue  # the topic went away
-            decision = decide(context, tp, broker_id)
-            if decision is not None:
-                decisions.append((tp, decision))
-        if not decisions:
-            return
-        outcomes = await partitions.write_many(decisions, ChangeReason.CONTROLLED_SHUTDOWN)
-        pending = [tp for (tp, _), written in zip(decisions, outcomes, strict=True) if not written]
-        if not pending:
-            return
-    log.warning(
-        "controlled shutdown of broker %d: partitions kept changing: %s",
-        broker_id,
-        pending,
+    async def decide_one(tp: TopicPartition) -> LeaderAndIsr | None:
+        if tp not in context.partition_states:
+            return None  # the topic went away
+        return decide(context, tp, broker_id)
+
+    outcome = await partitions.decide_and_write(
+        pending, decide_one, ChangeReason.CONTROLLED_SHUTDOWN
     )
+    if outcome.unsettled:
+        log.warning(
+            "controlled shutdown of broker %d: partitions kept changing: %s",
+            broker_id,
+            outcome.unsettled,
+        )

@@ -17,13 +17,21 @@ import logging
 import random
 from collections.abc import Awaitable, Callable
 
+from controller.active_watches import ActiveWatches
 from controller.auto_rebalance import FIRST_CHECK_DELAY_S, RebalanceTimer, check_leader_balance
+from controller.broker_change import on_broker_change
 from controller.config import ControllerConfig
-from controller.context import ControllerContext, TopicPartition, load_context, read_topics
-from controller.controlled_shutdown import ShutdownRequests, ShutdownResult
+from controller.context import ControllerContext, TopicPartition, load_context
+from controller.controlled_shutdown import (
+    ShutdownRequest,
+    ShutdownResult,
+    shut_down_broker,
+    shutdown_requests,
+)
 from controller.errors import NOT_CONTROLLER, UNKNOWN_SERVER_ERROR, TopicError
-from controller.event_manager import ControllerEventManager
+from controller.event_manager import ControllerEventManager, DelayedEvent
 from controller.events import (
+    ACTIVE_EVENTS,
     AlterReassignmentsRequested,
     AutoLeaderRebalance,
     BrokerChange,
@@ -42,6 +50,7 @@ from controller.events import (
     TopicDeletion,
     ZkPartitionReassignment,
 )
+from controller.isr_change_notification import on_isr_change_notification
 from controller.partition_modification import (
     NewPartitions,
     TopicWatches,
@@ -49,34 +58,23 @@ from controller.partition_modification import (
 )
 from controller.partition_state_machine import PartitionStateMachine
 from controller.preferred_election import (
-    ElectionRequests,
+    ElectionRequest,
     ElectionResult,
     ElectionResults,
     ElectionType,
+    election_requests,
     on_preferred_replica_election_znode,
+    serve_election_request,
 )
 from controller.reassignment import PendingAlters, Reassignments, ReplicaAssignment, Request
-from controller.state_change_log import (
-    ChangeReason,
-    brokers_changed,
-    controller_elected,
-    controller_resigned,
-)
+from controller.state_change_log import ChangeReason, controller_elected, controller_resigned
 from controller.topic_admin import create_topics, delete_topics
+from controller.topic_change import on_topic_change
 from controller.topic_creation import NewTopic
-from controller.topic_deletion import delete_marked_topics
-from controller.zk_api import ControllerZk, PartitionState
+from controller.topic_deletion import delete_marked_topics, on_topic_deletion
+from controller.zk_api import ControllerZk
 from zk.errors import ConnectionLossError, ControllerMovedError, SessionExpiredError, ZkError
-from zk.znodes import (
-    BrokerIdsZNode,
-    ControllerZNode,
-    DeleteTopicsZNode,
-    IsrChangeNotificationZNode,
-    PreferredReplicaElectionZNode,
-    ReassignPartitionsZNode,
-    TopicsZNode,
-    ZnodeDecodeError,
-)
+from zk.znodes import ControllerZNode
 
 log = logging.getLogger(__name__)
 
@@ -89,11 +87,6 @@ FAILED_FAILOVER_BACKOFF_S = 1.0
 RECONCILE_RETRY_BACKOFF_S = 1.0
 # Between attempts to delete /controller after a connection loss left the outcome unknown.
 RESIGN_RETRY_DELAY_S = 0.1
-# ISR change notifications handled by one event: bounds its reads and deletes in flight (they
-# pile up while there is no controller). Any beyond it are left for an event queued at once.
-MAX_ISR_CHANGE_NOTIFICATIONS_PER_EVENT = 1000
-# Partitions named in one log line about many.
-MAX_LOGGED_PARTITIONS = 20
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -119,19 +112,17 @@ class Controller:
         # Counts expired ZooKeeper sessions; an election won under an older session is void.
         self._session_generation = 0
         self._elected_generation = -1
-        # /brokers/ids, /brokers/topics, /admin/delete_topics and /isr_change_notification
-        # are watched only while active.
-        self._watching_active_paths = False
+        self._active_watches = ActiveWatches(kafka_zk, self._events.enqueue)
         # An active-event handler failed part-way: the context may hold changes that never
         # reached ZooKeeper, so the next event also reconciles every partition.
         self._reconcile_pending = False
-        self._reconcile_retry: asyncio.Task[None] | None = None
-        self._election_requests = ElectionRequests()
+        self._reconcile_retry = DelayedEvent(self._events.enqueue, sleep)
+        self._election_requests = election_requests()
         # Topic znode watches (partitions added), and reassignment (one object per term).
         self._topic_watches = TopicWatches(kafka_zk, self._enqueue_partition_modifications)
         self._reassignments: Reassignments | None = None
         self._pending_alters = PendingAlters()
-        self._shutdown_requests = ShutdownRequests()
+        self._shutdown_requests = shutdown_requests()
         self._rebalance_timer = RebalanceTimer(self._enqueue_auto_leader_rebalance)
 
     # ------------------------------------------------------------------ lifecycle
@@ -165,7 +156,7 @@ class Controller:
             return
         self._started = False
         await self._events.stop()
-        self._cancel_reconcile_retry()
+        self._reconcile_retry.cancel()
         self._zk.client.unwatch_data(ControllerZNode.path(), self._enqueue_controller_change)
         self._deactivate()
         # Also when not active: a stop during the back-off after a failed failover leaves
@@ -186,29 +177,11 @@ class Controller:
     def _enqueue_controller_change(self) -> None:
         self._events.enqueue(ControllerChange())
 
-    def _enqueue_broker_change(self) -> None:
-        self._events.enqueue(BrokerChange())
-
-    def _enqueue_topic_change(self) -> None:
-        self._events.enqueue(TopicChange())
-
-    def _enqueue_topic_deletion(self) -> None:
-        self._events.enqueue(TopicDeletion())
-
-    def _enqueue_isr_change_notification(self) -> None:
-        self._events.enqueue(IsrChangeNotification())
-
     def _enqueue_partition_modifications(self) -> None:
         self._events.enqueue(PartitionModifications())
 
-    def _enqueue_zk_partition_reassignment(self) -> None:
-        self._events.enqueue(ZkPartitionReassignment())
-
     def _enqueue_reassignment_isr_change(self) -> None:
         self._events.enqueue(PartitionReassignmentIsrChange())
-
-    def _enqueue_preferred_replica_election(self) -> None:
-        self._events.enqueue(PreferredReplicaElection())
 
     def _enqueue_auto_leader_rebalance(self) -> None:
         self._events.enqueue(AutoLeaderRebalance())
@@ -234,7 +207,7 @@ class Controller:
                 # The handler may have updated the context before its writes failed, so the same
                 # event retried would find nothing to do: reconcile everything instead.
                 self._reconcile_pending = True
-                self._retry_reconcile_later()
+                self._reconcile_retry.schedule(Reconcile(), RECONCILE_RETRY_BACKOFF_S)
             raise
 
     async def _dispatch(self, event: ControllerEvent) -> None:
@@ -248,22 +221,8 @@ class Controller:
             case ElectLeadersRequested() if self._context is None:
                 self._election_requests.fail_all(NOT_CONTROLLER)
             case ControlledShutdownRequested() if self._context is None:
-                self._shutdown_requests.answer_all(NOT_CONTROLLER)
-            case (
-                BrokerChange()
-                | TopicChange()
-                | TopicDeletion()
-                | IsrChangeNotification()
-                | Reconcile()
-                | PreferredReplicaElection()
-                | ElectLeadersRequested()
-                | AutoLeaderRebalance()
-                | ControlledShutdownRequested()
-                | PartitionModifications()
-                | ZkPartitionReassignment()
-                | PartitionReassignmentIsrChange()
-                | AlterReassignmentsRequested()
-            ) if self._context is not None:
+                self._shutdown_requests.fail_all(NOT_CONTROLLER)
+            case _ if isinstance(event, ACTIVE_EVENTS) and self._context is not None:
                 await self._on_active_event(event, self._context)
             case _:
                 pass  # an active-only event that arrived after resignation
@@ -275,9 +234,13 @@ class Controller:
                 # epochs are only recorded once its writes succeeded).
                 await self._on_broker_change(context)
             case TopicChange():
-                await self._on_topic_change(context)
+                machine = self._require_partitions()
+                await on_topic_change(self._zk, context, machine, self._topic_watches)
             case TopicDeletion():
-                await self._on_topic_deletion(context)
+                machine = self._require_partitions()
+                await on_topic_deletion(
+                    self._zk, context, machine, self._config.delete_topic_enable
+                )
             case IsrChangeNotification():
                 await self._on_isr_change_notification(context)
             case PreferredReplicaElection():
@@ -285,11 +248,16 @@ class Controller:
                 await on_preferred_replica_election_znode(self._zk, context, machine)
             case ElectLeadersRequested():
                 machine = self._require_partitions()
-                await self._election_requests.run_all(self._zk, context, machine)
+                await self._election_requests.run_all(
+                    lambda request: serve_election_request(self._zk, context, machine, request)
+                )
             case AutoLeaderRebalance():
                 await self._on_auto_leader_rebalance(context)
             case ControlledShutdownRequested():
-                await self._shutdown_requests.run_all(context, self._require_partitions())
+                machine = self._require_partitions()
+                await self._shutdown_requests.run_all(
+                    lambda request: shut_down_broker(context, machine, request)
+                )
             case PartitionModifications():
                 await self._topic_watches.handle(context, self._require_partitions())
             case ZkPartitionReassignment():
@@ -302,22 +270,6 @@ class Controller:
             await self._reconcile_all(context)
             self._reconcile_pending = False
             log.info("controller state reconciled after an earlier failure")
-
-    def _retry_reconcile_later(self) -> None:
-        if self._reconcile_retry is not None and not self._reconcile_retry.done():
-            return
-        self._reconcile_retry = asyncio.get_running_loop().create_task(
-            self._enqueue_reconcile_after(RECONCILE_RETRY_BACKOFF_S)
-        )
-
-    async def _enqueue_reconcile_after(self, delay_s: float) -> None:
-        await self._sleep(delay_s)
-        self._events.enqueue(Reconcile())
-
-    def _cancel_reconcile_retry(self) -> None:
-        retry, self._reconcile_retry = self._reconcile_retry, None
-        if retry is not None:
-            retry.cancel()
 
     async def _on_controller_change(self) -> None:
         controller_id = await self._zk.get_controller_id()
@@ -377,7 +329,7 @@ class Controller:
     async def _on_controller_failover(self, epoch: int, epoch_zk_version: int) -> None:
         # Watch before reading, so that no change between the reads and the watches is missed;
         # an event that fires meanwhile is handled after the failover and simply re-reads.
-        self._watch_active_paths()
+        self._active_watches.watch()
         context = await load_context(self._zk, epoch, epoch_zk_version)
         self._context = context
         self._partitions = PartitionStateMachine(
@@ -410,13 +362,13 @@ class Controller:
         all_topics = sorted(context.assignments)
         await partitions.initialize_partitions(context.partitions_without_state(all_topics))
         await partitions.reconcile(context.all_partitions(), reason)
-        await self._delete_marked_topics(context)
+        await delete_marked_topics(self._zk, context, partitions, self._config.delete_topic_enable)
 
     def _deactivate(self) -> None:
-        self._unwatch_active_paths()
+        self._active_watches.unwatch()
         # A new failover reconciles everything anyway.
         self._reconcile_pending = False
-        self._cancel_reconcile_retry()
+        self._reconcile_retry.cancel()
         self._topic_watches.unwatch_all()
         self._pending_alters.fail_all(NOT_CONTROLLER)
         if self._reassignments is not None:
@@ -424,7 +376,7 @@ class Controller:
             self._reassignments = None
         self._rebalance_timer.cancel()
         self._election_requests.fail_all(NOT_CONTROLLER)
-        self._shutdown_requests.answer_all(NOT_CONTROLLER)
+        self._shutdown_requests.fail_all(NOT_CONTROLLER)
         if self._context is None:
             return
         log.info("broker %d stops acting as controller", self.broker_id)
@@ -433,38 +385,14 @@ class Controller:
         self._partitions = None
 
     async def _on_broker_change(self, context: ControllerContext) -> None:
-        brokers = await self._zk.get_brokers_with_epochs()
-        epochs = {broker_id: epoch for broker_id, (_, epoch) in brokers.items()}
-        previous = context.broker_epochs
-        dead = set(previous) - set(epochs)
-        new = set(epochs) - set(previous)
-        # Re-registered between two reads: it restarted, and may have lost what it had not
-        # flushed, so it is handled as a death followed by a start (Kafka's bounced brokers).
-        bounced = {b for b in set(epochs) & set(previous) if epochs[b] != previous[b]}
-        if not dead and not new and not bounced:
-            return
-        log.info(
-            "brokers changed: new %s, dead %s, restarted %s",
-            sorted(new),
-            sorted(dead),
-            sorted(bounced),
-        )
-        brokers_changed(self.broker_id, context.epoch, new, dead, bounced)
-        # Gone or restarted: a controlled shutdown it asked for is over.
-        context.shutting_down_brokers -= dead | bounced
-        partitions = self._require_partitions()
-        if bounced:
-            context.live_brokers = set(epochs) - bounced
-            await partitions.reconcile(context.all_partitions(), ChangeReason.BROKER_FAILURE)
-        context.live_brokers = set(epochs)
-        all_topics = sorted(context.assignments)
-        await partitions.initialize_partitions(context.partitions_without_state(all_topics))
-        reason = ChangeReason.BROKER_FAILURE if dead else ChangeReason.BROKER_STARTUP
-        await partitions.reconcile(context.all_partitions(), reason)
-        # Recorded last: if a write above fails, the next read sees the same difference again.
-        context.broker_epochs = epochs
-        if new or bounced:
-            await self._require_reassignments().on_brokers_started(new | bounced)
+        machine = self._require_partitions()
+        started = await on_broker_change(self._zk, context, machine, self.broker_id)
+        if started:
+            await self._require_reassignments().on_brokers_started(started)
+
+    async def _on_isr_change_notification(self, context: ControllerContext) -> None:
+        if await on_isr_change_notification(self._zk, context, self._reassignments):
+            self._events.enqueue(IsrChangeNotification())
 
     async def _on_auto_leader_rebalance(self, context: ControllerContext) -> None:
         try:
@@ -478,105 +406,6 @@ class Controller:
             # Re-armed even after a failure, as Kafka does; resigning cancels it again.
             self._rebalance_timer.schedule(self._config.leader_imbalance_check_interval_seconds)
 
-    async def _on_topic_change(self, context: ControllerContext) -> None:
-        topics = set(await self._zk.get_all_topics())
-        for gone in set(context.assignments) - topics:
-            context.remove_topic(gone)
-            self._topic_watches.unwatch([gone])
-        new_topics = topics - set(context.assignments)
-        if not new_topics:
-            return
-        for topic, (assignment, states) in (await read_topics(self._zk, new_topics)).items():
-            context.add_topic(topic, assignment, states)
-        self._topic_watches.watch(new_topics)
-        partitions = self._require_partitions()
-        await partitions.initialize_partitions(context.partitions_without_state(new_topics))
-        await partitions.reconcile(context.partitions_of(new_topics), ChangeReason.NEW_PARTITION)
-
-    async def _on_topic_deletion(self, context: ControllerContext) -> None:
-        context.topics_queued_for_deletion = set(await self._zk.get_topics_pending_deletion())
-        await self._delete_marked_topics(context)
-
-    async def _on_isr_change_notification(self, context: ControllerContext) -> None:
-        """A leader rewrote ISRs (a conditional write that bumped the state's zkVersion) and
-        created /isr_change_notification/isr_change_<seq>: re-read the partitions named, so
-        the next controller write is conditional on the leader's zkVersion and decides from
-        the current ISR, then delete the notifications (Kafka's processIsrChangeNotification
-        and updateLeaderAndIsrCache). Brokers learn the ISR from the state znode's watch, so
-        there is no UpdateMetadata to send."""
-        names = await self._zk.get_isr_change_notifications()
-        if not names:
-            return
-        batch = names[:MAX_ISR_CHANGE_NOTIFICATIONS_PER_EVENT]
-        named = await self._zk.read_isr_change_notifications(batch)
-        known = [tp for tp in named if context.has_partition(tp)]
-        unknown = [tp for tp in named if not context.has_partition(tp)]
-        if unknown:
-            # A topic deleted (or not yet seen) since the leader wrote: nothing to refresh.
-            log.info(
-                "ISR change notifications name %d unknown partitions, ignored: %s%s",
-                len(unknown),
-                unknown[:MAX_LOGGED_PARTITIONS],
-                " ..." if len(unknown) > MAX_LOGGED_PARTITIONS else "",
-            )
-        if known:
-            states = await self._zk.get_many_partition_states(
-                known, on_malformed=_log_malformed_partition_state
-            )
-            for tp, versioned in states.items():
-                # A vanished state belongs to a topic being deleted: a TopicChange follows.
-                if versioned is not None:
-                    self._adopt_leader_state(context, tp, versioned)
-            if self._reassignments is not None:
-                await self._reassignments.maybe_complete(known)
-        # Malformed and vanished notifications go too: nothing in them can be acted on.
-        await self._zk.delete_isr_change_notifications(context.epoch_zk_version, batch)
-        if len(names) > len(batch):
-            self._events.enqueue(IsrChangeNotification())
-
-    @staticmethod
-    def _adopt_leader_state(
-        context: ControllerContext,
-        tp: TopicPartition,
-        versioned: tuple[PartitionState, int],
-    ) -> None:
-        previous = context.partition_states.get(tp)
-        context.partition_states[tp] = versioned
-        if previous == versioned:
-            return
-        state, zk_version = versioned
-        if previous is None:
-            log.info("partition %s-%d: adopted %s (zkVersion %d)", *tp, state, zk_version)
-            return
-        old_state, old_version = previous
-        log.info(
-            "partition %s-%d: ISR %s -> %s, leader %d, zkVersion %d -> %d (leader's change)",
-            *tp,
-            old_state.isr,
-            state.isr,
-            state.leader,
-            old_version,
-            zk_version,
-        )
-
-    async def _delete_marked_topics(self, context: ControllerContext) -> None:
-        if not context.topics_queued_for_deletion:
-            return
-        if not self._config.delete_topic_enable:
-            # Kafka's controller removes the markers rather than leaving them to be re-read
-            # (and logged) on every event.
-            topics = sorted(context.topics_queued_for_deletion)
-            log.info("delete.topic.enable=false: removing deletion markers of %s", topics)
-            await self._zk.delete_topic_deletion_markers(context.epoch_zk_version, topics)
-            context.topics_queued_for_deletion.clear()
-            return
-        await delete_marked_topics(
-            self._zk,
-            context,
-            self._require_partitions(),
-            set(context.topics_queued_for_deletion),
-        )
-
     def _require_reassignments(self) -> Reassignments:
         if self._reassignments is None:
             raise RuntimeError("reassignments used while not controller")
@@ -587,40 +416,6 @@ class Controller:
             raise RuntimeError("partition state machine used while not controller")
         return self._partitions
 
-    def _watch_active_paths(self) -> None:
-        if self._watching_active_paths:
-            return
-        self._watching_active_paths = True
-        self._zk.client.watch_children(BrokerIdsZNode.path(), self._enqueue_broker_change)
-        self._zk.client.watch_children(TopicsZNode.path(), self._enqueue_topic_change)
-        self._zk.client.watch_children(DeleteTopicsZNode.path(), self._enqueue_topic_deletion)
-        self._zk.client.watch_children(
-            IsrChangeNotificationZNode.path(), self._enqueue_isr_change_notification
-        )
-        self._zk.client.watch_data(
-            PreferredReplicaElectionZNode.path(), self._enqueue_preferred_replica_election
-        )
-        self._zk.client.watch_data(
-            ReassignPartitionsZNode.path(), self._enqueue_zk_partition_reassignment
-        )
-
-    def _unwatch_active_paths(self) -> None:
-        if not self._watching_active_paths:
-            return
-        self._watching_active_paths = False
-        self._zk.client.unwatch_children(BrokerIdsZNode.path(), self._enqueue_broker_change)
-        self._zk.client.unwatch_children(TopicsZNode.path(), self._enqueue_topic_change)
-        self._zk.client.unwatch_children(DeleteTopicsZNode.path(), self._enqueue_topic_deletion)
-        self._zk.client.unwatch_children(
-            IsrChangeNotificationZNode.path(), self._enqueue_isr_change_notification
-        )
-        self._zk.client.unwatch_data(
-            PreferredReplicaElectionZNode.path(), self._enqueue_preferred_replica_election
-        )
-        self._zk.client.unwatch_data(
-            ReassignPartitionsZNode.path(), self._enqueue_zk_partition_reassignment
-        )
-
     # ------------------------------------------------------------------ admin requests
 
     async def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> ShutdownResult:
@@ -628,7 +423,8 @@ class Controller:
         controlled_shutdown.py); the answer names the partitions it still leads. Queued even
         while not active: an election in progress (the broker found us in /controller) ends
         before the request is handled, which then answers NOT_CONTROLLER only if we lost."""
-        future = self._shutdown_requests.add(broker_id, broker_epoch) if self._started else None
+        request = ShutdownRequest(broker_id, broker_epoch)
+        future = self._shutdown_requests.add(request) if self._started else None
         if future is None:
             return ShutdownResult(NOT_CONTROLLER)
         self._events.enqueue(ControlledShutdownRequested())
@@ -652,7 +448,7 @@ class Controller:
         caller bounds the wait (cancelling it abandons the request)."""
         if self._context is None or not partitions:
             return dict.fromkeys(partitions, ElectionResult(NOT_CONTROLLER))
-        future = self._election_requests.submit(partitions, election_type)
+        future = self._election_requests.add(ElectionRequest(list(partitions), election_type))
         if future is None:
             busy = ElectionResult(UNKNOWN_SERVER_ERROR, "too many leader elections waiting")
             return dict.fromkeys(partitions, busy)
@@ -696,9 +492,3 @@ class Controller:
         if context is None:
             return dict.fromkeys(names, NOT_CONTROLLER)
         return await delete_topics(self._zk, context, self._config, names)
-
-
-def _log_malformed_partition_state(path: str, error: ZnodeDecodeError) -> None:
-    # The context keeps what it had: a malformed state cannot be adopted, and dropping the
-    # partition from the context would make the controller create its state again.
-    log.warning("ignoring ISR change of %s, its state does not decode: %s", path, error)

@@ -70,3 +70,31 @@ class ControllerEventManager:
             except Exception:
                 # One failed event must not stop the controller; the handler logs specifics.
                 log.exception("controller event %s failed", type(event).__name__)
+
+
+class DelayedEvent:
+    """Enqueues one event after a delay (e.g. a retry after a failure); at most one waits."""
+
+    def __init__(
+        self,
+        enqueue: Callable[[ControllerEvent], None],
+        sleep: Callable[[float], Awaitable[None]],
+    ) -> None:
+        self._enqueue = enqueue
+        self._sleep = sleep  # tests substitute one they control
+        self._task: asyncio.Task[None] | None = None
+
+    def schedule(self, event: ControllerEvent, delay_s: float) -> None:
+        """Unless one is waiting already; call on the loop."""
+        if self._task is not None and not self._task.done():
+            return
+        self._task = asyncio.get_running_loop().create_task(self._enqueue_after(event, delay_s))
+
+    def cancel(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+
+    async def _enqueue_after(self, event: ControllerEvent, delay_s: float) -> None:
+        await self._sleep(delay_s)
+        self._enqueue(event)

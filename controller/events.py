@@ -64,7 +64,7 @@ class PreferredReplicaElection(ControllerEvent):
 
 @dataclass(frozen=True, slots=True)
 class ElectLeadersRequested(ControllerEvent):
-    """ElectLeaders requests are waiting (in `preferred_election.ElectionRequests`)."""
+    """ElectLeaders requests are waiting (in the controller's election `RequestQueue`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +74,7 @@ class AutoLeaderRebalance(ControllerEvent):
 
 @dataclass(frozen=True, slots=True)
 class ControlledShutdownRequested(ControllerEvent):
-    """ControlledShutdown requests are waiting (in `controlled_shutdown.ShutdownRequests`)."""
+    """ControlledShutdown requests are waiting (in the controller's shutdown `RequestQueue`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,3 +96,22 @@ class PartitionReassignmentIsrChange(ControllerEvent):
 @dataclass(frozen=True, slots=True)
 class AlterReassignmentsRequested(ControllerEvent):
     """AlterPartitionReassignments requests are waiting (in `reassignment.PendingAlters`)."""
+
+
+# Kinds only the active controller handles; otherwise dropped (or their requests answered
+# NOT_CONTROLLER).
+ACTIVE_EVENTS: tuple[type[ControllerEvent], ...] = (
+    BrokerChange,
+    TopicChange,
+    TopicDeletion,
+    IsrChangeNotification,
+    Reconcile,
+    PreferredReplicaElection,
+    ElectLeadersRequested,
+    AutoLeaderRebalance,
+    ControlledShutdownRequested,
+    PartitionModifications,
+    ZkPartitionReassignment,
+    PartitionReassignmentIsrChange,
+    AlterReassignmentsRequested,
+)

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from controller.context import ControllerContext, TopicPartition
@@ -36,6 +37,17 @@ T = TypeVar("T")
 MAX_WRITES_IN_FLIGHT = 256
 # A partition whose state keeps changing under us is left for the next event.
 MAX_WRITE_ATTEMPTS = 3
+
+# A partition's new leader and ISR, from its state in the context (None: leave it as it is).
+Decide = Callable[[TopicPartition], Awaitable[LeaderAndIsr | None]]
+
+
+@dataclass(frozen=True, slots=True)
+class WriteOutcome:
+    """What `decide_and_write` wrote (in the order written) and what kept changing."""
+
+    written: dict[TopicPartition, LeaderAndIsr]
+    unsettled: list[TopicPartition]
 
 
 class PartitionStateMachine:
@@ -98,31 +110,53 @@ class PartitionStateMachine:
     ) -> None:
         """Bring leaders and ISRs in line with the live brokers (elect, shrink, go offline).
         `reason` is what the state-change log records for the writes this makes."""
-        pending = [tp for tp in partitions if tp in self._context.partition_states]
         unclean_by_topic: dict[str, bool] = {}
+
+        async def decide(tp: TopicPartition) -> LeaderAndIsr | None:
+            return await self._decide(tp, unclean_by_topic)
+
+        known = [tp for tp in partitions if tp in self._context.partition_states]
+        outcome = await self.decide_and_write(known, decide, reason)
+        if outcome.unsettled:
+            log.warning("partition states kept changing, left for later: %s", outcome.unsettled)
+
+    async def decide_and_write(
+        self, partitions: Sequence[TopicPartition], decide: Decide, reason: ChangeReason
+    ) -> WriteOutcome:
+        """Write what `decide` says for each partition (None: no write), conditionally on the
+        state's zkVersion; a partition that changed meanwhile (a leader's ISR write) is re-read
+        and decided again, up to MAX_WRITE_ATTEMPTS times. The state-change log records
+        `reason`, or what the decision itself says happened (see `_reason_of`)."""
+        written: dict[TopicPartition, LeaderAndIsr] = {}
+        pending = list(partitions)
         for _attempt in range(MAX_WRITE_ATTEMPTS):
             decisions = []
             for tp in pending:
-                decision = await self._decide(tp, unclean_by_topic)
+                decision = await decide(tp)
                 if decision is not None:
                     decisions.append((tp, decision))
             outcomes = await bounded_gather(
                 [self._write(tp, d, self._reason_of(tp, d, reason)) for tp, d in decisions]
             )
-            written_pairs = zip(decisions, outcomes, strict=True)
-            pending = [tp for (tp, _), written in written_pairs if not written]
+            pending = []
+            for (tp, decision), done in zip(decisions, outcomes, strict=True):
+                if done:
+                    written[tp] = decision
+                else:
+                    pending.append(tp)
             if not pending:
-                return
-        log.warning("partition states kept changing, left for later: %s", pending)
+                break
+        return WriteOutcome(written, pending)
 
     def _reason_of(
         self, tp: TopicPartition, decision: LeaderAndIsr, reason: ChangeReason
     ) -> ChangeReason:
         if decision.unclean:
             return ChangeReason.UNCLEAN_ELECTION
+        if reason is not ChangeReason.CONTROLLER_FAILOVER:
+            return reason
         old_leader = self._context.partition_states[tp][0].leader
-        leader_died = old_leader != NO_LEADER and old_leader not in self._context.live_brokers
-        if reason is ChangeReason.CONTROLLER_FAILOVER and leader_died:
+        if old_leader != NO_LEADER and old_leader not in self._context.live_brokers:
             # A new controller replacing a dead leader (often the old controller's broker):
             # the change is due to that broker's failure.
             return ChangeReason.BROKER_FAILURE
@@ -141,7 +175,10 @@ class PartitionStateMachine:
     async def _decide(
         self, tp: TopicPartition, unclean_by_topic: dict[str, bool]
     ) -> LeaderAndIsr | None:
-        state, _ = self._context.partition_states[tp]
+        versioned = self._context.partition_states.get(tp)
+        if versioned is None:
+            return None  # re-read after a lost race: the topic is being deleted
+        state = versioned[0]
         replicas = self._context.replicas(tp)
         live = self._context.live_brokers
         shutting_down = self._context.shutting_down_brokers
@@ -166,18 +203,6 @@ class PartitionStateMachine:
             value = configs.get("unclean.leader.election.enable")
             cache[topic] = self._unclean_default if value is None else value.lower() == "true"
         return cache[topic]
-
-    async def write(self, tp: TopicPartition, decision: LeaderAndIsr, reason: ChangeReason) -> bool:
-        """One decision made elsewhere (preferred election, controlled shutdown, reassignment):
-        written like the state machine's own."""
-        return await self._write(tp, decision, reason)
-
-    async def write_many(
-        self, decisions: Sequence[tuple[TopicPartition, LeaderAndIsr]], reason: ChangeReason
-    ) -> list[bool]:
-        """`write` for many partitions, at most MAX_WRITES_IN_FLIGHT at a time; one outcome
-        each (False: the partition changed meanwhile and was re-read)."""
-        return await bounded_gather([self._write(tp, d, reason) for tp, d in decisions])
 
     async def _write(
         self, tp: TopicPartition, decision: LeaderAndIsr, reason: ChangeReason
@@ -240,6 +265,10 @@ async def bounded_gather(awaitables: Sequence[Coroutine[Any, Any, T]]) -> list[T
     """Run coroutines at most MAX_WRITES_IN_FLIGHT at a time. The first error cancels the rest
     of its chunk and skips later chunks: writes must not run on against a context the
     controller drops when it handles the error (e.g. resigning on ControllerMovedError)."""
+    if len(awaitables) == 1:
+        # A lone write (a reassignment step) is awaited as it is: no task, so no extra turn of
+        # the event loop between the caller's steps.
+        return [await awaitables[0]]
     results: list[T] = []
     started = 0
     try:

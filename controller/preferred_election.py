@@ -2,8 +2,8 @@
 processReplicaLeaderElection.
 
 Three triggers ask for them, each handled in a controller event:
-- an ElectLeaders request (preferred or unclean), queued here by `ElectionRequests` and
-  answered through a future once the event has run;
+- an ElectLeaders request (preferred or unclean), queued in a `RequestQueue` of
+  `ElectionRequest`s and answered through a future once the event has run;
 - /admin/preferred_replica_election, written by an operator (preferred only);
 - the auto-rebalance check (`auto_rebalance.py`, preferred only).
 
@@ -16,8 +16,6 @@ an ISR of just that replica. Every write goes through the partition state machin
 
 from __future__ import annotations
 
-import asyncio
-import collections
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -35,19 +33,13 @@ from controller.errors import (
     ELIGIBLE_LEADERS_NOT_AVAILABLE,
     INVALID_TOPIC_EXCEPTION,
     NONE,
-    NOT_CONTROLLER,
     PREFERRED_LEADER_NOT_AVAILABLE,
-    UNKNOWN_SERVER_ERROR,
     UNKNOWN_TOPIC_OR_PARTITION,
 )
-from controller.partition_state_machine import (
-    MAX_WRITE_ATTEMPTS,
-    PartitionStateMachine,
-    bounded_gather,  # the state machine's bounded, fail-fast concurrent writes
-)
+from controller.partition_state_machine import PartitionStateMachine
+from controller.request_queue import RequestQueue
 from controller.state_change_log import ChangeReason
 from controller.zk_api import ControllerZk
-from zk.errors import ControllerMovedError
 from zk.znodes import ZnodeDecodeError
 
 log = logging.getLogger(__name__)
@@ -191,11 +183,13 @@ def _decide(
     return decision
 
 
-def _reason(election_type: ElectionType, decision: LeaderAndIsr) -> ChangeReason:
+def _reason(election_type: ElectionType) -> ChangeReason:
+    """What the state-change log records; the state machine records an unclean decision as
+    UNCLEAN_ELECTION whatever the reason given."""
     if election_type is ElectionType.PREFERRED:
         return ChangeReason.PREFERRED_ELECTION
     # A clean election for a leaderless partition is what a broker failure would have caused.
-    return ChangeReason.UNCLEAN_ELECTION if decision.unclean else ChangeReason.BROKER_FAILURE
+    return ChangeReason.BROKER_FAILURE
 
 
 async def _elect(
@@ -206,29 +200,21 @@ async def _elect(
     trigger: ElectionTrigger,
 ) -> ElectionResults:
     results: ElectionResults = {}
-    pending = list(partitions)
-    for _attempt in range(MAX_WRITE_ATTEMPTS):
-        decisions: list[tuple[TopicPartition, LeaderAndIsr]] = []
-        for tp in pending:
-            decision = _decide(context, tp, election_type, trigger)
-            if isinstance(decision, ElectionResult):
-                results[tp] = decision
-            else:
-                decisions.append((tp, decision))
-        written = await bounded_gather(
-            [machine.write(tp, d, _reason(election_type, d)) for tp, d in decisions]
-        )
-        pending = []
-        for (tp, decision), done in zip(decisions, written, strict=True):
-            if not done:
-                pending.append(tp)  # a leader rewrote the state: decide again on what it wrote
-            elif tp in context.partition_states:
-                results[tp] = ElectionResult(NONE, leader=decision.leader)
-            else:
-                results[tp] = ElectionResult(UNKNOWN_TOPIC_OR_PARTITION, "The topic was deleted.")
-        if not pending:
-            break
-    for tp in pending:
+
+    async def decide(tp: TopicPartition) -> LeaderAndIsr | None:
+        decision = _decide(context, tp, election_type, trigger)
+        if isinstance(decision, ElectionResult):
+            results[tp] = decision
+            return None
+        return decision
+
+    outcome = await machine.decide_and_write(partitions, decide, _reason(election_type))
+    for tp, decision in outcome.written.items():
+        if tp in context.partition_states:
+            results[tp] = ElectionResult(NONE, leader=decision.leader)
+        else:
+            results[tp] = ElectionResult(UNKNOWN_TOPIC_OR_PARTITION, "The topic was deleted.")
+    for tp in outcome.unsettled:
         message = f"The state of partition {_name(tp)} kept changing during the election"
         results[tp] = ElectionResult(_FAILED[election_type], message)
     _log_outcome(results, election_type)
@@ -277,81 +263,38 @@ async def on_preferred_replica_election_znode(
         await kafka_zk.delete_preferred_replica_election(context.epoch_zk_version, version)
 
 
-@dataclass(slots=True)
-class _PendingRequest:
+@dataclass(frozen=True, slots=True)
+class ElectionRequest:
+    """An ElectLeaders request waiting in the controller's `RequestQueue`."""
+
     partitions: list[TopicPartition]
     election_type: ElectionType
-    future: asyncio.Future[ElectionResults]
 
 
-class ElectionRequests:
-    """ElectLeaders requests waiting for the controller's event task. The request handler
-    `submit`s and awaits; the event drains them all (events of one kind coalesce, so one event
-    answers every request queued before it ran)."""
-
-    def __init__(self) -> None:
-        self._pending: collections.deque[_PendingRequest] = collections.deque()
-
-    def submit(
-        self, partitions: Sequence[TopicPartition], election_type: ElectionType
-    ) -> asyncio.Future[ElectionResults] | None:
-        """The future of the request's results; None when too many requests wait already."""
-        if len(self._pending) >= MAX_PENDING_ELECTION_REQUESTS:
-            return None
-        future: asyncio.Future[ElectionResults] = asyncio.get_running_loop().create_future()
-        self._pending.append(_PendingRequest(list(partitions), election_type, future))
-        return future
-
-    async def run_all(
-        self,
-        kafka_zk: ControllerZk,
-        context: ControllerContext,
-        machine: PartitionStateMachine,
-    ) -> None:
-        """Elect for every waiting request, in order. A failure answers the request it hit
-        and those behind it with an error, then propagates to the controller's handling; a
-        cancellation (the controller stopping) answers them NOT_CONTROLLER."""
-        while self._pending:
-            request = self._pending.popleft()
-            if request.future.done():
-                continue  # the handler gave up waiting (its timeout passed)
-            try:
-                results = await elect_leaders(
-                    kafka_zk,
-                    context,
-                    machine,
-                    request.partitions,
-                    request.election_type,
-                    ElectionTrigger.ADMIN_CLIENT,
-                )
-            except ControllerMovedError:
-                self._fail(request, NOT_CONTROLLER, None)
-                raise
-            except Exception as error:
-                message = f"{type(error).__name__}: {error}"
-                self._fail(request, UNKNOWN_SERVER_ERROR, message)
-                raise
-            except BaseException:
-                self._fail(request, NOT_CONTROLLER, None)
-                raise
-            if not request.future.done():
-                request.future.set_result(results)
-
-    def _fail(self, request: _PendingRequest, error_code: int, message: str | None) -> None:
-        _answer(request, error_code, message)
-        while self._pending:
-            _answer(self._pending.popleft(), error_code, message)
-
-    def fail_all(self, error_code: int) -> None:
-        """Answer every waiting request with `error_code` (NOT_CONTROLLER on resignation)."""
-        while self._pending:
-            _answer(self._pending.popleft(), error_code, None)
+def election_requests() -> RequestQueue[ElectionRequest, ElectionResults]:
+    return RequestQueue(MAX_PENDING_ELECTION_REQUESTS, _error_results)
 
 
-def _answer(request: _PendingRequest, error_code: int, message: str | None) -> None:
-    if not request.future.done():
-        outcome = ElectionResult(error_code, message)
-        request.future.set_result(dict.fromkeys(request.partitions, outcome))
+async def serve_election_request(
+    kafka_zk: ControllerZk,
+    context: ControllerContext,
+    machine: PartitionStateMachine,
+    request: ElectionRequest,
+) -> ElectionResults:
+    return await elect_leaders(
+        kafka_zk,
+        context,
+        machine,
+        request.partitions,
+        request.election_type,
+        ElectionTrigger.ADMIN_CLIENT,
+    )
+
+
+def _error_results(
+    request: ElectionRequest, error_code: int, message: str | None
+) -> ElectionResults:
+    return dict.fromkeys(request.partitions, ElectionResult(error_code, message))
 
 
 def _name(tp: TopicPartition) -> str:

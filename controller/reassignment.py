@@ -384,16 +384,15 @@ class Reassignments:
     ) -> bool:
         """Write `decide(current state)` (epoch bumped), deciding again after losing a race
         with the leader's own ISR write. False when `decide` says no or the races go on."""
-        for _attempt in range(MAX_WRITE_ATTEMPTS):
+
+        async def decide_current(tp: TopicPartition) -> LeaderAndIsr | None:
             versioned = self._context.partition_states.get(tp)
-            if versioned is None:
-                return False
-            decision = decide(versioned[0])
-            if decision is None:
-                return False
-            if await self._partitions.write(tp, decision, ChangeReason.REASSIGNMENT):
-                return True
-        return False
+            return None if versioned is None else decide(versioned[0])
+
+        outcome = await self._partitions.decide_and_write(
+            [tp], decide_current, ChangeReason.REASSIGNMENT
+        )
+        return tp in outcome.written
 
     async def _remove_from_zk_request(
         self, done: Callable[[TopicPartition, Sequence[int]], bool]

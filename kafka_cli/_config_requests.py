@@ -14,6 +14,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.config_synonym import Synonym
 from broker.network.broker_client import BrokerClient, BrokerClientError
 from broker.protocol import adapter
 from broker.protocol.registry import request_class
@@ -39,13 +40,6 @@ SOURCE_NAMES = {
     5: "DEFAULT_CONFIG",
     6: "DYNAMIC_BROKER_LOGGER_CONFIG",
 }
-
-
-@dataclass(frozen=True, slots=True)
-class Synonym:
-    name: str
-    value: str | None
-    source: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ import asyncio
 
 import pytest
 
-from controller import controller as controller_module
+from controller import isr_change_notification
 from tests.unit.controller.fake_zk import ISR_CHANGE_NOTIFICATION, FakeKafkaZk, FakeZkStore
 from tests.unit.controller.harness import Cluster, add_topic, start_cluster, state, wait_until
 from zk.errors import ConnectionLossError
@@ -197,7 +197,7 @@ def test_malformed_isr_change_notification_is_deleted_without_changing_state() -
 def test_notifications_beyond_the_per_event_bound_are_handled_by_a_follow_up_event(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(controller_module, "MAX_ISR_CHANGE_NOTIFICATIONS_PER_EVENT", 2)
+    monkeypatch.setattr(isr_change_notification, "MAX_ISR_CHANGE_NOTIFICATIONS_PER_EVENT", 2)
 
     async def scenario() -> None:
         store = FakeZkStore()

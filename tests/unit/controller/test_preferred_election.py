@@ -24,7 +24,7 @@ from controller.errors import (
     PREFERRED_LEADER_NOT_AVAILABLE,
     UNKNOWN_TOPIC_OR_PARTITION,
 )
-from controller.preferred_election import ElectionRequests, ElectionType
+from controller.preferred_election import ElectionRequest, ElectionType, election_requests
 from controller.state_change_log import LOGGER_NAME
 from tests.unit.controller.fake_zk import FakeZkStore
 from tests.unit.controller.harness import Cluster, add_topic, start_cluster, state, wait_until
@@ -208,8 +208,8 @@ def test_a_broker_that_is_not_controller_answers_not_controller() -> None:
 
 def test_waiting_requests_are_answered_not_controller_on_resignation() -> None:
     async def scenario() -> None:
-        requests = ElectionRequests()
-        future = requests.submit([("t", 0), ("t", 1)], ElectionType.PREFERRED)
+        requests = election_requests()
+        future = requests.add(ElectionRequest([("t", 0), ("t", 1)], ElectionType.PREFERRED))
         assert future is not None
         requests.fail_all(NOT_CONTROLLER)
         assert {r.error_code for r in (await future).values()} == {NOT_CONTROLLER}

@@ -1,0 +1,54 @@
+"""Broker membership: registrations and deaths under /brokers/ids (Kafka's
+processBrokerChange). A broker whose registration changed between two reads restarted, and may
+have lost what it had not flushed, so it is handled as a death followed by a start (Kafka's
+bounced brokers).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from controller.context import ControllerContext
+from controller.partition_state_machine import PartitionStateMachine
+from controller.state_change_log import ChangeReason, brokers_changed
+from controller.zk_api import ControllerZk
+
+log = logging.getLogger(__name__)
+
+
+async def on_broker_change(
+    kafka_zk: ControllerZk,
+    context: ControllerContext,
+    partitions: PartitionStateMachine,
+    controller_id: int,
+) -> set[int]:
+    """Elect, shrink ISRs or take partitions offline as brokers came and went; the brokers
+    that started (new or restarted), for the reassignments waiting on them."""
+    brokers = await kafka_zk.get_brokers_with_epochs()
+    epochs = {broker_id: epoch for broker_id, (_, epoch) in brokers.items()}
+    previous = context.broker_epochs
+    dead = set(previous) - set(epochs)
+    new = set(epochs) - set(previous)
+    bounced = {b for b in set(epochs) & set(previous) if epochs[b] != previous[b]}
+    if not dead and not new and not bounced:
+        return set()
+    log.info(
+        "brokers changed: new %s, dead %s, restarted %s",
+        sorted(new),
+        sorted(dead),
+        sorted(bounced),
+    )
+    brokers_changed(controller_id, context.epoch, new, dead, bounced)
+    # Gone or restarted: a controlled shutdown it asked for is over.
+    context.shutting_down_brokers -= dead | bounced
+    if bounced:
+        context.live_brokers = set(epochs) - bounced
+        await partitions.reconcile(context.all_partitions(), ChangeReason.BROKER_FAILURE)
+    context.live_brokers = set(epochs)
+    all_topics = sorted(context.assignments)
+    await partitions.initialize_partitions(context.partitions_without_state(all_topics))
+    reason = ChangeReason.BROKER_FAILURE if dead else ChangeReason.BROKER_STARTUP
+    await partitions.reconcile(context.all_partitions(), reason)
+    # Recorded last: if a write above fails, the next read sees the same difference again.
+    context.broker_epochs = epochs
+    return new | bounced
