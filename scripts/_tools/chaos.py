@@ -24,7 +24,10 @@ acked, lost, duplicated, reordered, divergent partitions) and a one-line JSON su
 written to --report-json). Exits 1 on a lost, duplicated or reordered record, a divergent
 partition, a cluster that did not recover after a fault, settle at the end or take writes, or a
 fault gone wrong (e.g. a process that outlived SIGTERM's grace period; it is then killed so the
-run goes on). Run it against
+run goes on). A second copy written under a later producer epoch is reported apart ("re-sent
+after a client epoch bump") and does not fail the run: librdkafka bumps its epoch after an
+OUT_OF_ORDER_SEQUENCE on any partition and re-sends records it judged unpersisted, with fresh
+sequence numbers no broker can match (librdkafka#4953). Run it against
 `scripts/cluster up --set min.insync.replicas=2 --set zookeeper.session.timeout.ms=6000
 --set replica.lag.time.max.ms=5000` (short timeouts make failover, and so each fault, quick).
 """
@@ -32,6 +35,7 @@ run goes on). Run it against
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import random
 import secrets
@@ -55,9 +59,9 @@ from .chaos_faults import (
     pause_seconds,
 )
 from .chaos_produce import FleetResult, ProducerFleet
-from .chaos_replicas import Divergence, compare_topic
+from .chaos_replicas import Divergence, batch_epochs, compare_topic, read_replica
 from .chaos_report import ack_times, measure_unavailability, summary, table
-from .chaos_verify import check_records, read_topic
+from .chaos_verify import EpochAt, check_records, read_topic
 from .chaos_zk import ClusterView, ZooKeeperView, healthy, healthy_with_full_isr
 
 REPLICATION_FACTOR = 3
@@ -66,6 +70,7 @@ TOPIC_READY_TIMEOUT_S = 60.0
 FIRST_ACKS_TIMEOUT_S = 60.0
 FLUSH_TIMEOUT_S = 120.0
 READ_TIMEOUT_S = 120.0
+MAX_EPOCH = 0x7FFF  # producer epochs are int16
 
 
 def _say(message: str) -> None:
@@ -214,6 +219,24 @@ def _final_divergences(run: Run, topic: str) -> list[Divergence]:
     return compare_topic(assignment, run.cluster.log_dirs, topic)
 
 
+def _epoch_lookup(run: Run, topic: str) -> EpochAt:
+    """The producer epoch of the batch holding each offset, read from each partition's first
+    replica (the replicas are compared byte for byte separately)."""
+    view = run.zookeeper.wait_for(lambda _: True, READ_TIMEOUT_S)[1]
+    batches: dict[int, list[tuple[int, int]]] = {}
+    for partition, state in (view.partitions if view is not None else {}).items():
+        broker = state.replicas[0]
+        _, data = read_replica(broker, run.cluster.log_dirs(broker), topic, partition)
+        batches[partition] = batch_epochs(data)
+
+    def epoch_at(partition: int, offset: int) -> int | None:
+        found = batches.get(partition, [])
+        index = bisect.bisect_right(found, (offset, MAX_EPOCH)) - 1
+        return found[index][1] if index >= 0 else None
+
+    return epoch_at
+
+
 def _settings(run: Run, topic: str, run_id: str) -> dict[str, Any]:
     args = run.args
     return {
@@ -259,7 +282,7 @@ def _execute(run: Run, topic: str, run_id: str) -> dict[str, Any]:
     _say("waiting for full ISRs and identical replicas")
     settled = run.settle(topic)
     stored, complete = read_topic(cluster.bootstrap, topic, partitions, READ_TIMEOUT_S)
-    records = check_records(fleet_result.acks, stored, run_id)
+    records = check_records(fleet_result.acks, stored, run_id, _epoch_lookup(run, topic))
     records.read_complete = complete
     divergences = _final_divergences(run, topic)
     settings = {**_settings(run, topic, run_id), "writable": writable}

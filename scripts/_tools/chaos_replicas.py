@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +20,8 @@ from pathlib import Path
 BATCH_HEAD = struct.Struct(">qi")
 LAST_OFFSET_DELTA = struct.Struct(">i")
 LAST_OFFSET_DELTA_AT = 23
+PRODUCER_EPOCH = struct.Struct(">h")
+PRODUCER_EPOCH_AT = 51
 SEGMENT_NAME_DIGITS = 20
 CHUNK_BYTES = 65536
 
@@ -67,17 +69,24 @@ def _segments(directory: Path) -> list[Path]:
     return sorted(found, key=lambda path: int(path.stem))
 
 
-def log_end_offset(data: bytes) -> int:
-    """The offset after the last whole batch (a torn tail is ignored)."""
-    position, end = 0, 0
-    while position + LAST_OFFSET_DELTA_AT + LAST_OFFSET_DELTA.size <= len(data):
+def _whole_batches(data: bytes) -> Iterator[tuple[int, int]]:
+    """(position, base offset) of each whole batch; a torn tail is ignored."""
+    position = 0
+    while position + PRODUCER_EPOCH_AT + PRODUCER_EPOCH.size <= len(data):
         base_offset, length = BATCH_HEAD.unpack_from(data, position)
         following = position + BATCH_HEAD.size + length
         if length <= 0 or following > len(data):
-            break
+            return
+        yield position, base_offset
+        position = following
+
+
+def log_end_offset(data: bytes) -> int:
+    """The offset after the last whole batch."""
+    end = 0
+    for position, base_offset in _whole_batches(data):
         (delta,) = LAST_OFFSET_DELTA.unpack_from(data, position + LAST_OFFSET_DELTA_AT)
         end = base_offset + delta + 1
-        position = following
     return end
 
 
@@ -133,3 +142,11 @@ def compare_topic(
 ) -> list[Divergence]:
     found = (compare_partition(p, r, log_dirs, topic) for p, r in sorted(assignment.items()))
     return [divergence for divergence in found if divergence is not None]
+
+
+def batch_epochs(data: bytes) -> list[tuple[int, int]]:
+    """(base offset, producer epoch) of each whole batch, in offset order."""
+    return [
+        (base_offset, PRODUCER_EPOCH.unpack_from(data, position + PRODUCER_EPOCH_AT)[0])
+        for position, base_offset in _whole_batches(data)
+    ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -17,6 +18,7 @@ CONSUME_BATCH = 10_000
 SAMPLES_KEPT = 5  # examples per kind of problem, for the report
 
 Stored = dict[int, list[tuple[int, bytes]]]  # partition -> [(offset, payload)] in offset order
+EpochAt = Callable[[int, int], int | None]  # (partition, offset) -> producer epoch, if known
 
 
 @dataclass(slots=True)
@@ -25,7 +27,13 @@ class RecordCheck:
     acked_without_offset: int = 0  # the client reported no offset: checked for presence only
     stored: int = 0  # records of this run found in the topic
     lost: int = 0  # acknowledged, but not at the acknowledged offset
-    duplicated: int = 0  # extra copies of a payload
+    duplicated: int = 0  # extra copies of a payload written under one producer epoch
+    # Extra copies written under a later producer epoch: the client re-sent records after it
+    # bumped its epoch (librdkafka does so after OUT_OF_ORDER_SEQUENCE on any partition, and
+    # treats NOT_LEADER_OR_FOLLOWER as "not persisted" though an acks=all wait may have
+    # appended the batch; librdkafka#4953). Sequence numbers restart with a new epoch, so no
+    # broker can tell them apart; Kafka's idempotence holds within one epoch.
+    resent_after_epoch_bump: int = 0
     reordered: int = 0  # a producer's record behind a later one of its own in a partition
     unacknowledged: int = 0  # stored, never acknowledged (failed deliveries may still land)
     read_complete: bool = True
@@ -93,7 +101,7 @@ def read_topic(
     return stored, not pending
 
 
-def check_records(acks: list[Ack], stored: Stored, run: str) -> RecordCheck:
+def check_records(acks: list[Ack], stored: Stored, run: str, epoch_at: EpochAt) -> RecordCheck:
     result = RecordCheck(acked=len(acks))
     at_offset = {
         (p, offset): payload for p, records in stored.items() for offset, payload in records
@@ -114,6 +122,7 @@ def check_records(acks: list[Ack], stored: Stored, run: str) -> RecordCheck:
             result.sample("lost", f"{ack.payload!r} acked at {where}, found {found!r}")
     acked_payloads = {ack.payload for ack in acks}
     counts: Counter[bytes] = Counter()
+    copies: dict[bytes, list[int | None]] = {}  # payload -> producer epoch of each copy
     for partition, records in stored.items():
         last_sequence: dict[str, int] = {}
         for offset, payload in records:
@@ -123,6 +132,7 @@ def check_records(acks: list[Ack], stored: Stored, run: str) -> RecordCheck:
             _, label, sequence = parsed
             result.stored += 1
             counts[payload] += 1
+            copies.setdefault(payload, []).append(epoch_at(partition, offset))
             if counts[payload] > 1:
                 continue  # a second copy: counted as duplicated, not also as reordered
             if payload not in acked_payloads:
@@ -132,7 +142,13 @@ def check_records(acks: list[Ack], stored: Stored, run: str) -> RecordCheck:
                 result.sample("reordered", f"{payload!r} at {partition}/{offset}")
             last_sequence[label] = max(sequence, last_sequence.get(label, -1))
     for payload, count in counts.items():
-        if count > 1:
+        if count == 1:
+            continue
+        epochs = copies[payload]
+        if None not in epochs and len(set(epochs)) == count:
+            result.resent_after_epoch_bump += count - 1
+            result.sample("resent after an epoch bump", f"{payload!r} epochs {epochs}")
+        else:
             result.duplicated += count - 1
-            result.sample("duplicated", f"{payload!r} stored {count} times")
+            result.sample("duplicated", f"{payload!r} stored {count} times, epochs {epochs}")
     return result
