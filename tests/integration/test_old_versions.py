@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
@@ -33,16 +32,23 @@ def old_cluster(make_cluster_module: Callable[..., ClusterHandle]) -> ClusterHan
 
 
 def _coordinator(cluster: ClusterHandle, group: str) -> str:
-    found: dict[str, Any] = {}
+    """The group's coordinator, once it serves the group: FindCoordinator names the offsets
+    partition's leader as soon as the controller has chosen it, and until that broker has
+    taken the leadership it answers NOT_COORDINATOR (as Kafka's does; clients retry)."""
+    found: dict[str, str] = {}
 
-    def answered() -> bool:
+    def serving() -> bool:
         with WireClient.to(first_broker(cluster)) as client:
             response = client.request(FIND_COORDINATOR, 0, {"key": group})
-        found["response"] = response
-        return int(response.error_code) == NONE
+        if int(response.error_code) != NONE:
+            return False
+        found["address"] = f"{response.host}:{response.port}"
+        with WireClient.to(found["address"]) as coordinator:
+            described = coordinator.request(DESCRIBE_GROUPS, 0, {"groups": [group]})
+        return int(described.groups[0].error_code) == NONE
 
-    wait_until(answered, TIMEOUT_S, f"FindCoordinator v0 for {group}")
-    return f"{found['response'].host}:{found['response'].port}"
+    wait_until(serving, TIMEOUT_S, f"a coordinator serving {group}")
+    return found["address"]
 
 
 def test_group_with_sarama_1_request_versions_joins_syncs_commits_and_leaves(
