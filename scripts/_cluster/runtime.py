@@ -19,7 +19,11 @@ from .layout import (
 )
 
 HEALTH_TIMEOUT_S = 60.0
-STOP_GRACE_S = 10.0
+# How long a SIGTERMed process may take to exit before it counts as hung (and `down` kills
+# it). A broker first asks the controller to move its leaderships, up to
+# controlled.shutdown.max.retries times; on a loaded machine, or while the controller itself
+# moves, that alone can take well over 10 s.
+STOP_GRACE_S = 30.0
 # After a broker dies its registration lives until its ZooKeeper session expires.
 STALE_REGISTRATION_MARGIN_S = 10.0
 SERVING_MODES = ("leader", "follower", "standalone", "observer")

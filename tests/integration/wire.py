@@ -30,6 +30,7 @@ from tests.integration.requests import (
 )
 
 API_VERSIONS = 18
+LATEST = -1  # ListOffsets timestamp: the log end
 LEADER_WAIT_S = 30
 
 
@@ -224,17 +225,24 @@ def controller_address(cluster: ClusterHandle) -> str:
 def leader_address(
     cluster: ClusterHandle, topic: str, partition: int = 0, via: str | None = None
 ) -> str:
-    """The leader of `topic`-`partition` as broker `via` (default: the first) reports it,
-    once that broker knows one."""
+    """The leader of `topic`-`partition` as broker `via` (default: the first) reports it, once
+    that leader serves the partition. Other brokers may learn the leader from ZooKeeper before
+    the leader itself has taken over (and answers NOT_LEADER_OR_FOLLOWER until then)."""
     leader: list[int] = []
 
-    def known() -> bool:
+    def serving() -> bool:
         with WireClient.to(via or first_broker(cluster)) as client:
             topics = metadata(client, [topic]).topics
         partitions = {int(p.partition_index): p for p in topics[0].partitions}
         found = partitions.get(partition)
         leader[:] = [] if found is None else [int(found.leader_id)]
-        return bool(leader) and leader[0] >= 0
+        if not leader or leader[0] < 0:
+            return False
+        try:
+            with WireClient.to(broker_address(cluster, leader[0])) as client:
+                return int(list_offsets(client, topic, partition, LATEST).error_code) == 0
+        except OSError:
+            return False  # not reachable yet (e.g. just restarted)
 
-    wait_until(known, LEADER_WAIT_S, f"a leader for {topic}-{partition}")
+    wait_until(serving, LEADER_WAIT_S, f"a serving leader for {topic}-{partition}")
     return broker_address(cluster, leader[0])
