@@ -472,16 +472,18 @@ class KafkaServer:
             wait_for_metadata=self.wait_for_metadata,
         )
         try:
-            if await shutdown.run():
-                await self._stop_following()
+            # Stop fetching first (Kafka's controller sends StopReplica to the broker it shuts
+            # down): a leader would otherwise take this broker back into an ISR the controller
+            # just shrank it out of, between the move and the broker's exit.
+            await self._stop_following()
+            await shutdown.run()
         except Exception:
             log.exception("controlled shutdown failed; shutting down anyway")
         finally:
             self._stopped.set()
 
     async def _stop_following(self) -> None:
-        """Out of every ISR now: stop fetching, or a leader would take this broker back into
-        its ISR (Kafka's controller sends StopReplica for the same reason)."""
+        """Stop every fetcher and start no more: this broker follows nothing any more."""
         fetchers, self.replica_manager.fetchers = self.replica_manager.fetchers, None
         if fetchers is not None:
             await fetchers.shutdown()
