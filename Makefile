@@ -8,7 +8,7 @@ STAMP := $(VENV)/.setup-stamp
 # Extra arguments for scripts/cluster, e.g. make up ARGS="--brokers 1 --set num.partitions=3"
 ARGS ?=
 
-.PHONY: setup up down status test lint pipeline
+.PHONY: setup up down status test lint pipeline reference
 
 setup: $(STAMP)
 
@@ -16,6 +16,17 @@ $(STAMP): pyproject.toml
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(VENV)/bin/python -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+# Apache Kafka 3.9 (reference/pom.xml) for `scripts/cluster up --impl kafka` and the
+# differential tests: fetched once from Maven Central into reference/lib, offline afterwards.
+REFERENCE_STAMP := reference/lib/.fetched
+reference: $(REFERENCE_STAMP)
+
+$(REFERENCE_STAMP): reference/pom.xml
+	rm -rf reference/lib
+	mvn --batch-mode --quiet -f reference/pom.xml dependency:copy-dependencies \
+		-DincludeScope=runtime -DoutputDirectory=lib
 	@touch $@
 
 up: setup

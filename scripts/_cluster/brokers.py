@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from . import kafka_reference
 from .layout import ClusterSpec, broker_dir
 
 # Kafka defaults these internal topics to replication factor 3 (and the transaction log
@@ -18,11 +19,10 @@ INTERNAL_TOPIC_KEYS = (
 
 def base_properties(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
     directory = broker_dir(Path(spec.directory), broker_id)
-    listener = f"PLAINTEXT://127.0.0.1:{spec.broker_port(broker_id)}"
+    # Only what differs from Kafka's defaults: advertised.listeners falls back to listeners.
     properties = {
         "broker.id": str(broker_id),
-        "listeners": listener,
-        "advertised.listeners": listener,
+        "listeners": f"PLAINTEXT://127.0.0.1:{spec.broker_port(broker_id)}",
         "log.dirs": str(directory / "data"),
         "zookeeper.connect": spec.zookeeper_connect,
     }
@@ -41,12 +41,15 @@ def render_properties(spec: ClusterSpec, broker_id: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def prepare_broker(spec: ClusterSpec, broker_id: int) -> list[str]:
-    """Write server.properties for `broker_id`; return the command that runs the broker."""
+def prepare_broker(spec: ClusterSpec, broker_id: int, java: str) -> list[str]:
+    """Write server.properties for `broker_id`; return the command that runs the broker
+    (ours, or Apache Kafka's with `--impl kafka`)."""
     directory = broker_dir(Path(spec.directory), broker_id)
     (directory / "data").mkdir(parents=True, exist_ok=True)
     properties_path = directory / "server.properties"
     properties_path.write_text(render_properties(spec, broker_id))
+    if spec.impl == "kafka":
+        return kafka_reference.kafka_command(java, directory, properties_path)
     return [sys.executable, "-m", "broker", str(properties_path)]
 
 

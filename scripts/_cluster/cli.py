@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import commands, events, restart, up, zk_view
+from . import commands, events, kafka_reference, restart, up, zk_view
 from .errors import ClusterError
 from .layout import ClusterSpec
 from .processes import SIGNALS_BY_NAME
@@ -53,6 +53,12 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--port-base", type=_port, default=9092)
     up.add_argument("--zk-port-base", type=_port, default=2181)
     up.add_argument("--set", type=_key_value, action="append", default=[], metavar="KEY=VALUE")
+    up.add_argument(
+        "--impl",
+        choices=kafka_reference.IMPLEMENTATIONS,
+        default="ours",
+        help="whose brokers: ours (default) or Apache Kafka 3.9 (after `make reference`)",
+    )
     down = sub.add_parser("down", help="stop every process (TERM, then KILL)")
     down.add_argument("--wipe", action="store_true", help="also remove DIR")
     sub.add_parser("status", help="one line per broker, ZooKeeper server and the controller")
@@ -87,6 +93,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
             port_base=args.port_base,
             zk_port_base=args.zk_port_base,
             overrides=dict(args.set),
+            impl=args.impl,
         )
         _validate_ports(parser, spec)
         up.up(spec)

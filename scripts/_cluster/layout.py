@@ -34,6 +34,8 @@ class ClusterSpec:
     port_base: int
     zk_port_base: int
     overrides: dict[str, str] = field(default_factory=dict)
+    # "ours" (this project's brokers) or "kafka" (Apache Kafka 3.9 from `make reference`).
+    impl: str = "ours"
 
     @property
     def broker_ids(self) -> list[int]:

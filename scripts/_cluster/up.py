@@ -6,7 +6,7 @@ import socket
 import time
 from pathlib import Path
 
-from . import brokers, zk_view, zookeeper
+from . import brokers, kafka_reference, zk_view, zookeeper
 from .errors import ClusterError
 from .layout import (
     ClusterSpec,
@@ -78,7 +78,7 @@ def _initial_state(
             command, str(log_path), str(zookeeper_dir(directory, n))
         )
     for i in spec.broker_ids:
-        command = brokers.prepare_broker(spec, i)
+        command = brokers.prepare_broker(spec, i, java)
         log_path = broker_dir(directory, i) / "broker.log"
         state.processes[broker_key(i)] = ProcessRecord(command, str(log_path), str(REPO_ROOT))
     return state
@@ -130,6 +130,8 @@ def up(spec: ClusterSpec) -> None:
     _refuse_if_running(directory)
     java = zookeeper.check_java()
     installation = zookeeper.find_installation()
+    if spec.impl == "kafka":
+        kafka_reference.reference_classpath()  # fail before starting anything
     _check_ports_free(spec)
     deadline = time.monotonic() + HEALTH_TIMEOUT_S
     directory.mkdir(parents=True, exist_ok=True)
