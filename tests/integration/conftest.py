@@ -240,13 +240,15 @@ def start_cluster(
     brokers: int = 3,
     zookeepers: int = 1,
     overrides: dict[str, str] | None = None,
+    impl: str = "ours",
 ) -> ClusterHandle:
-    """`scripts/cluster up` on free ports; fails the test (with logs) if it does not come up."""
+    """`scripts/cluster up` on free ports; fails the test (with logs) if it does not come up.
+    `impl="kafka"` starts Apache Kafka 3.9 (`make reference`) instead of our brokers."""
     port_base, zk_port_base = pick_port_bases(brokers, zookeepers)
     handle = ClusterHandle(directory, brokers, zookeepers, port_base, zk_port_base)
     args = ["up", "--dir", str(directory), "--brokers", str(brokers)]
     args += ["--zookeepers", str(zookeepers), "--port-base", str(port_base)]
-    args += ["--zk-port-base", str(zk_port_base)]
+    args += ["--zk-port-base", str(zk_port_base), "--impl", impl]
     for key, value in (overrides or {}).items():
         args += ["--set", f"{key}={value}"]
     result = run_cluster_command(*args, timeout_s=UP_TIMEOUT_S)
@@ -268,12 +270,16 @@ class ClusterFactory:
         self.handles: list[ClusterHandle] = []
 
     def __call__(
-        self, brokers: int = 3, zookeepers: int = 1, overrides: dict[str, str] | None = None
+        self,
+        brokers: int = 3,
+        zookeepers: int = 1,
+        overrides: dict[str, str] | None = None,
+        impl: str = "ours",
     ) -> ClusterHandle:
         directory = self.base_dir / f"cluster-{len(self.handles) + 1}"
         handle = ClusterHandle(directory, brokers, zookeepers, 0, 0)
         self.handles.append(handle)  # before `up`, so a half-started cluster is torn down too
-        started = start_cluster(directory, brokers, zookeepers, overrides)
+        started = start_cluster(directory, brokers, zookeepers, overrides, impl)
         self.handles[-1] = started
         return started
 
