@@ -2,12 +2,19 @@
 
     scripts/bench [--bootstrap 127.0.0.1:9092] [--records 200000] [--record-bytes 100]
                   [--partitions 6] [--replication-factor 1] [--compression none] [--acks 1]
-                  [--compare-replication]
+                  [--compare-replication] [--compare [--impls ours,kafka]]
 
 Prints one JSON object with records/s and MB/s for each phase. `--compare-replication` runs
 acks=1 on replication factor 1 and then acks=all on replication factor 3 (each on a new topic)
 and reports both with the ratio of their produce throughputs: what durability costs. Start a
-cluster first (`make up` or `scripts/cluster up`; 3 brokers for the comparison).
+cluster first (`make up` or `scripts/cluster up`; 3 brokers for the comparison); a cluster of
+Apache Kafka 3.9 (`scripts/cluster up --impl kafka`) is measured the same way.
+
+`--compare` starts its own clusters, one after the other (ours, then Apache Kafka 3.9 from
+`make reference`), runs the same cases on each (acks=1 on replication factor 1 and acks=all on
+replication factor 3, records of 100 B and 1 KB) and prints both figures and their ratio: records
+and MB per second, p99 produce latency, the brokers' CPU-seconds per GB and their peak RSS (from
+/proc); see scripts/_tools/bench_compare.py.
 """
 
 from __future__ import annotations
@@ -17,9 +24,12 @@ import json
 import os
 import time
 import uuid
+from collections.abc import Callable
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+from .bench_meter import PhaseMeter
 
 
 def parse_args() -> argparse.Namespace:
@@ -32,6 +42,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--compression", default="none")
     parser.add_argument("--acks", default="1")
     parser.add_argument("--compare-replication", action="store_true")
+    parser.add_argument("--compare", action="store_true", help="ours against Apache Kafka 3.9")
+    parser.add_argument("--impls", default="ours,kafka", help="with --compare: which, in order")
     return parser.parse_args()
 
 
@@ -41,7 +53,9 @@ def create_topic(args: argparse.Namespace, topic: str) -> None:
     admin.create_topics([new_topic])[topic].result(timeout=60)
 
 
-def produce(args: argparse.Namespace, topic: str) -> float:
+def produce(args: argparse.Namespace, topic: str, latencies_s: list[float]) -> float:
+    """Produce `args.records` records; return the seconds taken. Each delivered record's
+    latency (librdkafka's time from produce() to its acknowledgement) goes to `latencies_s`."""
     producer = Producer(
         {
             "bootstrap.servers": args.bootstrap,
@@ -55,9 +69,11 @@ def produce(args: argparse.Namespace, topic: str) -> float:
     payload = os.urandom(args.record_bytes // 2).hex().encode()[: args.record_bytes]
     failures: list[str] = []
 
-    def report(error: object, _message: object) -> None:
+    def report(error: object, message: Message) -> None:
         if error is not None:
             failures.append(str(error))
+        else:
+            latencies_s.append(message.latency() or 0.0)
 
     started = time.perf_counter()
     for index in range(args.records):
@@ -97,7 +113,13 @@ def consume(args: argparse.Namespace, topic: str) -> float:
     return elapsed
 
 
-def run_case(args: argparse.Namespace) -> dict[str, object]:
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] if ordered else 0.0
+
+
+def run_case(args: argparse.Namespace, meter: PhaseMeter | None = None) -> dict[str, object]:
+    """Produce then consume on a new topic; with a `meter`, also the brokers' CPU and RSS."""
     topic = f"bench-{uuid.uuid4().hex[:8]}"
     create_topic(args, topic)
     megabytes = args.records * args.record_bytes / 1e6
@@ -110,13 +132,24 @@ def run_case(args: argparse.Namespace) -> dict[str, object]:
         "compression": args.compression,
         "acks": args.acks,
     }
-    for phase, run in (("produce", produce), ("consume", consume)):
-        seconds = run(args, topic)
-        results[phase] = {
+    latencies_s: list[float] = []
+    phases: dict[str, Callable[[], float]] = {
+        "produce": lambda: produce(args, topic, latencies_s),
+        "consume": lambda: consume(args, topic),
+    }
+    for phase, run in phases.items():
+        before = meter.sample() if meter is not None else None
+        seconds = run()
+        figures: dict[str, float] = {
             "seconds": round(seconds, 3),
             "records_per_s": round(args.records / seconds),
             "mb_per_s": round(megabytes / seconds, 2),
         }
+        if phase == "produce":
+            figures["p99_latency_ms"] = round(percentile(latencies_s, 0.99) * 1000, 1)
+        if meter is not None and before is not None:
+            figures.update(meter.figures_since(before, megabytes / 1000))
+        results[phase] = figures
     return results
 
 
@@ -135,6 +168,10 @@ def _produce_rate(case: dict[str, object]) -> float:
 
 def main() -> int:
     args = parse_args()
+    if args.compare:
+        from .bench_compare import compare_implementations
+
+        return compare_implementations(args)
     results = compare_replication(args) if args.compare_replication else run_case(args)
     print(json.dumps(results, indent=2))
     return 0

@@ -2,10 +2,11 @@
 
     scripts/client_suites [--cache-dir DIR] [--with-clients] [--brokers 3] [--kafka-defaults]
                           [--set KEY=VALUE ...] [--dir DIR] [--keep-cluster] [--timeout-s 120]
-                          [-k EXPRESSION]
+                          [-k EXPRESSION] [--impl ours|kafka]
 
-Starts a cluster (3 brokers) with `scripts/cluster up` in its own directory on free ports, fetches
-the sdist of the installed kafka-python (`pip download`, once, into --cache-dir), runs its
+Starts a cluster (3 brokers) with `scripts/cluster up` in its own directory on free ports
+(`--impl kafka`: Apache Kafka 3.9 from `make reference`, to see what fails against Kafka itself),
+fetches the sdist of the installed kafka-python (`pip download`, once, into --cache-dir), runs its
 `test/integration/test_admin_integration.py` (--with-clients adds the consumer and producer
 modules) with this venv's pytest, pointed at the cluster through kafka-python's variables
 (`KAFKA_VERSION=3.0.0`, the release whose API ranges we advertise, and `KAFKA_URI`), prints one
@@ -101,6 +102,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--keep-cluster", action="store_true", help="leave the cluster running")
     parser.add_argument("--timeout-s", type=int, default=DEFAULT_TEST_TIMEOUT_S, help="per test")
     parser.add_argument("-k", dest="keyword", help="pytest -k expression")
+    parser.add_argument(
+        "--impl", choices=("ours", "kafka"), default="ours", help="whose brokers (scripts/cluster)"
+    )
     return parser.parse_args(argv)
 
 
@@ -118,6 +122,7 @@ def _run_with_cluster(options: argparse.Namespace, tree: Path) -> int:
     zk_port_base = _pick_base(ZOOKEEPER_PORT_RANGE, 1)
     up = ["up", "--dir", str(directory), "--brokers", str(options.brokers)]
     up += ["--port-base", str(port_base), "--zk-port-base", str(zk_port_base)]
+    up += ["--impl", options.impl]
     settings = {} if options.kafka_defaults else dict(FIXTURE_OVERRIDES)
     settings.update(options.set)
     for key, value in settings.items():
