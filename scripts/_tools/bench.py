@@ -3,6 +3,7 @@
     scripts/bench [--bootstrap 127.0.0.1:9092] [--records 200000] [--record-bytes 100]
                   [--partitions 6] [--replication-factor 1] [--compression none] [--acks 1]
                   [--compare-replication] [--compare [--impls ours,kafka]]
+    scripts/bench failover [--partitions 5000] [--impl ours|kafka] [--signal KILL|TERM]
 
 Prints one JSON object with records/s and MB/s for each phase. `--compare-replication` runs
 acks=1 on replication factor 1 and then acks=all on replication factor 3 (each on a new topic)
@@ -14,7 +15,9 @@ Apache Kafka 3.9 (`scripts/cluster up --impl kafka`) is measured the same way.
 `make reference`), runs the same cases on each (acks=1 on replication factor 1 and acks=all on
 replication factor 3, records of 100 B and 1 KB) and prints both figures and their ratio: records
 and MB per second, p99 produce latency, the brokers' CPU-seconds per GB and their peak RSS (from
-/proc); see scripts/_tools/bench_compare.py.
+/proc); see scripts/_tools/bench_compare.py. `failover` measures how fast 5,000 partitions'
+leadership leaves a killed controller or a broker in controlled shutdown; see
+scripts/_tools/bench_failover.py.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -167,6 +171,10 @@ def _produce_rate(case: dict[str, object]) -> float:
 
 
 def main() -> int:
+    if sys.argv[1:2] == ["failover"]:
+        from .bench_failover import failover_main
+
+        return failover_main(sys.argv[2:])
     args = parse_args()
     if args.compare:
         from .bench_compare import compare_implementations

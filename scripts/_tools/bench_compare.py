@@ -69,7 +69,7 @@ def _free_base(port_range: tuple[int, int], count: int) -> int:
     raise SystemExit(f"scripts/bench: no free ports in {port_range}")
 
 
-def _launcher(*args: str) -> str:
+def launcher(*args: str) -> str:
     result = subprocess.run(
         [sys.executable, str(CLUSTER_SCRIPT), *args],
         stdin=subprocess.DEVNULL,
@@ -92,21 +92,25 @@ def _broker_pids(directory: Path) -> tuple[int, ...]:
 
 
 @contextmanager
-def running_cluster(impl: str) -> Iterator[tuple[str, PhaseMeter]]:
-    """A fresh cluster of `impl`; yields its bootstrap servers and a meter of its brokers."""
+def running_cluster(
+    impl: str, settings: dict[str, str] | None = None
+) -> Iterator[tuple[str, PhaseMeter, Path]]:
+    """A fresh cluster of `impl` with `min.insync.replicas=2` and `settings`; yields its
+    bootstrap servers, a meter of its brokers and its directory."""
     work = Path(tempfile.mkdtemp(prefix=f"bench-{impl}-"))
     directory = work / "cluster"
     up = ["up", "--dir", str(directory), "--impl", impl, "--brokers", str(BROKER_COUNT)]
     up += ["--port-base", str(_free_base(BROKER_PORT_RANGE, BROKER_COUNT))]
     up += ["--zk-port-base", str(_free_base(ZOOKEEPER_PORT_RANGE, 1))]
-    up += ["--set", "min.insync.replicas=2"]
+    for key, value in {"min.insync.replicas": "2", **(settings or {})}.items():
+        up += ["--set", f"{key}={value}"]
     try:
-        output = _launcher(*up)
+        output = launcher(*up)
         bootstrap = output.splitlines()[0].removeprefix("bootstrap.servers=")
-        yield bootstrap, PhaseMeter(_broker_pids(directory))
+        yield bootstrap, PhaseMeter(_broker_pids(directory)), directory
     finally:
         if directory.exists():
-            _launcher("down", "--dir", str(directory), "--wipe")
+            launcher("down", "--dir", str(directory), "--wipe")
         shutil.rmtree(work, ignore_errors=True)
 
 
@@ -115,7 +119,7 @@ WARM_UP_CASE = ("warm-up", "all", 3, 1000)
 
 def measure(args: argparse.Namespace, impl: str) -> dict[str, object]:
     results: dict[str, object] = {}
-    with running_cluster(impl) as (bootstrap, meter):
+    with running_cluster(impl) as (bootstrap, meter, _directory):
         for label, acks, replication_factor, record_bytes in (WARM_UP_CASE, *CASES):
             case_args = argparse.Namespace(
                 **{

@@ -1,0 +1,239 @@
+"""`scripts/bench failover`: how fast leadership leaves a failed broker, at scale.
+
+    scripts/bench failover [--partitions 5000] [--impl ours|kafka] [--signal KILL|TERM]
+                           [--session-timeout-ms 6000]
+
+Starts a fresh 3-broker cluster (ours, or Apache Kafka 3.9 with `--impl kafka`), creates one
+topic with --partitions partitions and replication factor 3, waits until every partition has
+its full ISR, produces one record to each, then fails one broker:
+
+- `--signal KILL` (default) SIGKILLs the controller's broker: a controller failover.
+- `--signal TERM` SIGTERMs another broker: a controlled shutdown.
+
+and prints, in seconds from the signal:
+
+- `controller_elected_s`: the new /controller znode's creation (KILL only);
+- `leaders_moved_s`: the last write of a partition state znode that took leadership from the
+  victim (its ZooKeeper mtime), i.e. until no partition in ZooKeeper names it as leader; and
+  `leaders_moved_after_election_s`, the same from the election;
+- `produce_served_s`: until a record produced, right after the signal, to every partition the
+  victim led was acknowledged (librdkafka retries until the new leader takes it);
+- `victim_exited_s`: until the SIGTERMed process exited (TERM only);
+- `leader_moves_per_s`: moved partitions over the time they took after the election (or the
+  signal).
+
+Timestamps all come from this machine's clock (ZooKeeper runs here too). The longest event-loop
+stall per broker is not measured yet: our brokers have no loop-lag watchdog so far.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from kazoo.client import KazooClient
+
+from .bench_compare import launcher, running_cluster
+
+TOPIC = "failover-bench"
+REPLICATION_FACTOR = 3
+READY_TIMEOUT_S = 600.0
+MOVE_TIMEOUT_S = 180.0
+POLL_INTERVAL_S = 0.1
+
+
+def _say(message: str) -> None:
+    print(f"scripts/bench failover: {message}", file=sys.stderr, flush=True)
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="scripts/bench failover", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--partitions", type=int, default=5000)
+    parser.add_argument("--impl", choices=("ours", "kafka"), default="ours")
+    parser.add_argument("--signal", choices=("KILL", "TERM"), default="KILL")
+    parser.add_argument("--session-timeout-ms", type=int, default=6000)
+    return parser.parse_args(argv)
+
+
+def _states(zk: Any, partitions: int) -> dict[int, tuple[dict[str, Any], Any]]:
+    """Every partition's state znode (JSON and stat), read in one pipelined batch."""
+    base = f"/brokers/topics/{TOPIC}/partitions"
+    requests = {p: zk.get_async(f"{base}/{p}/state") for p in range(partitions)}
+    states = {}
+    for partition, request in requests.items():
+        try:
+            data, stat = request.get(timeout=60)
+        except Exception:  # not created yet, or a ZooKeeper hiccup: poll again
+            continue
+        states[partition] = (json.loads(data), stat)
+    return states
+
+
+def _wait_until_ready(zk: Any, partitions: int) -> dict[int, dict[str, Any]]:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        states = _states(zk, partitions)
+        full = [s for s, _ in states.values() if len(s["isr"]) == REPLICATION_FACTOR]
+        if len(full) == partitions:
+            return {p: state for p, (state, _) in states.items()}
+        time.sleep(1.0)
+    raise SystemExit(f"partitions not all led with a full ISR within {READY_TIMEOUT_S:.0f} s")
+
+
+def _create_topic(bootstrap: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topic = NewTopic(TOPIC, partitions, REPLICATION_FACTOR)
+    admin.create_topics([topic], request_timeout=300)[TOPIC].result(timeout=300)
+
+
+def _producer(bootstrap: str) -> Producer:
+    return Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "message.timeout.ms": int(MOVE_TIMEOUT_S * 1000),
+            "linger.ms": 5,
+            # Look leaders up often and retry quickly, so the figure is the brokers' and not
+            # the client's back-off: at most about half a second of it is the client's.
+            "topic.metadata.refresh.interval.ms": 500,
+            "topic.metadata.refresh.fast.interval.ms": 100,
+            "retry.backoff.ms": 50,
+            "retry.backoff.max.ms": 200,
+            "reconnect.backoff.ms": 50,
+            "reconnect.backoff.max.ms": 200,
+            "log_level": 3,
+        }
+    )
+
+
+def _produce_one_each(producer: Producer, partitions: list[int]) -> dict[int, float]:
+    """Produce a record to each partition; return each one's acknowledgement time."""
+    acknowledged: dict[int, float] = {}
+    failed: list[str] = []
+
+    def report(error: KafkaError | None, message: Message) -> None:
+        if error is None:
+            acknowledged[message.partition() or 0] = time.time()
+        else:
+            failed.append(str(error))
+
+    for partition in partitions:
+        producer.produce(TOPIC, value=b"x", partition=partition, on_delivery=report)
+    producer.flush(MOVE_TIMEOUT_S)
+    if failed or len(acknowledged) < len(partitions):
+        raise SystemExit(f"{len(acknowledged)}/{len(partitions)} acknowledged: {failed[:3]}")
+    return acknowledged
+
+
+def _controller(zk: Any) -> tuple[int | None, float]:
+    try:
+        data, stat = zk.get("/controller")
+    except Exception:
+        return None, 0.0
+    return int(json.loads(data)["brokerid"]), stat.ctime / 1000
+
+
+def _victim_pid(directory: Path, victim: int) -> int:
+    state = json.loads((directory / "cluster.json").read_text())
+    return int(state["processes"][f"broker-{victim}"]["pid"])
+
+
+def _exited(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return status[status.rindex(")") + 2] == "Z"
+
+
+def _watch_exit(pid: int, exited_at: list[float]) -> None:
+    deadline = time.monotonic() + MOVE_TIMEOUT_S
+    while not _exited(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    exited_at.append(time.time())
+
+
+def _wait_moved(zk: Any, moved: list[int], victim: int) -> float:
+    """The latest mtime of the moved partitions' state znodes, once none names `victim`."""
+    deadline = time.monotonic() + MOVE_TIMEOUT_S
+    while time.monotonic() < deadline:
+        states = _states(zk, max(moved) + 1)
+        pending = [p for p in moved if p not in states or states[p][0]["leader"] == victim]
+        if not pending:
+            return float(max(states[p][1].mtime for p in moved)) / 1000
+        time.sleep(POLL_INTERVAL_S)
+    raise SystemExit(f"leaders still on broker {victim} after {MOVE_TIMEOUT_S:.0f} s")
+
+
+def _fail_and_measure(
+    args: argparse.Namespace, bootstrap: str, directory: Path, zk: Any
+) -> dict[str, object]:
+    states = _wait_until_ready(zk, args.partitions)
+    producer = _producer(bootstrap)
+    _produce_one_each(producer, list(range(args.partitions)))
+    controller, _ = _controller(zk)
+    if controller is None:
+        raise SystemExit("no controller before the failure")
+    others = sorted({r for s in states.values() for r in s["isr"]} - {controller})
+    victim = controller if args.signal == "KILL" else others[0]
+    moved = sorted(p for p, s in states.items() if s["leader"] == victim)
+    pid = _victim_pid(directory, victim)
+    _say(f"{args.impl}: SIG{args.signal} broker {victim}, leader of {len(moved)} partitions")
+    exited_at: list[float] = []
+    watcher = threading.Thread(target=_watch_exit, args=(pid, exited_at), daemon=True)
+    signalled_at = time.time()
+    launcher("kill", "--broker", str(victim), "--signal", args.signal, "--dir", str(directory))
+    watcher.start()
+    acknowledged = _produce_one_each(producer, moved)
+    moved_at = _wait_moved(zk, moved, victim)
+    results: dict[str, object] = {
+        "impl": args.impl,
+        "partitions": args.partitions,
+        "signal": args.signal,
+        "victim": victim,
+        "victim_was_controller": victim == controller,
+        "moved_partitions": len(moved),
+        "leaders_moved_s": round(moved_at - signalled_at, 2),
+        "produce_served_s": round(max(acknowledged.values()) - signalled_at, 2),
+    }
+    moves_from = signalled_at
+    if args.signal == "KILL":
+        new_controller, elected_at = _controller(zk)
+        results["new_controller"] = new_controller
+        results["controller_elected_s"] = round(elected_at - signalled_at, 2)
+        results["leaders_moved_after_election_s"] = round(moved_at - elected_at, 2)
+        moves_from = elected_at
+    else:
+        watcher.join(MOVE_TIMEOUT_S)
+        results["victim_exited_s"] = round(exited_at[0] - signalled_at, 2) if exited_at else None
+    results["leader_moves_per_s"] = round(len(moved) / max(moved_at - moves_from, 0.001))
+    results["longest_loop_stall_ms"] = "not measured (no loop-lag watchdog yet)"
+    return results
+
+
+def failover_main(argv: list[str]) -> int:
+    args = parse_args(argv)
+    settings = {"zookeeper.session.timeout.ms": str(args.session_timeout_ms)}
+    _say(f"{args.impl}: starting 3 brokers")
+    with running_cluster(args.impl, settings) as (bootstrap, _meter, directory):
+        spec = json.loads((directory / "cluster.json").read_text())["spec"]
+        zk = KazooClient(hosts=f"127.0.0.1:{spec['zk_port_base']}")
+        zk.start(timeout=30)
+        try:
+            _say(f"{args.impl}: creating {args.partitions} partitions (RF 3)")
+            _create_topic(bootstrap, args.partitions)
+            results = _fail_and_measure(args, bootstrap, directory, zk)
+        finally:
+            zk.stop()
+            zk.close()
+    print(json.dumps(results, indent=2))
+    return 0
