@@ -24,6 +24,7 @@ from broker.log.compaction import CleanerConfig, LogCleaner
 from broker.log.log import LogConfig
 from broker.log.manager import LogManager
 from broker.log.meta_properties import ensure_meta_properties
+from broker.loop_watchdog import LoopWatchdog
 from broker.metadata_cache import MetadataCache
 from broker.network.listener import Listener
 from broker.network.quotas import ConnectionQuotas, parse_per_ip_overrides
@@ -112,10 +113,12 @@ class KafkaServer:
         self._reregister_task: asyncio.Task[None] | None = None
         self._stopped = asyncio.Event()
         self._controlled_shutdown: asyncio.Task[None] | None = None
+        self.loop_watchdog = LoopWatchdog()
 
     # -- start-up -------------------------------------------------------------------------
 
     async def start(self) -> None:
+        self.loop_watchdog.start()  # first, so that stalls during start-up show too
         await self.zk_client.start()
         await self.kafka_zk.ensure_persistent_paths()
         await self.dynamic_config.load()  # before the logs open with the default LogConfig
@@ -511,6 +514,7 @@ class KafkaServer:
             await _quietly(isr_writer.stop())
         await _quietly(self.zk_client.close())
         self.log_manager.shutdown()
+        await self.loop_watchdog.stop()
         log.info("broker %d shut down", self.broker_id)
 
 

@@ -1,0 +1,47 @@
+"""The loop-lag watchdog sees a callback that blocks the loop, and only that."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+import pytest
+
+from broker.loop_watchdog import LoopWatchdog
+
+BLOCK_S = 0.3
+
+
+async def _run_with_watchdog(watchdog: LoopWatchdog, block_s: float) -> None:
+    watchdog.start()
+    await asyncio.sleep(0.1)  # let it take a few quiet samples first
+    if block_s:
+        time.sleep(block_s)  # blocks the loop, as a synchronous fsync on it would
+    await asyncio.sleep(0.1)
+    await watchdog.stop()
+
+
+def test_a_blocking_call_on_the_loop_is_measured_and_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    watchdog = LoopWatchdog(interval_ms=10, stall_log_ms=100)
+    with caplog.at_level(logging.WARNING, logger="broker.loop_watchdog"):
+        asyncio.run(_run_with_watchdog(watchdog, BLOCK_S))
+    longest = watchdog.take_longest_stall_ms()
+    assert longest >= BLOCK_S * 1000 - 20
+    assert any("event loop stalled for" in record.message for record in caplog.records)
+    assert watchdog.take_longest_stall_ms() == 0.0  # taken: it starts over
+
+
+def test_stalls_under_the_bound_are_kept_but_not_logged(caplog: pytest.LogCaptureFixture) -> None:
+    watchdog = LoopWatchdog(interval_ms=10, stall_log_ms=100)
+    with caplog.at_level(logging.WARNING, logger="broker.loop_watchdog"):
+        watchdog.record(40.0)
+    assert watchdog.longest_stall_ms == 40.0
+    assert not caplog.records
+
+
+def test_bounds_must_be_positive() -> None:
+    with pytest.raises(ValueError):
+        LoopWatchdog(interval_ms=0)
