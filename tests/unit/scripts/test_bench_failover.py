@@ -1,0 +1,31 @@
+"""The failover benchmark reads each broker's longest loop stall from its log, in a window."""
+
+from __future__ import annotations
+
+import datetime
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "scripts"))
+
+from _tools.bench_failover import longest_stalls
+
+
+def _at(seconds: float) -> str:
+    moment = datetime.datetime.fromtimestamp(seconds)
+    return f"{moment:%Y-%m-%d %H:%M:%S},{moment.microsecond // 1000:03d}"
+
+
+def test_only_stalls_inside_the_window_count(tmp_path: Path) -> None:
+    start = 1_800_000_000.0
+    (tmp_path / "broker-1").mkdir()
+    (tmp_path / "broker-1" / "broker.log").write_text(
+        f"[{_at(start - 5)}] WARNING event loop stalled for 900 ms (broker.loop_watchdog)\n"
+        f"[{_at(start + 1)}] WARNING event loop stalled for 130 ms (broker.loop_watchdog)\n"
+        f"[{_at(start + 2)}] WARNING event loop stalled for 250 ms (broker.loop_watchdog)\n"
+        f"[{_at(start + 3)}] INFO something else (broker.server)\n"
+        f"[{_at(start + 20)}] WARNING event loop stalled for 700 ms (broker.loop_watchdog)\n"
+    )
+    (tmp_path / "broker-2").mkdir()
+    (tmp_path / "broker-2" / "broker.log").write_text(f"[{_at(start + 1)}] INFO quiet (x)\n")
+    assert longest_stalls(tmp_path, [1, 2], start, start + 10) == {1: "250", 2: "<100"}
