@@ -327,6 +327,8 @@ class Controller:
                 await self._sleep(RESIGN_RETRY_DELAY_S)
 
     async def _on_controller_failover(self, epoch: int, epoch_zk_version: int) -> None:
+        # Kafka's first step too: brokers (and tools) read the feature znode's status.
+        await self._zk.enable_feature_versioning(epoch_zk_version)
         # Watch before reading, so that no change between the reads and the watches is missed;
         # an event that fires meanwhile is handled after the failover and simply re-reads.
         self._active_watches.watch()

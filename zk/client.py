@@ -245,7 +245,11 @@ class ZkClient:
         bootstrap = self._new_kazoo(self.hosts)
         self._start_blocking(bootstrap)
         try:
-            bootstrap.ensure_path(self.chroot)
+            prefix = ""
+            for name in self.chroot.strip("/").split("/"):
+                prefix += f"/{name}"
+                with contextlib.suppress(kazoo_errors.NodeExistsError):
+                    bootstrap.create(prefix, None)  # null data, as Kafka creates the chroot
         finally:
             self._stop_blocking(bootstrap)
 
@@ -319,13 +323,26 @@ class ZkClient:
     async def create(
         self,
         path: str,
-        data: bytes = b"",
+        data: bytes | None = None,
         ephemeral: bool = False,
         sequence: bool = False,
         makepath: bool = False,
     ) -> str:
+        """Create a znode. `data=None` stores null data, as Kafka's createRecursive does for
+        znodes that only hold children (zkCli shows `null`, not an empty line); `makepath`
+        creates missing parents the same way (kazoo's own makepath would store b"")."""
+        try:
+            return await self._create(path, data, ephemeral, sequence)
+        except errors.NoNodeError:
+            parent = path.rstrip("/").rpartition("/")[0]
+            if not makepath or not parent:
+                raise
+        await self.ensure_path(parent)
+        return await self._create(path, data, ephemeral, sequence)
+
+    async def _create(self, path: str, data: bytes | None, ephemeral: bool, sequence: bool) -> str:
         async_result = self._client().create_async(
-            path, data, ephemeral=ephemeral, sequence=sequence, makepath=makepath
+            path, data, ephemeral=ephemeral, sequence=sequence
         )
         return str(await self._bridge(async_result, path))
 
@@ -360,7 +377,9 @@ class ZkClient:
         await self._bridge(self._client().delete_async(path, version), path)
 
     async def ensure_path(self, path: str) -> None:
-        await self._bridge(self._client().ensure_path_async(path), path)
+        """Create `path` and its missing ancestors, with null data (see `create`)."""
+        with contextlib.suppress(errors.NodeExistsError):
+            await self.create(path, makepath=True)
 
     async def multi(self, ops: Sequence[Op]) -> list[OpResult]:
         """All ops or none. A failure raises the failing op's error with `op_index` set."""

@@ -38,6 +38,7 @@ from zk.znodes import (
     ControllerZNode,
     DeleteTopicsTopicZNode,
     DeleteTopicsZNode,
+    FeatureZNode,
     IsrChangeNotificationSequenceZNode,
     IsrChangeNotificationZNode,
     PartitionState,
@@ -240,6 +241,26 @@ class KafkaZk(ReassignmentZkMixin):
             return
         with contextlib.suppress(NoNodeError, BadVersionError):
             await self.client.delete(ControllerZNode.path(), version=found[1].version)
+
+    async def enable_feature_versioning(self, epoch_zk_version: int) -> None:
+        """What Kafka 2.7+'s controller does first at failover (enableFeatureVersioning): make
+        /feature say "enabled" at the current znode version, keeping the finalized features of
+        an enabled one and dropping those of a disabled one. Fenced, so a deposed controller
+        cannot write it."""
+        path = FeatureZNode.path()
+        found = await self.client.get(path)
+        if found is None:
+            wanted = FeatureZNode.encode(FeatureZNode.STATUS_ENABLED, {})
+            with contextlib.suppress(NodeExistsError):  # a predecessor created it meanwhile
+                await self._fenced_multi(epoch_zk_version, [CreateOp(path, wanted)])
+            return
+        version, status, features = FeatureZNode.decode(found[0])
+        if status != FeatureZNode.STATUS_ENABLED:
+            features = {}
+        if (version, status) == (FeatureZNode.VERSION, FeatureZNode.STATUS_ENABLED):
+            return
+        wanted = FeatureZNode.encode(FeatureZNode.STATUS_ENABLED, features)
+        await self._fenced_multi(epoch_zk_version, [SetDataOp(path, wanted, found[1].version)])
 
     async def _fenced_multi(self, epoch_zk_version: int, ops: Sequence[Op]) -> list[OpResult]:
         try:
@@ -629,7 +650,7 @@ class KafkaZk(ReassignmentZkMixin):
             found = await self.client.get(path)
             if found is None:
                 with contextlib.suppress(NodeExistsError):
-                    await self.client.create(path, b"", makepath=True)
+                    await self.client.create(path, makepath=True)
                 continue
             data, stat = found
             start = ProducerIdBlockZNode.decode(data)[2] + 1 if data else 0

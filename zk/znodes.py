@@ -193,6 +193,9 @@ class ClusterIdZNode:
         return cluster_id
 
 
+NO_KRAFT_CONTROLLER_EPOCH = -1
+
+
 class ControllerZNode:
     @staticmethod
     def path() -> str:
@@ -200,7 +203,16 @@ class ControllerZNode:
 
     @staticmethod
     def encode(broker_id: int, timestamp_ms: int) -> bytes:
-        return _dump({"version": 1, "brokerid": broker_id, "timestamp": str(timestamp_ms)})
+        # Version 2 (Kafka 3.4+, KIP-866) adds the KRaft controller epoch; a ZooKeeper-mode
+        # controller writes -1. Older readers only look at "brokerid".
+        return _dump(
+            {
+                "version": 2,
+                "brokerid": broker_id,
+                "timestamp": str(timestamp_ms),
+                "kraftControllerEpoch": NO_KRAFT_CONTROLLER_EPOCH,
+            }
+        )
 
     @staticmethod
     def decode(data: bytes) -> int:
@@ -616,6 +628,46 @@ class ProducerIdBlockZNode:
             _int(obj, "block_start", what),
             _int(obj, "block_end", what),
         )
+
+
+class FeatureZNode:
+    """/feature: the cluster's finalized features (KIP-584). A ZooKeeper-mode controller of
+    Kafka 2.7+ creates it at failover with status enabled; Kafka 3.3+ writes version 2 (no
+    min_version_level). We finalize no features, so "features" stays empty."""
+
+    VERSION = 2
+    STATUS_DISABLED = 0
+    STATUS_ENABLED = 1
+    # Kafka builds it from a 3-entry Scala mutable.Map; this is that map's iteration order.
+    _ORDER = ("features", "version", "status")
+
+    @staticmethod
+    def path() -> str:
+        return "/feature"
+
+    @classmethod
+    def encode(cls, status: int, features: Mapping[str, int]) -> bytes:
+        values: dict[str, Any] = {
+            "version": cls.VERSION,
+            "status": status,
+            "features": {name: {"max_version_level": level} for name, level in features.items()},
+        }
+        return _dump(_ordered(values, cls._ORDER))
+
+    @staticmethod
+    def decode(data: bytes) -> tuple[int, int, dict[str, int]]:
+        """(version, status, {feature: max version level}); version 1 also carried a min."""
+        what = "/feature"
+        obj = _load_object(data, what)
+        raw_features = obj.get("features") or {}
+        if not isinstance(raw_features, dict):
+            raise ZnodeDecodeError(f"{what}: features is not an object: {data!r}")
+        features = {}
+        for name, levels in raw_features.items():
+            if not isinstance(levels, dict):
+                raise ZnodeDecodeError(f"{what}: bad levels of feature {name!r}")
+            features[str(name)] = _int(levels, "max_version_level", what)
+        return _int(obj, "version", what), _int(obj, "status", what), features
 
 
 class LogDirEventNotificationZNode:

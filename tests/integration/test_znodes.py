@@ -58,8 +58,9 @@ def test_cluster_id_and_controller(cluster: ClusterHandle, zk: KazooClient) -> N
     assert cluster_id["version"] == "1" and BASE64_UUID.match(cluster_id["id"])
     controller_data, controller_stat = zk.get("/controller")
     controller = json.loads(controller_data)
-    assert set(controller) == {"version", "brokerid", "timestamp"}
-    assert controller["version"] == 1 and controller["brokerid"] in cluster.broker_ids
+    assert list(controller) == ["version", "brokerid", "timestamp", "kraftControllerEpoch"]
+    assert controller["version"] == 2 and controller["brokerid"] in cluster.broker_ids
+    assert controller["kraftControllerEpoch"] == -1
     assert controller["timestamp"].isdigit() and controller_stat.ephemeralOwner != 0
     epoch_data, _ = zk.get("/controller_epoch")
     assert int(epoch_data) >= 1

@@ -70,6 +70,8 @@ class FakeZkStore:
     fenced_writes: int = 0
     state_writes: list[tuple[str, int, PartitionState]] = field(default_factory=list)
     next_session_id: int = 1
+    # /feature says "enabled" (written by a controller's failover)
+    feature_versioning_enabled: bool = False
     # method name -> error raised by every session's calls of it (a persistent fault)
     failing: dict[str, Exception] = field(default_factory=dict)
     # child name (isr_change_<10-digit seq>) -> data, as /isr_change_notification holds them
@@ -259,6 +261,10 @@ class FakeKafkaZk:
         self._ensure_open("resign_controller")
         if self.store.controller == (broker_id, self.session_id):
             self.store.delete_controller()
+
+    async def enable_feature_versioning(self, epoch_zk_version: int) -> None:
+        self._fenced(epoch_zk_version, "enable_feature_versioning")
+        self.store.feature_versioning_enabled = True
 
     async def get_all_topics(self) -> list[str]:
         self._ensure_open("get_all_topics")

@@ -16,6 +16,7 @@ from zk.znodes import (
     ConfigEntityZNode,
     ControllerEpochZNode,
     ControllerZNode,
+    FeatureZNode,
     IsrChangeNotificationSequenceZNode,
     PartitionState,
     ProducerIdBlockZNode,
@@ -233,8 +234,9 @@ def test_partition_state_with_no_leader() -> None:
 
 
 def test_controller_and_epoch() -> None:
+    # As Kafka 3.9 writes it (Kafka 3.4+ added the KRaft epoch, -1 in ZooKeeper mode).
     assert ControllerZNode.encode(1, 1700000000000) == (
-        b'{"version":1,"brokerid":1,"timestamp":"1700000000000"}'
+        b'{"version":2,"brokerid":1,"timestamp":"1700000000000","kraftControllerEpoch":-1}'
     )
     assert (
         ControllerZNode.decode(b'{"version":1,"brokerid":101,"timestamp":"1614570663255"}') == 101
@@ -303,3 +305,15 @@ def test_split_chroot() -> None:
     assert split_chroot("a:1,b:2/kafka/x") == ("a:1,b:2", "/kafka/x")
     assert split_chroot("a:1") == ("a:1", None)
     assert split_chroot("a:1/") == ("a:1", None)
+
+
+def test_feature_znode_as_kafka_3_9_writes_it() -> None:
+    assert FeatureZNode.encode(FeatureZNode.STATUS_ENABLED, {}) == (
+        b'{"features":{},"version":2,"status":1}'
+    )
+    assert FeatureZNode.decode(b'{"features":{},"version":2,"status":1}') == (2, 1, {})
+    # Version 1 (Kafka 2.7-3.2) also carried min_version_level.
+    version_1 = (
+        b'{"features":{"f":{"min_version_level":1,"max_version_level":3}},"version":1,"status":0}'
+    )
+    assert FeatureZNode.decode(version_1) == (1, 0, {"f": 3})
