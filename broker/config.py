@@ -28,6 +28,16 @@ class ConfigDef:
     parse: Callable[[str], Any]
     default: Any
     used: bool = True
+    # Kafka's ConfigDef.Type name, as DescribeConfigs reports it; None: the one `parse` implies
+    # (see `config_type`). Set where Kafka's differs (LONG and SHORT numbers, listener lists
+    # that Kafka keeps as one STRING).
+    type_name: str | None = None
+
+    @property
+    def config_type(self) -> str:
+        if self.type_name is not None:
+            return self.type_name
+        return _TYPE_OF_PARSER.get(self.parse, "INT")
 
 
 def _int(text: str) -> int:
@@ -53,20 +63,30 @@ def _list(text: str) -> list[str]:
     return [item.strip() for item in text.split(",") if item.strip()]
 
 
+_TYPE_OF_PARSER: dict[Callable[[str], Any], str] = {
+    _bool: "BOOLEAN",
+    _str: "STRING",
+    _list: "LIST",
+    float: "DOUBLE",
+}
+LONG_MAX = 9223372036854775807
+
+
 _DEFS: list[ConfigDef] = [
-    ConfigDef("broker.id", _int, None),
+    ConfigDef("broker.id", _int, -1),
     ConfigDef("broker.rack", _str, None),
-    ConfigDef("listeners", _list, ["PLAINTEXT://:9092"]),
-    ConfigDef("advertised.listeners", _list, None),
+    ConfigDef("listeners", _list, ["PLAINTEXT://:9092"], type_name="STRING"),
+    ConfigDef("advertised.listeners", _list, None, type_name="STRING"),
     ConfigDef(
         "listener.security.protocol.map",
         _str,
-        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+        # Kafka 3.9's order (built from a Java HashMap); Kafka 3.0 listed PLAINTEXT first.
+        "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT",
     ),
     ConfigDef("inter.broker.listener.name", _str, None),
     ConfigDef("security.inter.broker.protocol", _str, "PLAINTEXT"),
-    ConfigDef("log.dirs", _list, None),
-    ConfigDef("log.dir", _list, ["/tmp/kafka-logs"]),
+    ConfigDef("log.dirs", _list, None, type_name="STRING"),
+    ConfigDef("log.dir", _list, ["/tmp/kafka-logs"], type_name="STRING"),
     ConfigDef("zookeeper.connect", _str, None),
     ConfigDef("zookeeper.session.timeout.ms", _int, 18000),
     ConfigDef("zookeeper.connection.timeout.ms", _optional_int, None),
@@ -77,7 +97,7 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("unclean.leader.election.enable", _bool, False),
     ConfigDef("min.insync.replicas", _int, 1),
     ConfigDef("log.segment.bytes", _int, 1073741824),
-    ConfigDef("log.roll.ms", _optional_int, None),
+    ConfigDef("log.roll.ms", _optional_int, None, type_name="LONG"),
     ConfigDef("log.roll.hours", _int, 168),
     ConfigDef("log.index.interval.bytes", _int, 4096),
     ConfigDef("log.index.size.max.bytes", _int, 10485760),
@@ -94,31 +114,31 @@ _DEFS: list[ConfigDef] = [
     # named here so they can be tuned and are listed in DEVIATIONS.md.
     ConfigDef("message.max.decompressed.bytes", _int, 67108864),
     ConfigDef("create.topics.max.partitions", _int, 10000),
-    ConfigDef("connections.max.idle.ms", _int, 600000),
+    ConfigDef("connections.max.idle.ms", _int, 600000, type_name="LONG"),
     ConfigDef("log.flush.offset.checkpoint.interval.ms", _int, 60000),
-    ConfigDef("log.flush.interval.ms", _optional_int, None, used=False),
-    ConfigDef("log.flush.scheduler.interval.ms", _int, 9223372036854775807, used=False),
-    ConfigDef("log.flush.interval.messages", _int, 9223372036854775807, used=False),
+    ConfigDef("log.flush.interval.ms", _optional_int, None, used=False, type_name="LONG"),
+    ConfigDef("log.flush.scheduler.interval.ms", _int, LONG_MAX, used=False, type_name="LONG"),
+    ConfigDef("log.flush.interval.messages", _int, LONG_MAX, used=False, type_name="LONG"),
     ConfigDef("log.retention.hours", _int, 168),
     ConfigDef("log.retention.minutes", _optional_int, None),
-    ConfigDef("log.retention.ms", _optional_int, None),
-    ConfigDef("log.retention.bytes", _int, -1),
-    ConfigDef("log.retention.check.interval.ms", _int, 300000),
-    ConfigDef("log.cleanup.policy", _str, "delete"),
+    ConfigDef("log.retention.ms", _optional_int, None, type_name="LONG"),
+    ConfigDef("log.retention.bytes", _int, -1, type_name="LONG"),
+    ConfigDef("log.retention.check.interval.ms", _int, 300000, type_name="LONG"),
+    ConfigDef("log.cleanup.policy", _str, "delete", type_name="LIST"),
     ConfigDef("log.cleaner.enable", _bool, True),
     # The log cleaner (broker/log/compaction.py): CleanerConfig.from_broker_config reads these;
     # the log.cleaner.* topic-config defaults go into LogConfig.
-    ConfigDef("log.cleaner.backoff.ms", _int, 15000),
-    ConfigDef("log.cleaner.dedupe.buffer.size", _int, 134217728),
+    ConfigDef("log.cleaner.backoff.ms", _int, 15000, type_name="LONG"),
+    ConfigDef("log.cleaner.dedupe.buffer.size", _int, 134217728, type_name="LONG"),
     ConfigDef("log.cleaner.io.buffer.load.factor", float, 0.9),
     ConfigDef("log.cleaner.io.buffer.size", _int, 524288),
     ConfigDef("log.cleaner.io.max.bytes.per.second", float, 1.7976931348623157e308),
-    ConfigDef("log.cleaner.delete.retention.ms", _int, 86400000),
+    ConfigDef("log.cleaner.delete.retention.ms", _int, 86400000, type_name="LONG"),
     ConfigDef("log.cleaner.min.cleanable.ratio", float, 0.5),
-    ConfigDef("log.cleaner.min.compaction.lag.ms", _int, 0),
-    ConfigDef("log.cleaner.max.compaction.lag.ms", _int, 9223372036854775807),
+    ConfigDef("log.cleaner.min.compaction.lag.ms", _int, 0, type_name="LONG"),
+    ConfigDef("log.cleaner.max.compaction.lag.ms", _int, LONG_MAX, type_name="LONG"),
     ConfigDef("log.cleaner.threads", _int, 1, used=False),
-    ConfigDef("log.segment.delete.delay.ms", _int, 60000),
+    ConfigDef("log.segment.delete.delay.ms", _int, 60000, type_name="LONG"),
     ConfigDef("compression.type", _str, "producer", used=False),
     ConfigDef("num.network.threads", _int, 3, used=False),
     ConfigDef("num.io.threads", _int, 8, used=False),
@@ -126,22 +146,22 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("num.replica.fetchers", _int, 1),
     ConfigDef("socket.send.buffer.bytes", _int, 102400, used=False),
     ConfigDef("socket.receive.buffer.bytes", _int, 102400, used=False),
-    ConfigDef("replica.lag.time.max.ms", _int, 30000),
+    ConfigDef("replica.lag.time.max.ms", _int, 30000, type_name="LONG"),
     ConfigDef("replica.fetch.max.bytes", _int, 1048576),
     ConfigDef("replica.fetch.response.max.bytes", _int, 10485760),
     ConfigDef("replica.fetch.wait.max.ms", _int, 500),
     ConfigDef("replica.fetch.min.bytes", _int, 1),
     ConfigDef("replica.fetch.backoff.ms", _int, 1000),
     ConfigDef("replica.socket.timeout.ms", _int, 30000),
-    ConfigDef("replica.high.watermark.checkpoint.interval.ms", _int, 5000),
-    ConfigDef("offsets.topic.replication.factor", _int, 3),
+    ConfigDef("replica.high.watermark.checkpoint.interval.ms", _int, 5000, type_name="LONG"),
+    ConfigDef("offsets.topic.replication.factor", _int, 3, type_name="SHORT"),
     ConfigDef("offsets.topic.num.partitions", _int, 50),
     ConfigDef("offsets.topic.segment.bytes", _int, 104857600),
     ConfigDef("offsets.commit.timeout.ms", _int, 5000),
     ConfigDef("offsets.retention.minutes", _int, 10080),
-    ConfigDef("offsets.retention.check.interval.ms", _int, 600000),
+    ConfigDef("offsets.retention.check.interval.ms", _int, 600000, type_name="LONG"),
     ConfigDef("offset.metadata.max.bytes", _int, 4096),
-    ConfigDef("transaction.state.log.replication.factor", _int, 3, used=False),
+    ConfigDef("transaction.state.log.replication.factor", _int, 3, used=False, type_name="SHORT"),
     ConfigDef("transaction.state.log.min.isr", _int, 2, used=False),
     ConfigDef("group.initial.rebalance.delay.ms", _int, 3000),
     ConfigDef("group.min.session.timeout.ms", _int, 6000),
@@ -149,11 +169,34 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("group.max.size", _int, 2147483647),
     ConfigDef("controlled.shutdown.enable", _bool, True),
     ConfigDef("controlled.shutdown.max.retries", _int, 3),
-    ConfigDef("controlled.shutdown.retry.backoff.ms", _int, 5000),
+    ConfigDef("controlled.shutdown.retry.backoff.ms", _int, 5000, type_name="LONG"),
     ConfigDef("controller.socket.timeout.ms", _int, 30000),
     ConfigDef("auto.leader.rebalance.enable", _bool, True),
     ConfigDef("leader.imbalance.per.broker.percentage", _int, 10),
-    ConfigDef("leader.imbalance.check.interval.seconds", _int, 300),
+    ConfigDef("leader.imbalance.check.interval.seconds", _int, 300, type_name="LONG"),
+    # Kafka 3.0 settings of features we have, accepted and described but not acted on: the
+    # broker-level defaults of topic configs that are themselves inert here (message format,
+    # down-conversion, preallocation, roll jitter, timestamp bounds), and tuning knobs of
+    # Kafka's JVM machinery (threads, purgatories, buffers, request timeouts).
+    ConfigDef("log.message.format.version", _str, "3.0-IV1", used=False),
+    ConfigDef("log.message.downconversion.enable", _bool, True, used=False),
+    ConfigDef(
+        "log.message.timestamp.difference.max.ms", _int, LONG_MAX, used=False, type_name="LONG"
+    ),
+    ConfigDef("log.preallocate", _bool, False, used=False),
+    ConfigDef("log.roll.jitter.ms", _optional_int, None, used=False, type_name="LONG"),
+    ConfigDef("log.roll.jitter.hours", _int, 0, used=False),
+    ConfigDef("log.flush.start.offset.checkpoint.interval.ms", _int, 60000, used=False),
+    ConfigDef("background.threads", _int, 10, used=False),
+    ConfigDef("request.timeout.ms", _int, 30000, used=False),
+    ConfigDef("queued.max.request.bytes", _int, -1, used=False, type_name="LONG"),
+    ConfigDef("replica.socket.receive.buffer.bytes", _int, 65536, used=False),
+    ConfigDef("fetch.purgatory.purge.interval.requests", _int, 1000, used=False),
+    ConfigDef("producer.purgatory.purge.interval.requests", _int, 1000, used=False),
+    ConfigDef("delete.records.purgatory.purge.interval.requests", _int, 1, used=False),
+    ConfigDef("socket.connection.setup.timeout.ms", _int, 10000, used=False, type_name="LONG"),
+    ConfigDef("socket.connection.setup.timeout.max.ms", _int, 30000, used=False, type_name="LONG"),
+    ConfigDef("zookeeper.max.in.flight.requests", _int, 10, used=False),
 ]
 CONFIG_DEFS: dict[str, ConfigDef] = {d.name: d for d in _DEFS}
 

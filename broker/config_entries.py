@@ -1,22 +1,26 @@
 """What DescribeConfigs reports: each config's value, where it comes from, and its synonyms.
 
-A topic config's value is its override in /config/topics/<t> if there is one, else the
-broker-level setting that supplies its default (`log.retention.ms` for `retention.ms`...,
-dynamic per-broker, then dynamic cluster default, then static), else Kafka's default. A
-broker config's synonyms follow Kafka's ConfigHelper: every layer that sets the config or one
-of its synonyms (`log.retention.minutes` / `.hours` for `log.retention.ms`), most important
-first, starting at the config itself; the first names the source.
+Synonyms follow Kafka's ConfigHelper. A broker config's are every layer (dynamic per-broker,
+dynamic cluster default, static, Kafka's default) that sets the config or one of its synonyms
+(`log.retention.minutes` / `.hours` for `log.retention.ms`), most important first, dropping
+what comes before the config itself; the first names the source. A topic config's are its
+override in /config/topics/<t>, if any, followed by the synonyms of the broker config that
+supplies its default (`log.retention.ms` for `retention.ms`): so `retention.ms` lists no
+broker layer unless `log.retention.ms` itself is set somewhere, as in Kafka. Its value is the
+override, else the broker-level value the log runs with (hours and minutes applied).
 """
 
 from __future__ import annotations
 
+import decimal
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from broker.config import CONFIG_DEFS, KafkaConfig
 from broker.config_synonym import Synonym
 from broker.dynamic_config import DYNAMIC_CONFIGS, DynamicOverrides
-from controller.topic_configs import TOPIC_CONFIGS, ConfigType
+from controller.topic_configs import TOPIC_CONFIGS
 
 # Kafka's ConfigSource values (DescribeConfigs v1+).
 TOPIC_CONFIG_SOURCE = 1
@@ -24,16 +28,21 @@ DYNAMIC_BROKER_CONFIG_SOURCE = 2
 DYNAMIC_DEFAULT_BROKER_CONFIG_SOURCE = 3
 STATIC_BROKER_CONFIG_SOURCE = 4
 DEFAULT_CONFIG_SOURCE = 5
-# Kafka's ConfigType values (DescribeConfigs v3+).
+# Kafka's ConfigType values (DescribeConfigs v3+), by ConfigDef.Type name.
 _CONFIG_TYPE_CODES = {
-    ConfigType.BOOLEAN: 1,
-    ConfigType.STRING: 2,
-    ConfigType.INT: 3,
-    ConfigType.LONG: 5,
-    ConfigType.DOUBLE: 6,
-    ConfigType.LIST: 7,
+    "BOOLEAN": 1,
+    "STRING": 2,
+    "INT": 3,
+    "SHORT": 4,
+    "LONG": 5,
+    "DOUBLE": 6,
+    "LIST": 7,
+    "CLASS": 8,
+    "PASSWORD": 9,
 }
 _LONG_MAX = str(2**63 - 1)
+# Java prints a double in plain notation only within [10^-3, 10^7).
+_JAVA_PLAIN_DOUBLE_RANGE = (1e-3, 1e7)
 
 # topic config -> (broker config that sets its default, Kafka's default if that is unset)
 TOPIC_DEFAULTS: dict[str, tuple[str, str]] = {
@@ -80,58 +89,68 @@ class ConfigEntry:
 
 
 def _text(value: object) -> str | None:
+    """A value as Kafka's ConfigDef.convertToString writes it."""
     if value is None:
         return None
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, list):
         return ",".join(str(item) for item in value)
+    if isinstance(value, float):
+        return java_double_text(value)
     return str(value)
 
 
+def java_double_text(value: float) -> str:
+    """Java's Double.toString: plain within [10^-3, 10^7), else `d.dddE<n>`
+    (1.7976931348623157E308 for Double.MAX_VALUE, where Python says 1.7976931348623157e+308)."""
+    if math.isnan(value) or math.isinf(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    low, high = _JAVA_PLAIN_DOUBLE_RANGE
+    if value == 0 or low <= abs(value) < high:
+        return repr(value)  # the shortest digits, with ".0" for whole numbers, like Java
+    sign, digits, exponent = decimal.Decimal(repr(value)).normalize().as_tuple()
+    assert isinstance(exponent, int)
+    text = "".join(str(digit) for digit in digits)
+    mantissa = f"{text[0]}.{text[1:] or '0'}"
+    return f"{'-' if sign else ''}{mantissa}E{len(text) - 1 + exponent}"
+
+
 def _broker_value(config: KafkaConfig, name: str) -> str | None:
-    """A broker-level default as the broker applies it (retention and roll have fallbacks)."""
+    """A broker-level default as the broker applies it: retention, roll, roll jitter and flush
+    interval fall back to their coarser synonyms."""
     if name == "log.retention.ms":
         return str(config.log_retention_ms)
     if name == "log.roll.ms":
         return str(config.log_roll_ms)
+    if name == "log.roll.jitter.ms" and config[name] is None:
+        return str(int(config["log.roll.jitter.hours"]) * 3600000)
+    if name == "log.flush.interval.ms" and config[name] is None:
+        return _text(config["log.flush.scheduler.interval.ms"])
     return _text(config[name])
-
-
-def _broker_synonym(
-    config: KafkaConfig, topic_config: str, dynamic: DynamicOverrides | None = None
-) -> Synonym:
-    broker_name, kafka_default = TOPIC_DEFAULTS[topic_config]
-    if not broker_name:  # no broker-level synonym: Kafka's default applies
-        return Synonym(topic_config, kafka_default, DEFAULT_CONFIG_SOURCE)
-    if dynamic is not None and broker_name in dynamic.broker:
-        return Synonym(broker_name, dynamic.broker[broker_name], DYNAMIC_BROKER_CONFIG_SOURCE)
-    if dynamic is not None and broker_name in dynamic.default:
-        value = dynamic.default[broker_name]
-        return Synonym(broker_name, value, DYNAMIC_DEFAULT_BROKER_CONFIG_SOURCE)
-    if broker_name in CONFIG_DEFS and broker_name in config.explicit_keys:
-        return Synonym(broker_name, _broker_value(config, broker_name), STATIC_BROKER_CONFIG_SOURCE)
-    if broker_name in ("log.retention.ms", "log.roll.ms") and config.explicit_keys & {
-        "log.retention.minutes",
-        "log.retention.hours",
-        "log.roll.hours",
-    }:
-        return Synonym(broker_name, _broker_value(config, broker_name), STATIC_BROKER_CONFIG_SOURCE)
-    return Synonym(broker_name, kafka_default, DEFAULT_CONFIG_SOURCE)
 
 
 def topic_entries(
     config: KafkaConfig, overrides: dict[str, str], dynamic: DynamicOverrides | None = None
 ) -> list[ConfigEntry]:
+    dynamic = dynamic or DynamicOverrides()
     entries = []
     for name in sorted(TOPIC_CONFIGS):
-        broker = _broker_synonym(config, name, dynamic)
-        synonyms = [broker]
-        value, source = broker.value, broker.source
+        broker_name, kafka_default = TOPIC_DEFAULTS[name]
+        synonyms = _broker_chain(config, dynamic, broker_name) if broker_name else []
+        if synonyms:
+            value: str | None = synonyms[0].value
+        elif broker_name in CONFIG_DEFS:
+            value = _broker_value(config, broker_name)
+        else:
+            value = None
+        if value is None:
+            value = kafka_default
         if name in overrides:
-            value, source = overrides[name], TOPIC_CONFIG_SOURCE
-            synonyms.insert(0, Synonym(name, value, source))
-        code = _CONFIG_TYPE_CODES.get(TOPIC_CONFIGS[name].config_type, 0)
+            value = overrides[name]
+            synonyms.insert(0, Synonym(name, value, TOPIC_CONFIG_SOURCE))
+        source = synonyms[0].source if synonyms else DEFAULT_CONFIG_SOURCE
+        code = _CONFIG_TYPE_CODES.get(TOPIC_CONFIGS[name].config_type.value, 0)
         entries.append(ConfigEntry(name, value, source, False, code, synonyms))
     return entries
 
@@ -142,6 +161,8 @@ _RETENTION = ("log.retention.ms", "log.retention.minutes", "log.retention.hours"
 _BROKER_SYNONYMS: dict[str, tuple[str, ...]] = {
     **{name: _ROLL for name in _ROLL},
     **{name: _RETENTION for name in _RETENTION},
+    "log.roll.jitter.ms": ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    "log.roll.jitter.hours": ("log.roll.jitter.ms", "log.roll.jitter.hours"),
     "log.flush.interval.ms": ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
 }
 _STATIC_DEFAULTS = {
@@ -172,7 +193,9 @@ def _broker_chain(config: KafkaConfig, dynamic: DynamicOverrides, name: str) -> 
 
 def _broker_entry(name: str, value: str | None, synonyms: list[Synonym]) -> ConfigEntry:
     source = synonyms[0].source if synonyms else DEFAULT_CONFIG_SOURCE
-    return ConfigEntry(name, value, source, name not in DYNAMIC_CONFIGS, 0, synonyms)
+    definition = CONFIG_DEFS.get(name)
+    code = 0 if definition is None else _CONFIG_TYPE_CODES[definition.config_type]
+    return ConfigEntry(name, value, source, name not in DYNAMIC_CONFIGS, code, synonyms)
 
 
 def broker_entries(

@@ -9,9 +9,10 @@ and applies them at once. Precedence: per-broker dynamic > dynamic default > sta
 (server.properties / --override) > Kafka's default.
 
 Only keys this broker really applies at runtime are dynamic here (`DYNAMIC_CONFIGS`: the
-broker-level defaults of topic configs, which Kafka's DynamicLogConfig updates, and
-min.insync.replicas); the rest, including keys Kafka could update (thread counts, log cleaner
-and connection settings), answer INVALID_REQUEST "Cannot update these configs dynamically".
+broker-level defaults of topic configs, which Kafka's DynamicLogConfig updates, including the
+inert ones, and min.insync.replicas); the rest, including keys Kafka could update (thread
+counts, log cleaner and connection settings), answer INVALID_REQUEST "Cannot update these
+configs dynamically".
 """
 
 from __future__ import annotations
@@ -57,6 +58,15 @@ DYNAMIC_CONFIGS = frozenset(
         "log.cleaner.max.compaction.lag.ms",
         "log.segment.delete.delay.ms",
         "min.insync.replicas",
+        # Broker-level defaults of topic configs that are accepted but inert here (Kafka's
+        # DynamicLogConfig updates them too): storing them is all there is to apply.
+        "compression.type",
+        "log.flush.interval.messages",
+        "log.flush.interval.ms",
+        "log.message.downconversion.enable",
+        "log.message.timestamp.difference.max.ms",
+        "log.preallocate",
+        "log.roll.jitter.ms",
     }
 )
 if DYNAMIC_CONFIGS - set(CONFIG_DEFS):
