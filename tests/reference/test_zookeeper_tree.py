@@ -5,7 +5,8 @@ One scenario runs on both clusters at once, driven through kafka-python's admin 
 for the cluster-wide broker default that kafka-python cannot name, the IncrementalAlterConfigs
 request `kafka-configs --entity-default` sends): topics created with explicit assignments and
 configs, partitions added, topic and broker configs altered, a reassignment, a preferred
-leader election, a topic deleted; then an idempotent producer and a broker restart. Each side
+leader election, a topic deleted; then an idempotent producer and a broker restart (controlled
+shutdown), and a broker killed (SIGKILL) and started again. Each side
 waits on ZooKeeper until the cluster is quiet (no reassignment, deletion or ISR change pending,
 every ISR full) before its tree is read. `zk_tree` says what is normalised and why.
 
@@ -92,6 +93,8 @@ class Side:
 class Trees:
     after_admin_operations: dict[str, Tree]
     after_restart: dict[str, Tree]
+    while_a_broker_is_dead: dict[str, Tree]
+    after_it_is_back: dict[str, Tree]
 
 
 @pytest.fixture(scope="module")
@@ -109,10 +112,12 @@ def trees(reference_lib: Path, make_cluster_module: ClusterFactory) -> Iterator[
             after_admin = _on_both(sides, _admin_operations)
             victim = _restart_victim(sides)
             after_restart = _on_both(sides, lambda side: _produce_and_restart(side, victim))
+            while_dead = _on_both(sides, lambda side: _kill(side, victim))
+            after_back = _on_both(sides, lambda side: _start(side, victim))
         finally:
             for side in sides:
                 side.admin.close()
-    yield Trees(after_admin, after_restart)
+    yield Trees(after_admin, after_restart, while_dead, after_back)
 
 
 def _admin(cluster: ClusterHandle) -> KafkaAdminClient:
@@ -205,6 +210,21 @@ def _produce_and_restart(side: Side, victim: int) -> None:
         WAIT_S,
         f"{side.name}: broker {victim} to shut down",
     )
+    _start(side, victim)
+
+
+def _kill(side: Side, victim: int) -> None:
+    """SIGKILL: the controller learns of it when the broker's ZooKeeper session expires, then
+    elects new leaders and shrinks the ISRs."""
+    side.cluster.kill(victim, "KILL")
+    wait_until(
+        lambda: _handled_failure(side, victim),
+        WAIT_S,
+        f"{side.name}: the controller to take broker {victim} out of every ISR",
+    )
+
+
+def _start(side: Side, victim: int) -> None:
     side.cluster.start(victim)
     _wait_quiet(side, f"broker {victim} to be back in every ISR")
 
@@ -225,6 +245,18 @@ def _reassigned(side: Side) -> bool:
             return False
         if assignment["adding_replicas"] or assignment["removing_replicas"]:
             return False
+    return True
+
+
+def _handled_failure(side: Side, broker_id: int) -> bool:
+    zk = side.zk
+    if zk.exists(f"/brokers/ids/{broker_id}") is not None:
+        return False
+    for topic in zk.get_children("/brokers/topics"):
+        for partition in zk.get_children(f"/brokers/topics/{topic}/partitions"):
+            state = _state(side, topic, int(partition))
+            if state["leader"] == broker_id or broker_id in state["isr"]:
+                return False
     return True
 
 
@@ -279,6 +311,14 @@ def test_trees_match_after_admin_operations(trees: Trees) -> None:
 
 def test_trees_match_after_an_idempotent_producer_and_a_broker_restart(trees: Trees) -> None:
     _check(trees.after_restart)
+
+
+def test_trees_match_while_a_killed_broker_is_dead(trees: Trees) -> None:
+    _check(trees.while_a_broker_is_dead)
+
+
+def test_trees_match_after_the_killed_broker_is_back(trees: Trees) -> None:
+    _check(trees.after_it_is_back)
 
 
 def test_the_comparison_sees_a_difference(trees: Trees) -> None:
