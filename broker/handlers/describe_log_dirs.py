@@ -1,21 +1,26 @@
 """DescribeLogDirs: v0-v2 (Kafka 3.0's range; v0 derived from kio's v1).
 
-One result per configured log dir (its absolute path), listing every topic with a log there
-and, per requested partition, the log's size, its offset lag (the high watermark minus the
-log end, never below 0, as Kafka's `getLogEndOffsetLag`; -1 when the replica is not hosted
-any more) and `is_future_key` false (there are no future logs: AlterReplicaLogDirs is not
-implemented). A null topic list asks for every partition. Like Kafka, a topic with a log in a
-directory is listed there even when none of its partitions was asked for (with no partitions).
+One result per configured log dir (its absolute path), in `log.dirs` order, listing every
+topic with a log there (current or future) and, per requested partition, the log's size, its
+offset lag and whether it is a future log (AlterReplicaLogDirs' copy). The lag of a replica's
+log is the high watermark minus its log end, never below 0; a future log's is how far it is
+behind the replica's log; -1 when the replica is not hosted (Kafka's `getLogEndOffsetLag`). A
+null topic list asks for every partition. Like Kafka 3.0, a topic with a log in a directory is
+listed there even when none of its partitions was asked for (with no partitions). An offline
+directory answers `KAFKA_STORAGE_ERROR` and no topics. Total and usable bytes of each
+directory's file system are filled in for the versions that carry them (v4+).
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from broker.log.log import Log
+from broker.log.manager import LogManager
 from broker.network.context import RequestContext
 from broker.protocol import adapter
 from broker.protocol.registry import response_class
@@ -23,46 +28,71 @@ from broker.replication.replica_manager import ReplicaManager
 
 DESCRIBE_LOG_DIRS_KEY = 35
 INVALID_OFFSET_LAG = -1  # DescribeLogDirsResponse.INVALID_OFFSET_LAG
+# The first version whose results carry the file system's total and usable bytes.
+SPACE_VERSION = 4
 
 TopicPartition = tuple[str, int]
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
     server = context.server
-    logs = server.log_manager.all_logs()
-    wanted = _wanted(request.topics, logs)
+    log_manager: LogManager = server.log_manager
+    wanted = _wanted(request.topics)
+    with_space = context.api_version >= SPACE_VERSION
     results = [
-        _describe_dir(log_dir, logs, wanted, server.replica_manager)
-        for log_dir in server.config.log_dirs
+        _describe_dir(log_dir, log_manager, wanted, server.replica_manager, with_space)
+        for log_dir in log_manager.log_dirs
     ]
     cls = response_class(DESCRIBE_LOG_DIRS_KEY, context.api_version)
-    return adapter.build(cls, {"throttle_time": 0, "results": results})
+    return adapter.build(
+        cls, {"throttle_time": 0, "error_code": ErrorCode.none, "results": results}
+    )
 
 
-def _wanted(topics: Any, logs: list[Log]) -> set[TopicPartition]:
+def _wanted(topics: Any) -> set[TopicPartition] | None:
+    """The partitions asked for; None for all of them."""
     if topics is None:
-        return {(replica_log.topic, replica_log.partition) for replica_log in logs}
+        return None
     return {(topic.topic, int(partition)) for topic in topics for partition in topic.partitions}
 
 
 def _describe_dir(
     log_dir: Path,
-    logs: list[Log],
-    wanted: set[TopicPartition],
+    log_manager: LogManager,
+    wanted: set[TopicPartition] | None,
     replica_manager: ReplicaManager,
+    with_space: bool,
 ) -> dict[str, Any]:
-    absolute = log_dir.absolute()
+    if not log_manager.is_log_dir_online(log_dir):
+        return {"error_code": ErrorCode.kafka_storage_error, "log_dir": str(log_dir), "topics": []}
     by_topic: dict[str, list[dict[str, Any]]] = {}
-    for replica_log in logs:
-        if replica_log.directory.parent.absolute() != absolute:
-            continue
+    for replica_log in log_manager.logs_in_dir(log_dir):
         partitions = by_topic.setdefault(replica_log.topic, [])
-        if (replica_log.topic, replica_log.partition) in wanted:
+        if wanted is None or (replica_log.topic, replica_log.partition) in wanted:
             partitions.append(_partition(replica_log, replica_manager))
-    return {
+    result: dict[str, Any] = {
         "error_code": ErrorCode.none,
-        "log_dir": str(absolute),
-        "topics": [{"name": name, "partitions": parts} for name, parts in sorted(by_topic.items())],
+        "log_dir": str(log_dir),
+        "topics": [
+            {"name": name, "partitions": sorted(parts, key=_partition_order)}
+            for name, parts in sorted(by_topic.items())
+        ],
+    }
+    if with_space:
+        result.update(_space(log_dir))
+    return result
+
+
+def _partition_order(partition: dict[str, Any]) -> tuple[int, bool]:
+    return partition["partition_index"], partition["is_future_key"]
+
+
+def _space(log_dir: Path) -> dict[str, int]:
+    """Kafka's FileStore total and usable space (what an unprivileged writer may use)."""
+    stats = os.statvfs(log_dir)
+    return {
+        "total_bytes": stats.f_blocks * stats.f_frsize,
+        "usable_bytes": stats.f_bavail * stats.f_frsize,
     }
 
 
@@ -70,11 +100,13 @@ def _partition(replica_log: Log, replica_manager: ReplicaManager) -> dict[str, A
     hosted = replica_manager.get(replica_log.topic, replica_log.partition)
     if hosted is None:
         offset_lag = INVALID_OFFSET_LAG
+    elif replica_log.is_future:
+        offset_lag = hosted.log.log_end_offset - replica_log.log_end_offset
     else:
         offset_lag = max(replica_log.high_watermark - replica_log.log_end_offset, 0)
     return {
         "partition_index": replica_log.partition,
         "partition_size": replica_log.size_bytes,
         "offset_lag": offset_lag,
-        "is_future_key": False,
+        "is_future_key": replica_log.is_future,
     }

@@ -18,6 +18,7 @@ from pathlib import Path
 from broker.log.batch import BatchHeader, assign_offsets, set_log_append_time, validate_batches
 from broker.log.checkpoints import LEADER_EPOCH_CHECKPOINT, CheckpointError, fsync_directory
 from broker.log.config import LOG_APPEND_TIME, LogConfig
+from broker.log.dir_names import is_future_dir, parse_log_dir_name, parse_partition_dir
 from broker.log.epoch_cache import LeaderEpochCache
 from broker.log.errors import (
     INVALID_RECORD,
@@ -58,14 +59,6 @@ class AppendInfo:
     log_start_offset: int
 
 
-def parse_partition_dir(name: str) -> tuple[str, int]:
-    """ "my-topic-3" -> ("my-topic", 3); raises ValueError for other names."""
-    topic, separator, partition = name.rpartition("-")
-    if not separator or not topic or not partition.isdigit():
-        raise ValueError(f"{name!r} is not a <topic>-<partition> directory name")
-    return topic, int(partition)
-
-
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -82,7 +75,7 @@ class Log:
     ) -> None:
         """Use `Log.open`."""
         self.directory = directory
-        self.topic, self.partition = parse_partition_dir(directory.name)
+        self.topic, self.partition = parse_log_dir_name(directory.name)
         self.config = config
         self._segments = segments
         self._bases = [segment.base_offset for segment in segments]
@@ -553,9 +546,20 @@ class Log:
         self.close()
         shutil.rmtree(self.directory, ignore_errors=True)
 
+    @property
+    def is_future(self) -> bool:
+        """A copy AlterReplicaLogDirs is building in another log dir (`<dir>.<uuid>-future`)."""
+        return is_future_dir(self.directory.name)
+
     def rename_directory(self, directory: Path) -> None:
-        """Point at a renamed directory (the manager renames before deleting, as Kafka)."""
-        self.directory = directory
+        """Rename the partition directory (Kafka's renameDir); open files stay valid, and the
+        segments and leader-epoch checkpoint follow it to their new paths."""
+        with self._lifecycle_lock:
+            self.directory.rename(directory)
+            self.directory = directory
+            for segment in self._segments:
+                segment.move_to(directory)
+            self.leader_epoch_cache.path = directory / LEADER_EPOCH_CHECKPOINT
 
     def __repr__(self) -> str:
         return (

@@ -1,4 +1,13 @@
-"""All partition logs of a broker across its `log.dirs`, plus their checkpoint files."""
+"""All partition logs of a broker across its `log.dirs`, plus their checkpoint files.
+
+Several log dirs (JBOD, KIP-112/113): a new log goes to the directory AlterReplicaLogDirs asked
+for (its "preferred" dir, remembered until the log is created), else to the directory with the
+fewest logs, future logs included, as Kafka's `nextLogDirs` chooses; the counts are kept as logs
+come and go, so choosing costs the same with 5 logs or 5,000. Paths are absolute, as Kafka
+reports them. A partition may also have a future log (`<t>-<p>.<uuid>-future`) in another
+directory: the copy `replace_current_with_future` swaps in once it has caught up. Checkpoint
+files are per directory and cover both kinds of log.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +15,6 @@ import asyncio
 import logging
 import shutil
 import threading
-import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -20,22 +28,30 @@ from broker.log.checkpoints import (
     write_offset_checkpoint,
 )
 from broker.log.config import LogConfig
+from broker.log.dir_names import (
+    delete_dir_name,
+    future_dir_name,
+    is_delete_dir,
+    is_future_dir,
+    log_dir_name,
+    parse_log_dir_name,
+)
 from broker.log.errors import LogCorruptError
-from broker.log.log import Log, parse_partition_dir
+from broker.log.log import Log
 
 logger = logging.getLogger(__name__)
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
-DELETE_DIR_SUFFIX = "-delete"
-FUTURE_DIR_SUFFIX = "-future"
 
 TopicPartition = tuple[str, int]
 
 
-def _open_new_log(log_dir: Path, name: str, config: LogConfig) -> Log:
-    log = Log.open(log_dir / name, config)
-    fsync_directory(log_dir)
-    return log
+class LogDirNotFoundError(Exception):
+    """A log dir this broker does not have (Kafka's LogDirNotFoundException)."""
+
+
+class KafkaStorageError(Exception):
+    """No online log dir can take the log (Kafka's KafkaStorageException)."""
 
 
 def _read_checkpoint(path: Path) -> dict[TopicPartition, int]:
@@ -47,6 +63,12 @@ def _read_checkpoint(path: Path) -> dict[TopicPartition, int]:
         return {}
 
 
+def _create_log(directory: Path, config: LogConfig) -> Log:
+    log = Log.open(directory, config)
+    fsync_directory(directory.parent)
+    return log
+
+
 OffsetMap = dict[TopicPartition, int]
 # Per log dir: recovery points, log start offsets, high watermarks.
 CheckpointSnapshot = dict[Path, tuple[OffsetMap, OffsetMap, OffsetMap]]
@@ -54,20 +76,84 @@ CheckpointSnapshot = dict[Path, tuple[OffsetMap, OffsetMap, OffsetMap]]
 
 class LogManager:
     def __init__(self, log_dirs: list[Path], default_config: LogConfig) -> None:
-        self.log_dirs = [Path(log_dir) for log_dir in log_dirs]
+        self.log_dirs = [Path(log_dir).absolute() for log_dir in log_dirs]
+        if len(set(self.log_dirs)) != len(self.log_dirs):
+            raise ValueError(f"log.dirs names a directory twice: {self.log_dirs}")
         self.default_config = default_config
         self._logs: dict[TopicPartition, Log] = {}
-        self._log_dir_of: dict[TopicPartition, Path] = {}
+        self._future_logs: dict[TopicPartition, Log] = {}
+        # Per log dir, its logs of both kinds: what placement counts and checkpoints cover.
+        self._logs_in_dir: dict[Path, dict[TopicPartition, Log]] = {d: {} for d in self.log_dirs}
+        self._future_logs_in_dir: dict[Path, dict[TopicPartition, Log]] = {
+            d: {} for d in self.log_dirs
+        }
+        # Where AlterReplicaLogDirs wants a replica that this broker does not host yet.
+        self._preferred_log_dirs: dict[TopicPartition, Path] = {}
+        self._offline_log_dirs: set[Path] = set()
         self._checkpoint_lock = threading.Lock()
         for log_dir in self.log_dirs:
             log_dir.mkdir(parents=True, exist_ok=True)
+
+    # -- log dirs -------------------------------------------------------------------------
+
+    @property
+    def online_log_dirs(self) -> list[Path]:
+        return [d for d in self.log_dirs if d not in self._offline_log_dirs]
+
+    def is_log_dir_online(self, log_dir: Path) -> bool:
+        return log_dir in self._logs_in_dir and log_dir not in self._offline_log_dirs
+
+    def resolve_log_dir(self, path: str) -> Path:
+        """The configured log dir `path` names (absolute, as clients send it); raises
+        LogDirNotFoundError for any other path."""
+        for log_dir in self.log_dirs:
+            if str(log_dir) == path:  # Kafka compares the absolute path's text
+                return log_dir
+        raise LogDirNotFoundError(f"Failed to find the log directory {path}")
+
+    def logs_in_dir(self, log_dir: Path) -> list[Log]:
+        """The current and future logs in `log_dir` (none when it is offline)."""
+        return [*self._logs_in_dir[log_dir].values(), *self._future_logs_in_dir[log_dir].values()]
+
+    def _log_count(self, log_dir: Path) -> int:
+        return len(self._logs_in_dir[log_dir]) + len(self._future_logs_in_dir[log_dir])
+
+    def _least_loaded_log_dir(self) -> Path:
+        """The online dir with the fewest logs (the first configured one on a tie)."""
+        online = self.online_log_dirs
+        if not online:
+            raise KafkaStorageError(f"no log directory is online: {self.log_dirs} all failed")
+        return min(online, key=self._log_count)
+
+    def _next_log_dir(self, key: TopicPartition) -> Path:
+        preferred = self._preferred_log_dirs.get(key)
+        if preferred is not None and self.is_log_dir_online(preferred):
+            return preferred
+        return self._least_loaded_log_dir()
+
+    def maybe_update_preferred_log_dir(self, key: TopicPartition, log_dir: Path) -> None:
+        """Remember where the replica of `key` should be created (AlterReplicaLogDirs for a
+        replica not here yet), unless its current or future log is already there."""
+        current = self._logs.get(key)
+        future = self._future_logs.get(key)
+        if (current is not None and current.directory.parent == log_dir) or (
+            future is not None and future.directory.parent == log_dir
+        ):
+            return
+        self._preferred_log_dirs[key] = log_dir
+
+    def preferred_log_dir(self, key: TopicPartition) -> Path | None:
+        return self._preferred_log_dirs.get(key)
+
+    # -- loading --------------------------------------------------------------------------
 
     def load_logs(
         self, topic_configs: Mapping[str, LogConfig] | None = None, now_ms: int | None = None
     ) -> None:
         """Open every partition directory; a clean-shutdown marker means no full recovery."""
-        for log_dir in self.log_dirs:
+        for log_dir in self.online_log_dirs:
             self._load_log_dir(log_dir, topic_configs or {}, now_ms)
+        self._finish_interrupted_swaps()
 
     def _load_log_dir(
         self, log_dir: Path, topic_configs: Mapping[str, LogConfig], now_ms: int | None
@@ -78,31 +164,85 @@ class LogManager:
         log_start_offsets = _read_checkpoint(log_dir / LOG_START_OFFSET_CHECKPOINT)
         high_watermarks = _read_checkpoint(log_dir / REPLICATION_OFFSET_CHECKPOINT)
         for child in sorted(log_dir.iterdir()):
-            if not child.is_dir() or child.name.endswith(FUTURE_DIR_SUFFIX):
+            if not child.is_dir():
                 continue
-            if child.name.endswith(DELETE_DIR_SUFFIX):
+            if is_delete_dir(child.name):
                 shutil.rmtree(child, ignore_errors=True)  # a deletion interrupted by a crash
                 continue
             try:
-                key = parse_partition_dir(child.name)
+                key = parse_log_dir_name(child.name)
             except ValueError:
                 continue
-            if key in self._logs:
-                raise LogCorruptError(f"{key[0]}-{key[1]} exists in more than one log dir")
-            self._logs[key] = Log.open(
-                child,
-                topic_configs.get(key[0], self.default_config),
-                recovery_point=recovery_points.get(key, 0),
-                log_start_offset=log_start_offsets.get(key, 0),
-                now_ms=now_ms,
-                had_clean_shutdown=had_clean_shutdown,
-                high_watermark=high_watermarks.get(key, 0),
+            registry = self._future_logs if is_future_dir(child.name) else self._logs
+            if key in registry:
+                kind = "a future log" if registry is self._future_logs else "a log"
+                raise LogCorruptError(f"{key[0]}-{key[1]} has {kind} in more than one log dir")
+            self._add(
+                Log.open(
+                    child,
+                    topic_configs.get(key[0], self.default_config),
+                    recovery_point=recovery_points.get(key, 0),
+                    log_start_offset=log_start_offsets.get(key, 0),
+                    now_ms=now_ms,
+                    had_clean_shutdown=had_clean_shutdown,
+                    high_watermark=high_watermarks.get(key, 0),
+                )
             )
-            self._log_dir_of[key] = log_dir
         marker.unlink(missing_ok=True)  # from now on, a crash means recovery
+
+    def _finish_interrupted_swaps(self) -> None:
+        """A future log without a current log: a crash came between the two renames of
+        `replace_current_with_future` (the old log was already renamed for deletion), so the
+        future log is complete: finish the swap. One in its current log's own dir cannot
+        have come from a move: drop it."""
+        for key, future in list(self._future_logs.items()):
+            current = self._logs.get(key)
+            if current is None:
+                logger.info("%s-%d: completing an interrupted log dir move", *key)
+                self._remove(future)
+                future.rename_directory(future.directory.with_name(log_dir_name(*key)))
+                self._add(future)
+            elif current.directory.parent == future.directory.parent:
+                logger.warning("%s-%d: dropping a future log in its own log dir", *key)
+                self._remove(future)
+                future.delete()
+
+    # -- the registry -----------------------------------------------------------------------
+
+    def _add(self, log: Log) -> None:
+        key = (log.topic, log.partition)
+        if log.is_future:
+            self._future_logs[key] = log
+            self._future_logs_in_dir[log.directory.parent][key] = log
+        else:
+            self._logs[key] = log
+            self._logs_in_dir[log.directory.parent][key] = log
+
+    def _remove(self, log: Log) -> None:
+        key = (log.topic, log.partition)
+        registry, in_dir = (
+            (self._future_logs, self._future_logs_in_dir)
+            if log.is_future
+            else (self._logs, self._logs_in_dir)
+        )
+        if registry.get(key) is log:
+            del registry[key]
+            in_dir[log.directory.parent].pop(key, None)
 
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self._logs.get((topic, partition))
+
+    def get_future_log(self, topic: str, partition: int) -> Log | None:
+        return self._future_logs.get((topic, partition))
+
+    def all_logs(self) -> list[Log]:
+        """Every current log (not future ones)."""
+        return list(self._logs.values())
+
+    def all_future_logs(self) -> list[Log]:
+        return list(self._future_logs.values())
+
+    # -- creating logs ----------------------------------------------------------------------
 
     async def open_log_off_loop(self, topic: str, partition: int) -> Log:
         """`get_or_create_log` with the file-system work (directory, segment files, fsync) on
@@ -111,78 +251,137 @@ class LogManager:
         existing = self._logs.get(key)
         if existing is not None:
             return existing
-        log_dir = self._least_loaded_log_dir()
+        log_dir = self._next_log_dir(key)
         opened = await asyncio.to_thread(
-            _open_new_log, log_dir, f"{topic}-{partition}", self.default_config
+            _create_log, log_dir / log_dir_name(topic, partition), self.default_config
         )
         raced = self._logs.get(key)
-        if raced is not None:  # opened by another task meanwhile: keep that one
+        if raced is not None or not self.is_log_dir_online(log_dir):
+            # Opened by another task meanwhile (keep that one), or the dir failed meanwhile.
             await asyncio.to_thread(opened.close)
+            if raced is None:
+                raise KafkaStorageError(f"log dir {log_dir} went offline")
             return raced
-        self._logs[key] = opened
-        self._log_dir_of[key] = log_dir
+        self._on_created(opened)
         return opened
-
-    async def delete_log_off_loop(self, topic: str, partition: int) -> None:
-        """`delete_log` with the renames, removal and checkpoint writes on a worker thread."""
-        detached = self._detach(topic, partition)
-        if detached is None:
-            return
-        log, log_dir = detached
-        snapshot = {log_dir: self._snapshot_log_dir(log_dir)}
-        await asyncio.to_thread(self._remove_detached, log, log_dir, snapshot)
-
-    def _detach(self, topic: str, partition: int) -> tuple[Log, Path] | None:
-        key = (topic, partition)
-        log = self._logs.pop(key, None)
-        log_dir = self._log_dir_of.pop(key, None)
-        if log is None or log_dir is None:
-            return None
-        return log, log_dir
-
-    def _remove_detached(self, log: Log, log_dir: Path, snapshot: CheckpointSnapshot) -> None:
-        """Rename to `<dir>.<uuid>-delete` (so a crash cannot resurrect it), then remove."""
-        log.close()
-        doomed = log.directory.with_name(
-            f"{log.directory.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
-        )
-        log.directory.rename(doomed)
-        log.rename_directory(doomed)
-        fsync_directory(log_dir)
-        shutil.rmtree(doomed, ignore_errors=True)
-        self.write_checkpoints(snapshot)
 
     def get_or_create_log(self, topic: str, partition: int, config: LogConfig | None = None) -> Log:
         key = (topic, partition)
         log = self._logs.get(key)
         if log is not None:
             return log
-        log_dir = self._least_loaded_log_dir()
-        log = Log.open(log_dir / f"{topic}-{partition}", config or self.default_config)
-        fsync_directory(log_dir)
-        self._logs[key] = log
-        self._log_dir_of[key] = log_dir
+        log_dir = self._next_log_dir(key)
+        log = _create_log(log_dir / log_dir_name(topic, partition), config or self.default_config)
+        self._on_created(log)
         return log
 
-    def _least_loaded_log_dir(self) -> Path:
-        counts = dict.fromkeys(self.log_dirs, 0)
-        for log_dir in self._log_dir_of.values():
-            counts[log_dir] += 1
-        return min(self.log_dirs, key=lambda log_dir: counts[log_dir])
+    def _on_created(self, log: Log) -> None:
+        self._add(log)
+        # Satisfied, as Kafka forgets it once the log exists.
+        self._preferred_log_dirs.pop((log.topic, log.partition), None)
+
+    async def create_future_log_off_loop(
+        self, topic: str, partition: int, log_dir: Path, config: LogConfig
+    ) -> Log:
+        """A new, empty future log of the partition in `log_dir` (the caller checked that the
+        partition has a current log elsewhere and no future log yet)."""
+        key = (topic, partition)
+        if key in self._future_logs:
+            raise LogCorruptError(f"{topic}-{partition} already has a future log")
+        future = await asyncio.to_thread(
+            _create_log, log_dir / future_dir_name(topic, partition), config
+        )
+        if key in self._future_logs or not self.is_log_dir_online(log_dir):
+            await asyncio.to_thread(future.delete)
+            raise KafkaStorageError(f"could not create the future log of {topic}-{partition}")
+        self._on_created(future)
+        return future
+
+    # -- swapping in a future log -------------------------------------------------------------
+
+    def replace_current_with_future(self, topic: str, partition: int) -> Log:
+        """Make the caught-up future log the partition's log; returns the old log, out of the
+        registry, for `release_replaced_log_off_loop`.
+
+        Runs on the event loop with no await, so nothing appends to either log in between
+        (Kafka holds the partition's write lock here). The old log is renamed for deletion
+        before the future log takes its name, so a crash between the two renames leaves one
+        complete log (see `_finish_interrupted_swaps`), never two."""
+        key = (topic, partition)
+        current = self._logs.get(key)
+        future = self._future_logs.get(key)
+        if current is None or future is None:
+            raise KafkaStorageError(f"{topic}-{partition} has no current and future log to swap")
+        if current.log_end_offset != future.log_end_offset:
+            raise LogCorruptError(f"{topic}-{partition}: future log has not caught up")
+        self._remove(current)
+        self._remove(future)
+        current.rename_directory(current.directory.with_name(delete_dir_name(topic, partition)))
+        future.rename_directory(future.directory.with_name(log_dir_name(topic, partition)))
+        future.update_high_watermark(current.high_watermark)
+        self._add(future)
+        return current
+
+    async def release_replaced_log_off_loop(self, old: Log, new: Log) -> None:
+        """After `replace_current_with_future`: make both renames durable, delete the old
+        log's files and checkpoint its dir without it."""
+        snapshot = {
+            old.directory.parent: self._snapshot_log_dir(old.directory.parent),
+            new.directory.parent: self._snapshot_log_dir(new.directory.parent),
+        }
+        await asyncio.to_thread(self._release_replaced, old, new, snapshot)
+
+    def _release_replaced(self, old: Log, new: Log, snapshot: CheckpointSnapshot) -> None:
+        fsync_directory(new.directory.parent)
+        old.close()
+        fsync_directory(old.directory.parent)
+        shutil.rmtree(old.directory, ignore_errors=True)
+        self.write_checkpoints(snapshot)
+
+    # -- deleting logs --------------------------------------------------------------------
+
+    async def delete_log_off_loop(self, topic: str, partition: int) -> None:
+        """`delete_log` with the renames, removal and checkpoint writes on a worker thread.
+        The partition's future log, if any, goes too."""
+        for log in self._detach(topic, partition):
+            snapshot = {log.directory.parent: self._snapshot_log_dir(log.directory.parent)}
+            await asyncio.to_thread(self._remove_detached, log, snapshot)
+
+    async def delete_future_log_off_loop(self, topic: str, partition: int) -> None:
+        future = self._future_logs.get((topic, partition))
+        if future is None:
+            return
+        self._remove(future)
+        snapshot = {future.directory.parent: self._snapshot_log_dir(future.directory.parent)}
+        await asyncio.to_thread(self._remove_detached, future, snapshot)
+
+    def _detach(self, topic: str, partition: int) -> list[Log]:
+        key = (topic, partition)
+        detached = [log for log in (self._logs.get(key), self._future_logs.get(key)) if log]
+        for log in detached:
+            self._remove(log)
+        return detached
+
+    def _remove_detached(self, log: Log, snapshot: CheckpointSnapshot) -> None:
+        """Rename to `<dir>.<uuid>-delete` (so a crash cannot resurrect it), then remove."""
+        log_dir = log.directory.parent
+        log.close()
+        log.rename_directory(log.directory.with_name(delete_dir_name(log.topic, log.partition)))
+        fsync_directory(log_dir)
+        shutil.rmtree(log.directory, ignore_errors=True)
+        self.write_checkpoints(snapshot)
 
     def delete_log(self, topic: str, partition: int) -> None:
         """Blocking `delete_log_off_loop` (start-up and tests)."""
-        detached = self._detach(topic, partition)
-        if detached is not None:
-            log, log_dir = detached
-            self._remove_detached(log, log_dir, {log_dir: self._snapshot_log_dir(log_dir)})
+        for log in self._detach(topic, partition):
+            snapshot = {log.directory.parent: self._snapshot_log_dir(log.directory.parent)}
+            self._remove_detached(log, snapshot)
 
-    def all_logs(self) -> list[Log]:
-        return list(self._logs.values())
+    # -- durability -------------------------------------------------------------------------
 
     def flush_all(self) -> None:
         """fsync every log (blocking: run in an executor)."""
-        for log in self.all_logs():
+        for log in [*self.all_logs(), *self.all_future_logs()]:
             log.flush()
 
     def checkpoint(self) -> None:
@@ -192,10 +391,10 @@ class LogManager:
     def checkpoint_snapshot(self) -> CheckpointSnapshot:
         """The offsets to checkpoint, read on the thread that changes the logs (the loop);
         `write_checkpoints` may then run in an executor without touching live state."""
-        return {log_dir: self._snapshot_log_dir(log_dir) for log_dir in self.log_dirs}
+        return {log_dir: self._snapshot_log_dir(log_dir) for log_dir in self.online_log_dirs}
 
     def _snapshot_log_dir(self, log_dir: Path) -> tuple[OffsetMap, OffsetMap, OffsetMap]:
-        logs = {key: log for key, log in self._logs.items() if self._log_dir_of[key] == log_dir}
+        logs = {(log.topic, log.partition): log for log in self.logs_in_dir(log_dir)}
         recovery_points = {key: log.recovery_point for key, log in logs.items()}
         log_start_offsets = {
             key: log.log_start_offset
@@ -207,10 +406,12 @@ class LogManager:
 
     def high_watermark_snapshot(self) -> dict[Path, OffsetMap]:
         """High watermarks per log dir, read on the loop (see `checkpoint_snapshot`)."""
-        snapshot: dict[Path, OffsetMap] = {log_dir: {} for log_dir in self.log_dirs}
-        for key, log in self._logs.items():
-            snapshot[self._log_dir_of[key]][key] = log.high_watermark
-        return snapshot
+        return {
+            log_dir: {
+                (log.topic, log.partition): log.high_watermark for log in self.logs_in_dir(log_dir)
+            }
+            for log_dir in self.online_log_dirs
+        }
 
     def write_high_watermarks(self, snapshot: dict[Path, OffsetMap]) -> None:
         """replication-offset-checkpoint of every log dir (blocking: run in an executor)."""
@@ -230,8 +431,8 @@ class LogManager:
         """Flush, checkpoint, close, then mark each log dir as cleanly shut down."""
         self.flush_all()
         self.checkpoint()
-        for log in self.all_logs():
+        for log in [*self.all_logs(), *self.all_future_logs()]:
             log.close()
-        for log_dir in self.log_dirs:
+        for log_dir in self.online_log_dirs:
             (log_dir / CLEAN_SHUTDOWN_FILE).touch()
             fsync_directory(log_dir)

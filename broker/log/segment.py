@@ -341,6 +341,12 @@ class LogSegment:
         self.offset_index.delete()
         self.time_index.delete()
 
+    def move_to(self, directory: Path) -> None:
+        """The partition directory was renamed: the same files, at their new paths."""
+        self.log_path = directory / self.log_path.name
+        for index in (self.offset_index, self.time_index):
+            index.path = directory / index.path.name
+
     def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
         """Rename the three files from `<name><old_suffix>` to `<name><new_suffix>`; open
         handles stay valid. The index files go first and the `.log` last, so a `.log` with

@@ -1,9 +1,15 @@
 from __future__ import annotations
 
+import asyncio
+import re
 from pathlib import Path
 
-from broker.log.checkpoints import read_offset_checkpoint
-from broker.log.manager import CLEAN_SHUTDOWN_FILE, LogManager
+import pytest
+
+from broker.log.batch import assign_offsets
+from broker.log.checkpoints import RECOVERY_POINT_CHECKPOINT, read_offset_checkpoint
+from broker.log.log import Log
+from broker.log.manager import CLEAN_SHUTDOWN_FILE, LogDirNotFoundError, LogManager
 from broker.log.records import decode_records
 
 from .support import SMALL_CONFIG, make_batch
@@ -95,3 +101,138 @@ def test_log_start_offset_checkpoint_survives_restart(tmp_path: Path) -> None:
     reloaded = loaded.get_log("t", 0)
     assert reloaded is not None and reloaded.log_start_offset == 4
     loaded.shutdown()
+
+
+def test_new_logs_go_to_the_log_dir_with_fewest_logs(tmp_path: Path) -> None:
+    manager = _manager(tmp_path)
+    first = [manager.get_or_create_log("t", p).directory.parent.name for p in range(4)]
+    assert first == ["d1", "d2", "d1", "d2"]
+    manager.delete_log("t", 1)
+    manager.delete_log("t", 3)  # d2 now holds nothing: the next two logs go there
+    later = [manager.get_or_create_log("u", p).directory.parent.name for p in range(3)]
+    assert later == ["d2", "d2", "d1"]
+    manager.shutdown()
+
+
+def test_placement_counts_survive_a_restart(tmp_path: Path) -> None:
+    manager = _manager(tmp_path)
+    for partition in range(3):
+        manager.get_or_create_log("t", partition)  # d1, d2, d1
+    manager.shutdown()
+    loaded = _manager(tmp_path)
+    loaded.load_logs()
+    assert loaded.get_or_create_log("u", 0).directory.parent.name == "d2"
+    loaded.shutdown()
+
+
+def test_log_dirs_are_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    manager = LogManager([Path("rel1"), Path("rel2")], SMALL_CONFIG)
+    assert manager.log_dirs == [tmp_path / "rel1", tmp_path / "rel2"]
+    assert manager.resolve_log_dir(str(tmp_path / "rel2")) == tmp_path / "rel2"
+    with pytest.raises(LogDirNotFoundError):
+        manager.resolve_log_dir("rel2")
+    with pytest.raises(LogDirNotFoundError):
+        manager.resolve_log_dir(str(tmp_path / "elsewhere"))
+
+
+def test_preferred_log_dir_wins_over_the_least_loaded_once(tmp_path: Path) -> None:
+    manager = _manager(tmp_path)
+    manager.get_or_create_log("t", 0)  # d1
+    manager.maybe_update_preferred_log_dir(("t", 1), tmp_path / "d1")
+    assert manager.get_or_create_log("t", 1).directory.parent.name == "d1"
+    assert manager.preferred_log_dir(("t", 1)) is None  # used up
+    manager.maybe_update_preferred_log_dir(("t", 0), tmp_path / "d1")  # already there
+    assert manager.preferred_log_dir(("t", 0)) is None
+    manager.shutdown()
+
+
+def _future_of(manager: LogManager, tmp_path: Path, log_dir: str) -> Log:
+    return asyncio.run(manager.create_future_log_off_loop("t", 0, tmp_path / log_dir, SMALL_CONFIG))
+
+
+def test_future_log_is_named_like_kafkas_and_counts_for_placement(tmp_path: Path) -> None:
+    manager = _manager(tmp_path)
+    manager.get_or_create_log("t", 0)  # d1
+    future = _future_of(manager, tmp_path, "d2")
+    assert future.is_future
+    assert re.fullmatch(r"t-0\.[0-9a-f]{32}-future", future.directory.name)
+    assert future.directory.parent == tmp_path / "d2"
+    assert manager.get_future_log("t", 0) is future
+    assert manager.all_logs() == [manager.get_log("t", 0)]
+    # d1 and d2 hold one log each now: the next goes to the first dir.
+    assert manager.get_or_create_log("u", 0).directory.parent.name == "d1"
+    manager.shutdown()
+
+
+def test_swap_makes_the_future_log_current_and_deletes_the_old_one(tmp_path: Path) -> None:
+    manager = _manager(tmp_path)
+    current = manager.get_or_create_log("t", 0)
+    current.append_as_leader(make_batch(3), 5, 0)
+    current.update_high_watermark(2)
+    future = _future_of(manager, tmp_path, "d2")
+    future.append_as_follower(current.read(0, 1 << 20))
+    old = manager.replace_current_with_future("t", 0)
+    assert old is current
+    assert manager.get_log("t", 0) is future and manager.get_future_log("t", 0) is None
+    assert future.directory == tmp_path / "d2" / "t-0" and not future.is_future
+    assert future.high_watermark == 2
+    asyncio.run(manager.release_replaced_log_off_loop(old, future))
+    assert not list((tmp_path / "d1").glob("t-0*"))
+    assert ("t", 0) not in read_offset_checkpoint(tmp_path / "d1" / RECOVERY_POINT_CHECKPOINT)
+    # The log goes on working where it moved: appends, rolls and a restart.
+    future.append_as_follower(_batch_at(3, 2))
+    future.roll()
+    manager.shutdown()
+    loaded = _manager(tmp_path)
+    loaded.load_logs()
+    reloaded = loaded.get_log("t", 0)
+    assert reloaded is not None and reloaded.directory == tmp_path / "d2" / "t-0"
+    assert [r.offset for r in decode_records(reloaded.read(0, 1 << 20))] == list(range(5))
+    loaded.shutdown()
+
+
+def test_future_log_survives_a_restart(tmp_path: Path) -> None:
+    manager = _manager(tmp_path)
+    manager.get_or_create_log("t", 0).append_as_leader(make_batch(2), 0, 0)
+    _future_of(manager, tmp_path, "d2").append_as_follower(_batch_at(0, 1))
+    manager.shutdown()
+    loaded = _manager(tmp_path)
+    loaded.load_logs()
+    future = loaded.get_future_log("t", 0)
+    assert future is not None and future.log_end_offset == 1
+    assert loaded.get_log("t", 0) is not None
+    loaded.shutdown()
+
+
+def test_crash_between_the_swap_renames_completes_the_swap(tmp_path: Path) -> None:
+    manager = _manager(tmp_path)
+    manager.get_or_create_log("t", 0).append_as_leader(make_batch(2), 0, 0)
+    future = _future_of(manager, tmp_path, "d2")
+    future.append_as_follower(_batch_at(0, 2))
+    manager.shutdown()
+    # The old log was renamed for deletion, the future log not yet renamed.
+    (tmp_path / "d1" / "t-0").rename(tmp_path / "d1" / f"t-0.{'0' * 32}-delete")
+    loaded = _manager(tmp_path)
+    loaded.load_logs()
+    moved = loaded.get_log("t", 0)
+    assert moved is not None and moved.directory == tmp_path / "d2" / "t-0"
+    assert moved.log_end_offset == 2 and loaded.get_future_log("t", 0) is None
+    assert not list((tmp_path / "d1").glob("t-0*"))
+    loaded.shutdown()
+
+
+def test_deleting_a_partition_deletes_its_future_log(tmp_path: Path) -> None:
+    manager = _manager(tmp_path)
+    manager.get_or_create_log("t", 0)
+    future = _future_of(manager, tmp_path, "d2")
+    asyncio.run(manager.delete_log_off_loop("t", 0))
+    assert manager.get_future_log("t", 0) is None
+    assert not future.directory.exists() and not list((tmp_path / "d2").glob("t-0*"))
+
+
+def _batch_at(base_offset: int, count: int) -> bytearray:
+    """A batch as a leader wrote it: offsets from `base_offset`, leader epoch 5."""
+    batch = make_batch(count)
+    assign_offsets(batch, base_offset, 5)
+    return batch
