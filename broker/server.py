@@ -28,6 +28,7 @@ from broker.loop_watchdog import LoopWatchdog
 from broker.metadata_cache import MetadataCache
 from broker.network.listener import Listener
 from broker.network.quotas import ConnectionQuotas, parse_per_ip_overrides
+from broker.replication.alter_log_dirs import ReplicaAlterLogDirs
 from broker.replication.fetch_session import FetchSessionCache
 from broker.replication.fetcher import FetcherConfig, ReplicaFetcherManager
 from broker.replication.isr import IsrWriter
@@ -72,6 +73,13 @@ class KafkaServer:
         )
         self.replica_manager.fetchers = ReplicaFetcherManager(
             _fetcher_config(config), self.replica_manager, self._inter_broker_address
+        )
+        self.log_dir_mover = ReplicaAlterLogDirs(
+            self.log_manager,
+            hosted=lambda key: self.replica_manager.get(*key),
+            is_offline=self.replica_manager.is_offline,
+            partition_exists=self.replica_manager.partition_exists,
+            chunk_bytes=config["replica.fetch.max.bytes"],
         )
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         self.topic_configs = TopicConfigs(self.kafka_zk)
@@ -125,6 +133,9 @@ class KafkaServer:
         self.cluster_id = await self.kafka_zk.get_or_create_cluster_id()
         ensure_meta_properties(self.config.log_dirs, self.broker_id, self.cluster_id)
         self.log_manager.load_logs()
+        self.log_dir_mover.resume(
+            (f.topic, f.partition) for f in self.log_manager.all_future_logs()
+        )
         await self.config_changes.start()
         await self.cluster_watch.start()
         self.metadata_cache.update(self.cluster_watch.view)
@@ -134,6 +145,7 @@ class KafkaServer:
         await self._register()
         self.zk_client.on_session_event(self._on_session_event)
         await self.controller.start()
+        self.log_dir_mover.start()
         config = self.config
         every = self._every
         self._background = [
@@ -500,6 +512,7 @@ class KafkaServer:
             self._controlled_shutdown.cancel()
             await asyncio.gather(self._controlled_shutdown, return_exceptions=True)
         await _quietly(self.log_cleaner.close())
+        await _quietly(self.log_dir_mover.stop())
         tasks = [*self._background, *([self._reregister_task] if self._reregister_task else [])]
         for task in tasks:
             task.cancel()

@@ -5,8 +5,10 @@ Actions and output follow Kafka 3.0's ReassignPartitionsCommand: `--generate` (w
 `--execute` prints the current assignment (to roll back with) and starts the reassignment with
 AlterPartitionReassignments; `--verify` reports each partition's state; `--cancel` and `--list`
 as Kafka's. JSON is Kafka's: `{"version":1,"partitions":[{"topic":"t","partition":0,
-"replicas":[1,2],"log_dirs":["any","any"]}]}`. Throttles and log-directory moves are not
-supported (see DEVIATIONS.md). Talks to the brokers with kafka-python's admin client.
+"replicas":[1,2],"log_dirs":["any","any"]}]}`; a `log_dirs` entry other than "any" also moves
+that replica to that log dir of its broker (AlterReplicaLogDirs, see `_log_dir_moves`).
+Throttles are not supported (see DEVIATIONS.md). Talks to the brokers with kafka-python's
+admin client.
 """
 
 from __future__ import annotations
@@ -23,10 +25,18 @@ from kafka.errors import KafkaConnectionError, NodeNotReadyError, RequestTimedOu
 
 from controller.assignment import assign_replicas_to_brokers
 from controller.errors import ApiError
+from kafka_cli._log_dir_moves import (
+    ANY_LOG_DIR,
+    Moves,
+    active_moves_back,
+    execute_moves,
+    move_states_text,
+    moves_of,
+    replica_dirs,
+)
 from kafka_cli.common import ToolArgumentParser, ToolError, bootstrap_servers, run_tool
 
 CLIENT_ID = "reassign-partitions-tool"
-ANY_LOG_DIR = "any"
 ACTIONS = ("generate", "execute", "verify", "cancel", "list")
 # Kafka's admin client gives up on a call after default.api.timeout.ms (60 s).
 REQUEST_TIMEOUT_MS = 60_000
@@ -116,11 +126,12 @@ def _body(argv: list[str]) -> int:
         if action == "generate":
             _generate(admin, _read(options.topics_to_move_json_file), options.broker_list)
         elif action == "execute":
-            _execute(admin, _read(options.reassignment_json_file), options.additional)
+            text = _read(options.reassignment_json_file)
+            _execute(admin, text, options.additional, options.timeout)
         elif action == "verify":
             _verify(admin, _read(options.reassignment_json_file))
         elif action == "cancel":
-            _cancel(admin, _read(options.reassignment_json_file))
+            _cancel(admin, _read(options.reassignment_json_file), options.timeout)
         else:
             print(_current_reassignments_text(admin))
     finally:
@@ -178,11 +189,18 @@ def _parse_json(text: str) -> dict[str, Any]:
 
 
 def parse_reassignment_json(text: str) -> Assignment:
-    """Kafka's parsePartitionReassignmentData and parseExecuteAssignmentArgs checks."""
+    """The replicas of each partition (Kafka's parsePartitionReassignmentData and
+    parseExecuteAssignmentArgs checks)."""
+    return parse_reassignment(text)[0]
+
+
+def parse_reassignment(text: str) -> tuple[Assignment, Moves]:
+    """The replicas of each partition, and the log dirs named for some of them."""
     entries = _parse_json(text).get("partitions")
     if not isinstance(entries, list):
         raise ToolError("Partition reassignment list cannot be empty")
     parsed: list[tuple[tuple[str, int], list[int]]] = []
+    moves: Moves = {}
     for entry in entries:
         try:
             key = (str(entry["topic"]), int(entry["partition"]))
@@ -195,8 +213,7 @@ def parse_reassignment_json(text: str) -> Assignment:
                 f"Size of replicas list {replicas} is different from size of log dirs list "
                 f"{log_dirs} for partition {_name(key)}"
             )
-        if log_dirs is not None and any(d != ANY_LOG_DIR for d in log_dirs):
-            raise ToolError("moving replicas between log directories is not supported")
+        moves.update(moves_of(entry, replicas))
         parsed.append((key, replicas))
     if not parsed:
         raise ToolError("Partition reassignment list cannot be empty")
@@ -219,7 +236,7 @@ def parse_reassignment_json(text: str) -> Assignment:
         raise ToolError(
             "Partition replica lists may not contain duplicate entries: " + ". ".join(repeats)
         )
-    return dict(parsed)
+    return dict(parsed), moves
 
 
 def format_reassignment_json(assignment: Assignment) -> str:
@@ -274,8 +291,8 @@ def _generate(admin: Any, topics_json: str, broker_list: str) -> None:
     print(f"Proposed partition reassignment configuration\n{format_reassignment_json(proposed)}")
 
 
-def _execute(admin: Any, reassignment_json: str, additional: bool) -> None:
-    proposed = parse_reassignment_json(reassignment_json)
+def _execute(admin: Any, reassignment_json: str, additional: bool, timeout_ms: int) -> None:
+    proposed, moves = parse_reassignment(reassignment_json)
     if not additional and admin.list_partition_reassignments():
         raise ToolError(CANNOT_EXECUTE_MESSAGE)
     known = _broker_ids(admin)
@@ -298,10 +315,12 @@ def _execute(admin: Any, reassignment_json: str, additional: bool) -> None:
     plural = "" if len(proposed) == 1 else "s"
     names = ",".join(_name(key) for key in sorted(proposed))
     print(f"Successfully started partition reassignment{plural} for {names}")
+    if moves:
+        execute_moves(admin, moves, timeout_ms)
 
 
 def _verify(admin: Any, reassignment_json: str) -> None:
-    targets = parse_reassignment_json(reassignment_json)
+    targets, moves = parse_reassignment(reassignment_json)
     ongoing = _ongoing(admin)
     missing = sorted({topic for topic, partition in targets if (topic, partition) not in ongoing})
     current = _current_assignment(admin, missing, allow_missing=True)
@@ -318,11 +337,13 @@ def _verify(admin: Any, reassignment_json: str) -> None:
                 f"There is no active reassignment of partition {_name(key)}, but replica set "
                 f"is {replicas} rather than {wanted}."
             )
+    if moves:
+        lines += move_states_text(moves, replica_dirs(admin, moves))
     print("\n".join(lines))
 
 
-def _cancel(admin: Any, reassignment_json: str) -> None:
-    targets = parse_reassignment_json(reassignment_json)
+def _cancel(admin: Any, reassignment_json: str, timeout_ms: int) -> None:
+    targets, moves = parse_reassignment(reassignment_json)
     ongoing = _ongoing(admin)
     active = sorted(key for key in targets if key in ongoing)
     if active:
@@ -335,7 +356,11 @@ def _cancel(admin: Any, reassignment_json: str) -> None:
         print(f"Successfully cancelled partition reassignment{plural} for: {names}")
     else:
         print("None of the specified partition reassignments are active.")
-    print("None of the specified partition moves are active.")
+    moving_back = active_moves_back(moves, replica_dirs(admin, moves)) if moves else {}
+    if moving_back:
+        execute_moves(admin, moving_back, timeout_ms)
+    else:
+        print("None of the specified partition moves are active.")
 
 
 def _current_reassignments_text(admin: Any) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from broker.handlers import (
     alter_configs,
     alter_partition_reassignments,
+    alter_replica_log_dirs,
     api_versions,
     controlled_shutdown,
     create_partitions,
@@ -63,6 +64,7 @@ def build_registry() -> Registry:
             ApiSpec(23, "OffsetForLeaderEpoch", 0, 4, 0, offset_for_leader_epoch.handle),
             ApiSpec(32, "DescribeConfigs", 0, 4, 1, describe_configs.handle),
             ApiSpec(33, "AlterConfigs", 0, 2, 0, alter_configs.handle),
+            ApiSpec(34, "AlterReplicaLogDirs", 0, 2, 0, alter_replica_log_dirs.handle),
             ApiSpec(35, "DescribeLogDirs", 0, 2, 0, describe_log_dirs.handle),
             ApiSpec(37, "CreatePartitions", 0, 3, 0, create_partitions.handle),
             ApiSpec(42, "DeleteGroups", 0, 2, 0, delete_groups.handle),

@@ -72,7 +72,9 @@ LEGACY_VERSIONS: dict[tuple[int, int], tuple[Derivation, Derivation]] = {
     ),
     # OffsetFetch v0 is v1's schema (v0 read from ZooKeeper in Kafka).
     (9, 0): (_SAME_AS_V1, _SAME_AS_V1),
-    # DescribeLogDirs v0 is v1's schema (v1 only changed when throttling happens).
+    # AlterReplicaLogDirs v0 and DescribeLogDirs v0 are their v1's schemas (v1 only changed
+    # when throttling happens).
+    (34, 0): (_SAME_AS_V1, _SAME_AS_V1),
     (35, 0): (_SAME_AS_V1, _SAME_AS_V1),
     # OffsetForLeaderEpoch v0-v1 have no current leader epoch, no throttle time; v0 answers
     # no leader epoch.

@@ -117,6 +117,13 @@ class Partition:
         self.leader_epoch_start_offset = UNKNOWN_OFFSET
         return changed
 
+    def replace_log(self, log: Log) -> None:
+        """AlterReplicaLogDirs swapped in the copy it built in another log dir: the same
+        offsets, leader epochs and high watermark, so role and positions stay as they are."""
+        if log.log_end_offset != self.log.log_end_offset:
+            raise InvariantError(f"{self.topic}-{self.partition}: replacement log differs")
+        self.log = log
+
     def apply_isr(self, isr: list[int], zk_version: int) -> None:
         """The ISR this leader wrote (or re-read) at `zk_version`."""
         self._check_isr(isr, self.replicas)

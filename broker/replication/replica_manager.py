@@ -74,6 +74,8 @@ class ReplicaManager:
         # that a removed replica still fetching cannot rejoin it just before the controller
         # writes the final assignment (Kafka's controller tells the leader RS = TRS first).
         self._removing: dict[tuple[str, int], frozenset[int]] = {}
+        # Replicas whose log dir failed: not served (KAFKA_STORAGE_ERROR), never re-created.
+        self._offline: set[tuple[str, int]] = set()
         # Wired by the server once the event loop runs; absent in unit tests of one broker.
         self.fetchers: ReplicaFetcherManager | None = None
         self.isr_writer: IsrWriter | None = None
@@ -83,6 +85,14 @@ class ReplicaManager:
 
     def get(self, topic: str, partition: int) -> Partition | None:
         return self._partitions.get((topic, partition))
+
+    def is_offline(self, key: tuple[str, int]) -> bool:
+        """The replica's log was in a log dir that failed (Kafka's HostedPartition.Offline)."""
+        return key in self._offline
+
+    def partition_exists(self, key: tuple[str, int]) -> bool:
+        """Whether cluster metadata knows the partition (hosted here or not)."""
+        return self._partition_exists(*key)
 
     def all_partitions(self) -> list[Partition]:
         return list(self._partitions.values())

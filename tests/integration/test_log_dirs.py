@@ -8,15 +8,17 @@ import json
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
-from kafka import KafkaAdminClient
+from confluent_kafka import Consumer, Producer, TopicPartition
+from kafka import KafkaAdminClient, TopicPartitionReplica
 from kafka.admin import NewTopic
+from kafka.errors import LogDirNotFoundError, NoError, UnknownTopicOrPartitionError
 
 from tests.integration.conftest import REPO_ROOT, ClusterFactory, ClusterHandle, wait_until
 
@@ -24,6 +26,9 @@ pytestmark = pytest.mark.integration
 
 TOOL_TIMEOUT_S = 60.0
 PLACEMENT_WAIT_S = 60.0
+MOVE_WAIT_S = 90.0
+CONSUME_WAIT_S = 60.0
+MOVED_RECORDS = 4000
 
 
 @dataclass(frozen=True)
@@ -142,3 +147,173 @@ def test_kafka_log_dirs_tool_shows_both_dirs(broker: TwoDirBroker) -> None:
     partitions = sorted(p["partition"] for d in log_dirs for p in d["partitions"])
     assert partitions == ["shown-0", "shown-1"]
     assert all(len(d["partitions"]) == 1 for d in log_dirs)
+
+
+def dir_of(admin: KafkaAdminClient, topic: str, partition: int) -> list[tuple[str, bool]]:
+    """(log dir, is future) of every log of the partition on broker 1."""
+    placed = partitions_by_dir(admin, topic)
+    return sorted(
+        (log_dir, entry["is_future_key"])
+        for log_dir, partitions in placed.items()
+        for index, entry in partitions.items()
+        if index == partition
+    )
+
+
+def test_moving_a_replica_to_its_current_dir_changes_nothing(broker: TwoDirBroker) -> None:
+    admin = broker.admin()
+    try:
+        create_topic(admin, "stays", 1)
+        wait_for_partitions(admin, "stays", 1)
+        ((current, _),) = dir_of(admin, "stays", 0)
+        replica = TopicPartitionReplica("stays", 0, 1)
+        assert admin.alter_replica_log_dirs({replica: current}) == {replica: NoError}
+        assert dir_of(admin, "stays", 0) == [(current, False)]
+    finally:
+        admin.close()
+
+
+def test_alter_replica_log_dirs_errors(broker: TwoDirBroker) -> None:
+    admin = broker.admin()
+    try:
+        create_topic(admin, "misdirected", 1)
+        wait_for_partitions(admin, "misdirected", 1)
+        replica = TopicPartitionReplica("misdirected", 0, 1)
+        missing = str(broker.log_dirs[0].parent / "disk-c")
+        assert admin.alter_replica_log_dirs({replica: missing}) == {replica: LogDirNotFoundError}
+        relative = broker.log_dirs[0].name
+        assert admin.alter_replica_log_dirs({replica: relative}) == {replica: LogDirNotFoundError}
+        unknown = TopicPartitionReplica("no-such-topic", 0, 1)
+        target = str(broker.log_dirs[0])
+        assert admin.alter_replica_log_dirs({unknown: target}) == {
+            unknown: UnknownTopicOrPartitionError
+        }
+    finally:
+        admin.close()
+
+
+def test_replica_moves_to_the_other_dir_with_all_its_records(broker: TwoDirBroker) -> None:
+    topic = "moved"
+    producer = Producer(
+        {"bootstrap.servers": broker.cluster.bootstrap, "acks": "all", "linger.ms": 5}
+    )
+    admin = broker.admin()
+    try:
+        create_topic(admin, topic, 1)
+        wait_for_partitions(admin, topic, 1)
+        ((source, _),) = dir_of(admin, topic, 0)
+        (destination,) = {str(d) for d in broker.log_dirs} - {source}
+        for index in range(MOVED_RECORDS // 2):
+            producer.produce(topic, value=b"%06d" % index + b"." * 300, partition=0)
+        assert producer.flush(60) == 0
+        replica = TopicPartitionReplica(topic, 0, 1)
+        assert admin.alter_replica_log_dirs({replica: destination}) == {replica: NoError}
+        # Records keep coming while the copy catches up.
+        for index in range(MOVED_RECORDS // 2, MOVED_RECORDS):
+            producer.produce(topic, value=b"%06d" % index + b"." * 300, partition=0)
+        assert producer.flush(60) == 0
+        wait_until(
+            lambda: dir_of(admin, topic, 0) == [(destination, False)],
+            MOVE_WAIT_S,
+            f"{topic}-0 moved to {destination}",
+        )
+    finally:
+        admin.close()
+    assert not list(Path(source).glob(f"{topic}-0*"))
+    assert [p.name for p in Path(destination).glob(f"{topic}-0*")] == [f"{topic}-0"]
+    values = consume_all(broker.cluster.bootstrap, topic, MOVED_RECORDS)
+    assert [value[:6] for value in values] == [b"%06d" % i for i in range(MOVED_RECORDS)]
+    # The moved replica goes on taking records.
+    producer.produce(topic, value=b"after", partition=0)
+    assert producer.flush(60) == 0
+    assert consume_all(broker.cluster.bootstrap, topic, MOVED_RECORDS + 1)[-1] == b"after"
+
+
+def consume_all(bootstrap: str, topic: str, count: int) -> list[bytes]:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"check-{time.monotonic_ns()}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    values: list[bytes] = []
+    deadline = time.monotonic() + CONSUME_WAIT_S
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        while len(values) < count and time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+            if message is not None and message.error() is None:
+                values.append(message.value())
+    finally:
+        consumer.close()
+    assert len(values) == count, f"consumed {len(values)} of {count} records"
+    return values
+
+
+def reassign_tool(broker: TwoDirBroker, *args: str) -> subprocess.CompletedProcess[str]:
+    tool = str(REPO_ROOT / ".venv" / "bin" / "kafka-reassign-partitions")
+    return subprocess.run(
+        [tool, "--bootstrap-server", broker.cluster.bootstrap, *args],
+        capture_output=True,
+        text=True,
+        timeout=TOOL_TIMEOUT_S,
+        check=False,
+    )
+
+
+def test_reassign_partitions_tool_moves_a_replica_between_log_dirs(
+    broker: TwoDirBroker, tmp_path: Path
+) -> None:
+    topic = "tooled"
+    admin = broker.admin()
+    try:
+        create_topic(admin, topic, 1)
+        wait_for_partitions(admin, topic, 1)
+        ((source, _),) = dir_of(admin, topic, 0)
+    finally:
+        admin.close()
+    (destination,) = {str(d) for d in broker.log_dirs} - {source}
+    plan = tmp_path / "plan.json"
+    plan.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "partitions": [
+                    {"topic": topic, "partition": 0, "replicas": [1], "log_dirs": [destination]}
+                ],
+            }
+        )
+    )
+    executed = reassign_tool(broker, "--execute", "--reassignment-json-file", str(plan))
+    assert executed.returncode == 0, executed.stderr
+    assert executed.stdout.splitlines()[-1] == (
+        f"Successfully started moving log directory to {destination} for replica {topic}-0 "
+        "with broker 1 "
+    )
+    done = f"Reassignment of replica {topic}-0-1 completed successfully."
+    verified: list[str] = []
+
+    def completed() -> bool:
+        nonlocal verified
+        result = reassign_tool(broker, "--verify", "--reassignment-json-file", str(plan))
+        assert result.returncode == 0, result.stderr
+        verified = result.stdout.splitlines()
+        return verified[-1] == done
+
+    wait_until(completed, MOVE_WAIT_S, f"--verify to say {done!r}")
+    assert verified == [
+        "Status of partition reassignment:",
+        f"Reassignment of partition {topic}-0 is completed.",
+        done,
+    ]
+    assert [p.name for p in Path(destination).glob(f"{topic}-0*")] == [f"{topic}-0"]
+
+    elsewhere = str(broker.log_dirs[0].parent / "disk-z")
+    plan.write_text(plan.read_text().replace(destination, elsewhere))
+    refused = reassign_tool(broker, "--execute", "--reassignment-json-file", str(plan))
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == (
+        f"Error: Failed to alter dir for {topic}-0-1: LogDirNotFoundError"
+    )
