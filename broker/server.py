@@ -24,6 +24,7 @@ from broker.log.compaction import CleanerConfig, LogCleaner
 from broker.log.log import LogConfig
 from broker.log.manager import LogManager
 from broker.log.meta_properties import ensure_meta_properties
+from broker.log_dir_failure import LogDirFailureHandler
 from broker.loop_watchdog import LoopWatchdog
 from broker.metadata_cache import MetadataCache
 from broker.network.listener import Listener
@@ -80,6 +81,14 @@ class KafkaServer:
             is_offline=self.replica_manager.is_offline,
             partition_exists=self.replica_manager.partition_exists,
             chunk_bytes=config["replica.fetch.max.bytes"],
+            on_io_error=self.log_manager.report_failure,
+        )
+        self.log_dir_failures = LogDirFailureHandler(
+            self.broker_id,
+            self.log_manager,
+            self.replica_manager,
+            self.log_dir_mover,
+            self.kafka_zk,
         )
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         self.topic_configs = TopicConfigs(self.kafka_zk)
@@ -133,6 +142,7 @@ class KafkaServer:
         self.cluster_id = await self.kafka_zk.get_or_create_cluster_id()
         ensure_meta_properties(self.config.log_dirs, self.broker_id, self.cluster_id)
         self.log_manager.load_logs()
+        self.log_dir_failures.start()
         self.log_dir_mover.resume(
             (f.topic, f.partition) for f in self.log_manager.all_future_logs()
         )
@@ -205,6 +215,8 @@ class KafkaServer:
         )
 
     async def _register(self) -> None:
+        # Before the registration: the controller reads it when it sees this broker start.
+        await self.log_dir_failures.write_offline_replicas()
         self.broker_epoch = await self.kafka_zk.register_broker(self._registration())
         log.info("registered /brokers/ids/%d (broker epoch %d)", self.broker_id, self.broker_epoch)
 
@@ -423,7 +435,7 @@ class KafkaServer:
     async def _flush_and_checkpoint(self) -> None:
         loop = asyncio.get_running_loop()
         for replica_log in self.log_manager.all_logs():
-            await loop.run_in_executor(None, replica_log.flush)
+            await loop.run_in_executor(None, self.log_manager.flush_log, replica_log)
         snapshot = self.log_manager.checkpoint_snapshot()
         await loop.run_in_executor(None, self.log_manager.write_checkpoints, snapshot)
 
@@ -513,6 +525,7 @@ class KafkaServer:
             await asyncio.gather(self._controlled_shutdown, return_exceptions=True)
         await _quietly(self.log_cleaner.close())
         await _quietly(self.log_dir_mover.stop())
+        await _quietly(self.log_dir_failures.stop())
         tasks = [*self._background, *([self._reregister_task] if self._reregister_task else [])]
         for task in tasks:
             task.cancel()

@@ -12,6 +12,7 @@ from controller.events import (
     BrokerChange,
     ControllerEvent,
     IsrChangeNotification,
+    LogDirEventNotification,
     PreferredReplicaElection,
     TopicChange,
     TopicDeletion,
@@ -22,6 +23,7 @@ from zk.znodes import (
     BrokerIdsZNode,
     DeleteTopicsZNode,
     IsrChangeNotificationZNode,
+    LogDirEventNotificationZNode,
     PreferredReplicaElectionZNode,
     ReassignPartitionsZNode,
     TopicsZNode,
@@ -34,6 +36,7 @@ _CHILDREN_WATCHES: dict[str, type[ControllerEvent]] = {
     TopicsZNode.path(): TopicChange,
     DeleteTopicsZNode.path(): TopicDeletion,
     IsrChangeNotificationZNode.path(): IsrChangeNotification,
+    LogDirEventNotificationZNode.path(): LogDirEventNotification,
 }
 _DATA_WATCHES: dict[str, type[ControllerEvent]] = {
     PreferredReplicaElectionZNode.path(): PreferredReplicaElection,

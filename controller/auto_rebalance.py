@@ -80,7 +80,7 @@ def _not_led_by(
 def _preferred_can_lead(context: ControllerContext, tp: TopicPartition) -> bool:
     state = context.partition_states[tp][0]
     decision = elect_preferred_leader(
-        context.replicas(tp), state.isr, context.live_brokers, context.shutting_down_brokers
+        context.replicas(tp), state.isr, context.live_replicas(tp), context.shutting_down_brokers
     )
     return decision is not None
 

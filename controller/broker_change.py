@@ -41,6 +41,16 @@ async def on_broker_change(
     brokers_changed(controller_id, context.epoch, new, dead, bounced)
     # Gone or restarted: a controlled shutdown it asked for is over.
     context.shutting_down_brokers -= dead | bounced
+    # A started broker wrote its offline replicas (if any) before registering.
+    for broker_id in dead:
+        context.offline_replicas.pop(broker_id, None)
+    if new | bounced:
+        started = await kafka_zk.get_offline_replicas(sorted(new | bounced))
+        for broker_id, offline in started.items():
+            if offline:
+                context.offline_replicas[broker_id] = offline
+            else:
+                context.offline_replicas.pop(broker_id, None)
     if bounced:
         context.live_brokers = set(epochs) - bounced
         await partitions.reconcile(context.all_partitions(), ChangeReason.BROKER_FAILURE)

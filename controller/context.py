@@ -30,6 +30,20 @@ class ControllerContext:
     # Brokers that asked for a controlled shutdown: still live (they serve until they exit),
     # but no election picks them. Forgotten when they deregister or re-register.
     shutting_down_brokers: set[int] = field(default_factory=set)
+    # Per live broker, its replicas in failed log dirs (from its /brokers/offline_replicas
+    # list): no election picks them, and they leave ISRs (Kafka's replicasOnOfflineDirs).
+    offline_replicas: dict[int, frozenset[TopicPartition]] = field(default_factory=dict)
+
+    def live_replicas(self, topic_partition: TopicPartition) -> set[int]:
+        """The live brokers whose replica of the partition is online (Kafka's
+        isReplicaOnline, for every broker at once)."""
+        if not self.offline_replicas:
+            return self.live_brokers
+        return {
+            broker
+            for broker in self.live_brokers
+            if topic_partition not in self.offline_replicas.get(broker, ())
+        }
 
     def replicas(self, topic_partition: TopicPartition) -> list[int]:
         topic, partition = topic_partition
@@ -105,12 +119,14 @@ async def load_context(
         kafka_zk.get_all_topics(),
         kafka_zk.get_topics_pending_deletion(),
     )
+    offline = await kafka_zk.get_offline_replicas(sorted(brokers))
     context = ControllerContext(
         epoch=epoch,
         epoch_zk_version=epoch_zk_version,
         live_brokers=set(brokers),
         broker_epochs={broker_id: epoch for broker_id, (_, epoch) in brokers.items()},
         topics_queued_for_deletion=set(pending_deletion),
+        offline_replicas={broker: found for broker, found in offline.items() if found},
     )
     for topic, (assignment, states) in (await read_topics(kafka_zk, topics)).items():
         context.add_topic(topic, assignment, states)

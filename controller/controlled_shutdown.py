@@ -160,7 +160,10 @@ def _move_leadership(
     if state.leader != broker_id:
         return None  # moved meanwhile (a re-read after a lost race)
     return leader_for_controlled_shutdown(
-        context.replicas(tp), list(state.isr), context.live_brokers, context.shutting_down_brokers
+        context.replicas(tp),
+        list(state.isr),
+        context.live_replicas(tp),
+        context.shutting_down_brokers,
     )
 
 

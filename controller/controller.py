@@ -40,6 +40,7 @@ from controller.events import (
     ControllerEvent,
     ElectLeadersRequested,
     IsrChangeNotification,
+    LogDirEventNotification,
     PartitionModifications,
     PartitionReassignmentIsrChange,
     PreferredReplicaElection,
@@ -51,6 +52,7 @@ from controller.events import (
     ZkPartitionReassignment,
 )
 from controller.isr_change_notification import on_isr_change_notification
+from controller.log_dir_event import on_log_dir_event_notification
 from controller.partition_modification import (
     NewPartitions,
     TopicWatches,
@@ -243,6 +245,8 @@ class Controller:
                 )
             case IsrChangeNotification():
                 await self._on_isr_change_notification(context)
+            case LogDirEventNotification():
+                await self._on_log_dir_event_notification(context)
             case PreferredReplicaElection():
                 machine = self._require_partitions()
                 await on_preferred_replica_election_znode(self._zk, context, machine)
@@ -360,6 +364,9 @@ class Controller:
         # them after the load costs a round trip for the partitions they name, and also
         # covers the retry after a failed ISR change event.)
         await self._on_isr_change_notification(context)
+        # The context was loaded with every broker's offline replicas: notifications left
+        # from before only need deleting, which this does after reconciling what they name.
+        await self._on_log_dir_event_notification(context)
         partitions = self._require_partitions()
         all_topics = sorted(context.assignments)
         await partitions.initialize_partitions(context.partitions_without_state(all_topics))
@@ -395,6 +402,11 @@ class Controller:
     async def _on_isr_change_notification(self, context: ControllerContext) -> None:
         if await on_isr_change_notification(self._zk, context, self._reassignments):
             self._events.enqueue(IsrChangeNotification())
+
+    async def _on_log_dir_event_notification(self, context: ControllerContext) -> None:
+        machine = self._require_partitions()
+        if await on_log_dir_event_notification(self._zk, context, machine):
+            self._events.enqueue(LogDirEventNotification())
 
     async def _on_auto_leader_rebalance(self, context: ControllerContext) -> None:
         try:

@@ -47,6 +47,12 @@ class IsrChangeNotification(ControllerEvent):
 
 
 @dataclass(frozen=True, slots=True)
+class LogDirEventNotification(ControllerEvent):
+    """The children of /log_dir_event_notification changed: a broker's log dir failed and
+    its replicas there went offline."""
+
+
+@dataclass(frozen=True, slots=True)
 class Resign(ControllerEvent):
     """The ZooKeeper session expired: our /controller is gone, stop acting as controller."""
 
@@ -105,6 +111,7 @@ ACTIVE_EVENTS: tuple[type[ControllerEvent], ...] = (
     TopicChange,
     TopicDeletion,
     IsrChangeNotification,
+    LogDirEventNotification,
     Reconcile,
     PreferredReplicaElection,
     ElectLeadersRequested,

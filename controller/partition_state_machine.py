@@ -180,7 +180,7 @@ class PartitionStateMachine:
             return None  # re-read after a lost race: the topic is being deleted
         state = versioned[0]
         replicas = self._context.replicas(tp)
-        live = self._context.live_brokers
+        live = self._context.live_replicas(tp)
         shutting_down = self._context.shutting_down_brokers
         decision = leader_and_isr_after_broker_change(
             state.leader, state.isr, replicas, live, False, shutting_down

@@ -149,7 +149,7 @@ def _election_needed(
     if election_type is ElectionType.PREFERRED:
         replicas = context.replicas(tp)
         return not replicas or leader != replicas[0]
-    return leader == NO_LEADER or leader not in context.live_brokers
+    return leader == NO_LEADER or leader not in context.live_replicas(tp)
 
 
 def _decide(
@@ -168,12 +168,13 @@ def _decide(
     replicas = context.replicas(tp)
     if election_type is ElectionType.PREFERRED:
         decision = elect_preferred_leader(
-            replicas, state.isr, context.live_brokers, context.shutting_down_brokers
+            replicas, state.isr, context.live_replicas(tp), context.shutting_down_brokers
         )
     else:
         # Kafka allows the unclean step only when an operator asked through the API.
         allow_unclean = trigger is ElectionTrigger.ADMIN_CLIENT
-        decision = elect_offline_leader(replicas, state.isr, context.live_brokers, allow_unclean)
+        live = context.live_replicas(tp)
+        decision = elect_offline_leader(replicas, state.isr, live, allow_unclean)
     if decision is None:
         message = (
             f"Failed to elect leader for partition {_name(tp)} under strategy "

@@ -304,7 +304,7 @@ class Reassignments:
             await self._change_state(tp, lambda s: LeaderAndIsr(s.leader, list(s.isr)))  # A
             return
         written = await self._change_state(
-            tp, lambda s: completion_decision(reassignment, s, self._context.live_brokers)
+            tp, lambda s: completion_decision(reassignment, s, self._context.live_replicas(tp))
         )
         if not written:
             log.info("reassignment of %s-%d cannot complete yet (no target replica can lead)", *tp)

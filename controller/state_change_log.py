@@ -22,6 +22,7 @@ class ChangeReason(StrEnum):
     NEW_PARTITION = "new partition"
     BROKER_FAILURE = "broker failure"
     BROKER_STARTUP = "broker startup"
+    LOG_DIR_FAILURE = "log dir failure"
     CONTROLLER_FAILOVER = "controller failover"
     ISR_SHRINK = "ISR shrink"
     ISR_EXPAND = "ISR expand"

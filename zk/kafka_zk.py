@@ -25,6 +25,7 @@ from zk.errors import (
     TopicExistsError,
     ZkError,
 )
+from zk.kafka_zk_log_dirs import LogDirZkMixin
 from zk.kafka_zk_reassignment import ReassignmentZkMixin
 from zk.znodes import (
     PERSISTENT_PATHS,
@@ -94,7 +95,7 @@ def _report_malformed(
     on_malformed(path, error)
 
 
-class KafkaZk(ReassignmentZkMixin):
+class KafkaZk(ReassignmentZkMixin, LogDirZkMixin):
     def __init__(self, client: ZkClient) -> None:
         self.client = client
 

@@ -676,6 +676,50 @@ class LogDirEventNotificationZNode:
         return "/log_dir_event_notification"
 
 
+class LogDirEventNotificationSequenceZNode:
+    """A broker's notice that one of its log dirs failed (Kafka's
+    LogDirEventNotificationSequenceZNode): `{"version":1,"broker":1,"event":1}`."""
+
+    SEQUENCE_PREFIX = "log_dir_event_"
+    LOG_DIR_FAILURE_EVENT = 1
+
+    @classmethod
+    def create_path(cls) -> str:
+        return f"/log_dir_event_notification/{cls.SEQUENCE_PREFIX}"
+
+    @classmethod
+    def encode(cls, broker_id: int) -> bytes:
+        return _dump({"version": 1, "broker": broker_id, "event": cls.LOG_DIR_FAILURE_EVENT})
+
+    @staticmethod
+    def decode(data: bytes) -> int:
+        """The broker the notice is about."""
+        return _int(_load_object(data, "log dir event notification"), "broker", "log dir event")
+
+
+class OfflineReplicasZNode:
+    """Ours (Kafka's controller learns this from LeaderAndIsr responses, which our brokers do
+    not take): the replicas a broker holds in failed log dirs, ephemeral, written before the
+    broker's log dir event notification and before it registers on a new session.
+    `{"version":1,"partitions":[{"topic":"t","partition":0}]}`."""
+
+    @staticmethod
+    def parent_path() -> str:
+        return "/brokers/offline_replicas"
+
+    @classmethod
+    def path(cls, broker_id: int) -> str:
+        return f"{cls.parent_path()}/{broker_id}"
+
+    @staticmethod
+    def encode(partitions: Iterable[tuple[str, int]]) -> bytes:
+        return _encode_partition_list(partitions)
+
+    @staticmethod
+    def decode(data: bytes) -> list[tuple[str, int]]:
+        return _decode_partition_list(data, "offline replicas")
+
+
 class ConsumerPathZNode:
     @staticmethod
     def path() -> str:

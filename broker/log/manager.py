@@ -7,6 +7,12 @@ come and go, so choosing costs the same with 5 logs or 5,000. Paths are absolute
 reports them. A partition may also have a future log (`<t>-<p>.<uuid>-future`) in another
 directory: the copy `replace_current_with_future` swaps in once it has caught up. Checkpoint
 files are per directory and cover both kinds of log.
+
+An I/O error on a log dir (a failed write, flush, checkpoint) is reported with
+`report_failure`, from any thread; the handler set with `on_failure` takes the directory
+offline on the event loop (`take_log_dir_offline`), after which it holds no logs, takes no new
+ones and gets no checkpoints, while the other directories go on (Kafka's
+LogDirFailureChannel and handleLogDirFailure).
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import asyncio
 import logging
 import shutil
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from broker.log.checkpoints import (
@@ -91,6 +97,11 @@ class LogManager:
         self._preferred_log_dirs: dict[TopicPartition, Path] = {}
         self._offline_log_dirs: set[Path] = set()
         self._checkpoint_lock = threading.Lock()
+        # Failure reports come from worker threads too: handed to the loop, once per dir.
+        self._failure_lock = threading.Lock()
+        self._failures_reported: set[Path] = set()
+        self._failure_loop: asyncio.AbstractEventLoop | None = None
+        self._failure_handler: Callable[[Path], None] | None = None
         for log_dir in self.log_dirs:
             log_dir.mkdir(parents=True, exist_ok=True)
 
@@ -110,6 +121,44 @@ class LogManager:
             if str(log_dir) == path:  # Kafka compares the absolute path's text
                 return log_dir
         raise LogDirNotFoundError(f"Failed to find the log directory {path}")
+
+    # -- failed log dirs ------------------------------------------------------------------------
+
+    def on_failure(self, loop: asyncio.AbstractEventLoop, handler: Callable[[Path], None]) -> None:
+        """Call `handler(log_dir)` on `loop` for each log dir that fails from now on."""
+        self._failure_loop, self._failure_handler = loop, handler
+
+    def report_failure(self, log_dir: Path, error: OSError) -> None:
+        """An I/O error on `log_dir` (any thread): the dir is to go offline."""
+        with self._failure_lock:
+            if log_dir in self._failures_reported or log_dir not in self._logs_in_dir:
+                return
+            self._failures_reported.add(log_dir)
+        logger.error("I/O error in log dir %s: %s; taking it offline", log_dir, error)
+        loop, handler = self._failure_loop, self._failure_handler
+        if loop is not None and handler is not None:
+            loop.call_soon_threadsafe(handler, log_dir)
+
+    def take_log_dir_offline(self, log_dir: Path) -> tuple[list[Log], list[Log]]:
+        """Stop using `log_dir`: its current and future logs leave the registry (returned,
+        for the caller to close off the loop; their files stay), and nothing goes there
+        any more."""
+        self._offline_log_dirs.add(log_dir)
+        current = list(self._logs_in_dir[log_dir].values())
+        future = list(self._future_logs_in_dir[log_dir].values())
+        for log in [*current, *future]:
+            self._remove(log)
+        for key, preferred in list(self._preferred_log_dirs.items()):
+            if preferred == log_dir:
+                del self._preferred_log_dirs[key]
+        return current, future
+
+    def flush_log(self, log: Log) -> None:
+        """fsync one log (blocking: run in an executor); an I/O error is reported."""
+        try:
+            log.flush()
+        except OSError as error:
+            self.report_failure(log.directory.parent, error)
 
     def logs_in_dir(self, log_dir: Path) -> list[Log]:
         """The current and future logs in `log_dir` (none when it is offline)."""
@@ -252,9 +301,13 @@ class LogManager:
         if existing is not None:
             return existing
         log_dir = self._next_log_dir(key)
-        opened = await asyncio.to_thread(
-            _create_log, log_dir / log_dir_name(topic, partition), self.default_config
-        )
+        try:
+            opened = await asyncio.to_thread(
+                _create_log, log_dir / log_dir_name(topic, partition), self.default_config
+            )
+        except OSError as error:
+            self.report_failure(log_dir, error)
+            raise KafkaStorageError(f"cannot create {topic}-{partition} in {log_dir}") from error
         raced = self._logs.get(key)
         if raced is not None or not self.is_log_dir_online(log_dir):
             # Opened by another task meanwhile (keep that one), or the dir failed meanwhile.
@@ -288,9 +341,13 @@ class LogManager:
         key = (topic, partition)
         if key in self._future_logs:
             raise LogCorruptError(f"{topic}-{partition} already has a future log")
-        future = await asyncio.to_thread(
-            _create_log, log_dir / future_dir_name(topic, partition), config
-        )
+        try:
+            future = await asyncio.to_thread(
+                _create_log, log_dir / future_dir_name(topic, partition), config
+            )
+        except OSError as error:
+            self.report_failure(log_dir, error)
+            raise KafkaStorageError(f"cannot create a future log in {log_dir}") from error
         if key in self._future_logs or not self.is_log_dir_online(log_dir):
             await asyncio.to_thread(future.delete)
             raise KafkaStorageError(f"could not create the future log of {topic}-{partition}")
@@ -382,7 +439,7 @@ class LogManager:
     def flush_all(self) -> None:
         """fsync every log (blocking: run in an executor)."""
         for log in [*self.all_logs(), *self.all_future_logs()]:
-            log.flush()
+            self.flush_log(log)
 
     def checkpoint(self) -> None:
         """Write recovery-point and log-start-offset checkpoints of every log dir."""
@@ -417,15 +474,27 @@ class LogManager:
         """replication-offset-checkpoint of every log dir (blocking: run in an executor)."""
         with self._checkpoint_lock:
             for log_dir, high_watermarks in snapshot.items():
-                write_offset_checkpoint(log_dir / REPLICATION_OFFSET_CHECKPOINT, high_watermarks)
+                try:
+                    write_offset_checkpoint(
+                        log_dir / REPLICATION_OFFSET_CHECKPOINT, high_watermarks
+                    )
+                except OSError as error:
+                    self.report_failure(log_dir, error)
 
     def write_checkpoints(self, snapshot: CheckpointSnapshot) -> None:
         # One writer at a time: each file goes through the same .tmp name.
         with self._checkpoint_lock:
             for log_dir, (recovery_points, log_start_offsets, high_watermarks) in snapshot.items():
-                write_offset_checkpoint(log_dir / RECOVERY_POINT_CHECKPOINT, recovery_points)
-                write_offset_checkpoint(log_dir / LOG_START_OFFSET_CHECKPOINT, log_start_offsets)
-                write_offset_checkpoint(log_dir / REPLICATION_OFFSET_CHECKPOINT, high_watermarks)
+                try:
+                    write_offset_checkpoint(log_dir / RECOVERY_POINT_CHECKPOINT, recovery_points)
+                    write_offset_checkpoint(
+                        log_dir / LOG_START_OFFSET_CHECKPOINT, log_start_offsets
+                    )
+                    write_offset_checkpoint(
+                        log_dir / REPLICATION_OFFSET_CHECKPOINT, high_watermarks
+                    )
+                except OSError as error:
+                    self.report_failure(log_dir, error)
 
     def shutdown(self) -> None:
         """Flush, checkpoint, close, then mark each log dir as cleanly shut down."""

@@ -116,6 +116,8 @@ class ReplicaManager:
         if self._broker_id not in replicas:
             self.stop_replica(key)
             return
+        if key in self._offline:
+            return  # its log is in a failed log dir: never re-created elsewhere (Kafka's)
         if removing:
             self._removing[key] = frozenset(removing)
         else:
@@ -203,7 +205,7 @@ class ReplicaManager:
         """Open this partition's log (dropping one left over from a deleted incarnation) with
         the disk work on worker threads, so that `apply_state` then finds it ready."""
         key = (topic, partition)
-        if key in self._partitions or self._prepared.get(key) == topic_id:
+        if key in self._partitions or key in self._offline or self._prepared.get(key) == topic_id:
             return
         replica_log = await self._log_manager.open_log_off_loop(topic, partition)
         stored_id = await asyncio.to_thread(read_topic_id, replica_log.directory)
@@ -249,6 +251,21 @@ class ReplicaManager:
             write_topic_id(replica_log.directory, topic_id)
         return replica_log
 
+    def take_offline(self, keys: Iterable[tuple[str, int]]) -> None:
+        """These replicas' log dir failed: stop serving and following them (requests get
+        KAFKA_STORAGE_ERROR) and never re-create them (Kafka's markPartitionOffline)."""
+        for key in keys:
+            self.stop_replica(key)
+            self._prepared.pop(key, None)
+            self._offline.add(key)
+
+    @property
+    def offline_replicas(self) -> frozenset[tuple[str, int]]:
+        return frozenset(self._offline)
+
+    def report_io_error(self, replica_log: Log, error: OSError) -> None:
+        self._log_manager.report_failure(replica_log.directory.parent, error)
+
     def stop_replica(self, key: tuple[str, int]) -> None:
         stopped = self._partitions.pop(key, None)
         if stopped is not None:
@@ -267,6 +284,7 @@ class ReplicaManager:
         self.stop_replica(key)
         self._prepared.pop(key, None)
         self._removing.pop(key, None)
+        self._offline.discard(key)  # its files stay on the failed disk; nothing to serve
         if self._log_manager.get_log(topic, partition) is not None:
             await self._log_manager.delete_log_off_loop(topic, partition)
             log.info("%s-%d: no longer assigned to this broker: log deleted", topic, partition)
@@ -287,6 +305,7 @@ class ReplicaManager:
             self.stop_replica(key)
         for key in [k for k in self._prepared if k[0] == topic]:
             del self._prepared[key]
+        self._offline = {key for key in self._offline if key[0] != topic}
         for replica_log in self._log_manager.all_logs():
             if replica_log.topic == topic:
                 await self._log_manager.delete_log_off_loop(topic, replica_log.partition)
@@ -299,6 +318,8 @@ class ReplicaManager:
     ) -> tuple[Partition | None, ErrorCode]:
         current = self._partitions.get((topic, partition))
         if current is None:
+            if (topic, partition) in self._offline:
+                return None, ErrorCode.kafka_storage_error
             if self._partition_exists(topic, partition):
                 return None, ErrorCode.not_leader_or_follower
             return None, ErrorCode.unknown_topic_or_partition
@@ -330,6 +351,7 @@ class ReplicaManager:
             return AppendResult(ErrorCode(record_error.error_code), None, str(record_error))
         except OSError as error:
             log.error("write to %s-%d failed: %s", topic, partition, error)
+            self.report_io_error(current.log, error)
             return AppendResult(ErrorCode.kafka_storage_error, None, str(error))
         current.waiters.on_append()
         self._after_high_watermark_check(current)
@@ -365,6 +387,9 @@ class ReplicaManager:
             records = replica_log.read(fetch_offset, max_bytes, max_offset, min_one_batch)
         except OffsetOutOfRangeError:
             return _positions(ErrorCode.offset_out_of_range, current)
+        except OSError as error:
+            self.report_io_error(replica_log, error)
+            return ReadResult(ErrorCode.kafka_storage_error)
         return ReadResult(
             ErrorCode.none,
             records,
@@ -461,7 +486,11 @@ class ReplicaManager:
         self, partition: Partition, records: bytes, high_watermark: int, log_start_offset: int
     ) -> None:
         if records:
-            partition.log.append_as_follower(records)
+            try:
+                partition.log.append_as_follower(records)
+            except OSError as error:
+                self.report_io_error(partition.log, error)
+                raise
         if log_start_offset > partition.log.log_start_offset:
             partition.log.increment_log_start_offset(log_start_offset)
         # A follower's high watermark never runs ahead of its own log.

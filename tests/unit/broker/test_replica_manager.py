@@ -1,3 +1,4 @@
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -83,3 +84,16 @@ def test_same_or_missing_topic_id_keeps_the_log(tmp_path: Path, stored: str | No
     restarted.apply_state("t", TOPIC_ID, 0, [1], _state(leader=1, epoch=0), LogConfig())
     partition = restarted.get("t", 0)
     assert partition is not None and partition.log.log_end_offset == 1
+
+
+def test_offline_replica_answers_storage_error_and_is_never_recreated(tmp_path: Path) -> None:
+    manager = _manager(tmp_path, known={("t", 0)})
+    manager.apply_state("t", TOPIC_ID, 0, [1, 2], _state(leader=1, epoch=1), LogConfig())
+    manager.take_offline([("t", 0)])
+    assert manager.get("t", 0) is None and manager.is_offline(("t", 0))
+    assert manager.append("t", 0, _records(b"x")).error_code == ErrorCode.kafka_storage_error
+    assert manager.read("t", 0, 0, 100, True).error_code == ErrorCode.kafka_storage_error
+    manager.apply_state("t", TOPIC_ID, 0, [1, 2], _state(leader=1, epoch=2), LogConfig())
+    assert manager.get("t", 0) is None  # not re-created in another log dir
+    asyncio.run(manager.delete_topic("t"))
+    assert not manager.is_offline(("t", 0))  # a re-created topic may live here again

@@ -8,7 +8,8 @@ Each `FakeKafkaZk` is one broker's session on it. The controller-relevant semant
 - watch callbacks run on the asyncio loop, later (loop.call_soon), like the real client's;
 - expiring a session deletes its ephemerals and tells its listeners "LOST";
 - ISR change notifications are sequential children of /isr_change_notification holding
-  Kafka's JSON, read and deleted like the real ones (creation and deletion fire the watch).
+  Kafka's JSON, read and deleted like the real ones (creation and deletion fire the watch);
+  log dir event notifications likewise, with each broker's offline replica list.
 Faults: `FakeKafkaZk.fail_next` makes one session's next calls of a method raise (e.g. a
 connection loss); `FakeZkStore.failing` makes a method fail for every session until removed.
 """
@@ -41,6 +42,7 @@ BROKER_IDS = "/brokers/ids"
 TOPICS = "/brokers/topics"
 DELETE_TOPICS = "/admin/delete_topics"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
+LOG_DIR_EVENT_NOTIFICATION = "/log_dir_event_notification"
 REASSIGN_PARTITIONS = "/admin/reassign_partitions"
 PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
 
@@ -77,6 +79,10 @@ class FakeZkStore:
     # child name (isr_change_<10-digit seq>) -> data, as /isr_change_notification holds them
     isr_change_notifications: dict[str, bytes] = field(default_factory=dict)
     next_isr_change_sequence: int = 0
+    # log_dir_event_<10-digit seq> -> the broker named, and each broker's offline replicas
+    log_dir_events: dict[str, int] = field(default_factory=dict)
+    next_log_dir_event_sequence: int = 0
+    offline_replicas: dict[int, frozenset[tuple[str, int]]] = field(default_factory=dict)
     # Conditional writes of a partition state refused for a stale zkVersion (BadVersionError).
     bad_version_writes: int = 0
     # /admin/preferred_replica_election: (raw data, zkVersion), None when absent
@@ -118,6 +124,7 @@ class FakeZkStore:
     def kill_broker(self, broker_id: int) -> None:
         """The broker's ephemeral registration disappears (crash, session expiry)."""
         del self.brokers[broker_id]
+        self.offline_replicas.pop(broker_id, None)  # ephemeral too
         self.fire("children", BROKER_IDS)
 
     def delete_controller(self) -> None:
@@ -142,6 +149,14 @@ class FakeZkStore:
         self.isr_change_notifications[name] = data
         self.fire("children", ISR_CHANGE_NOTIFICATION)
         return name
+
+    def fail_log_dir(self, broker_id: int, offline: Iterable[tuple[str, int]]) -> None:
+        """What a broker whose log dir failed writes: its offline replicas, then the event."""
+        self.offline_replicas[broker_id] = frozenset(offline)
+        name = f"log_dir_event_{self.next_log_dir_event_sequence:010d}"
+        self.next_log_dir_event_sequence += 1
+        self.log_dir_events[name] = broker_id
+        self.fire("children", LOG_DIR_EVENT_NOTIFICATION)
 
     def request_preferred_replica_election(self, data: bytes) -> None:
         """What an operator creating /admin/preferred_replica_election does."""
@@ -404,6 +419,29 @@ class FakeKafkaZk:
         ]
         if removed:
             self.store.fire("children", ISR_CHANGE_NOTIFICATION)
+
+    async def get_log_dir_event_notifications(self) -> list[str]:
+        self._ensure_open("get_log_dir_event_notifications")
+        return sorted(self.store.log_dir_events)
+
+    async def read_log_dir_event_brokers(self, names: Sequence[str]) -> list[int]:
+        self._ensure_open("read_log_dir_event_brokers")
+        found = [self.store.log_dir_events.get(name) for name in names]
+        return list(dict.fromkeys(b for b in found if b is not None))
+
+    async def delete_log_dir_event_notifications(
+        self, epoch_zk_version: int, names: Iterable[str]
+    ) -> None:
+        self._fenced(epoch_zk_version, "delete_log_dir_event_notifications")
+        removed = [n for n in names if self.store.log_dir_events.pop(n, None) is not None]
+        if removed:
+            self.store.fire("children", LOG_DIR_EVENT_NOTIFICATION)
+
+    async def get_offline_replicas(
+        self, broker_ids: Iterable[int]
+    ) -> dict[int, frozenset[tuple[str, int]]]:
+        self._ensure_open("get_offline_replicas")
+        return {b: self.store.offline_replicas.get(b, frozenset()) for b in broker_ids}
 
     async def get_preferred_replica_election(self) -> tuple[list[tuple[str, int]], int] | None:
         self._ensure_open("get_preferred_replica_election")

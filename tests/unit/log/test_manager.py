@@ -9,7 +9,12 @@ import pytest
 from broker.log.batch import assign_offsets
 from broker.log.checkpoints import RECOVERY_POINT_CHECKPOINT, read_offset_checkpoint
 from broker.log.log import Log
-from broker.log.manager import CLEAN_SHUTDOWN_FILE, LogDirNotFoundError, LogManager
+from broker.log.manager import (
+    CLEAN_SHUTDOWN_FILE,
+    KafkaStorageError,
+    LogDirNotFoundError,
+    LogManager,
+)
 from broker.log.records import decode_records
 
 from .support import SMALL_CONFIG, make_batch
@@ -236,3 +241,50 @@ def _batch_at(base_offset: int, count: int) -> bytearray:
     batch = make_batch(count)
     assign_offsets(batch, base_offset, 5)
     return batch
+
+
+def test_offline_log_dir_takes_no_new_logs_and_no_checkpoints(tmp_path: Path) -> None:
+    manager = _manager(tmp_path)
+    kept = manager.get_or_create_log("t", 0)  # d1
+    lost = manager.get_or_create_log("t", 1)  # d2
+    current, future = manager.take_log_dir_offline(tmp_path / "d2")
+    assert current == [lost] and future == []
+    assert manager.get_log("t", 1) is None and manager.all_logs() == [kept]
+    assert not manager.is_log_dir_online(tmp_path / "d2")
+    assert [manager.get_or_create_log("u", p).directory.parent.name for p in range(2)] == [
+        "d1",
+        "d1",
+    ]
+    assert set(manager.checkpoint_snapshot()) == {tmp_path / "d1"}
+    lost.close()
+    manager.shutdown()
+    assert not (tmp_path / "d2" / CLEAN_SHUTDOWN_FILE).exists()
+
+
+def test_checkpoint_error_reports_that_dir_once_and_writes_the_others(tmp_path: Path) -> None:
+    manager = _manager(tmp_path)
+    manager.get_or_create_log("t", 0)  # d1
+    manager.get_or_create_log("t", 1)  # d2
+    failed: list[Path] = []
+
+    async def scenario() -> None:
+        manager.on_failure(asyncio.get_running_loop(), failed.append)
+        snapshot = manager.checkpoint_snapshot()
+        broken = tmp_path / "d2"
+        broken.rename(tmp_path / "d2.gone")
+        broken.write_text("a file now")
+        await asyncio.to_thread(manager.write_checkpoints, snapshot)
+        await asyncio.to_thread(manager.write_checkpoints, snapshot)
+        await asyncio.sleep(0)  # the handler runs on the loop
+
+    asyncio.run(scenario())
+    assert failed == [tmp_path / "d2"]
+    assert ("t", 0) in read_offset_checkpoint(tmp_path / "d1" / RECOVERY_POINT_CHECKPOINT)
+
+
+def test_all_log_dirs_offline_is_a_storage_error_for_new_logs(tmp_path: Path) -> None:
+    manager = _manager(tmp_path)
+    manager.take_log_dir_offline(tmp_path / "d1")
+    manager.take_log_dir_offline(tmp_path / "d2")
+    with pytest.raises(KafkaStorageError):
+        manager.get_or_create_log("t", 0)

@@ -18,6 +18,8 @@ from zk.znodes import (
     ControllerZNode,
     FeatureZNode,
     IsrChangeNotificationSequenceZNode,
+    LogDirEventNotificationSequenceZNode,
+    OfflineReplicasZNode,
     PartitionState,
     ProducerIdBlockZNode,
     TopicAssignment,
@@ -317,3 +319,21 @@ def test_feature_znode_as_kafka_3_9_writes_it() -> None:
         b'{"features":{"f":{"min_version_level":1,"max_version_level":3}},"version":1,"status":0}'
     )
     assert FeatureZNode.decode(version_1) == (1, 0, {"f": 3})
+
+
+def test_log_dir_event_notification_is_kafkas_json() -> None:
+    event = LogDirEventNotificationSequenceZNode
+    assert event.create_path() == "/log_dir_event_notification/log_dir_event_"
+    assert event.encode(3) == b'{"version":1,"broker":3,"event":1}'
+    assert event.decode(event.encode(3)) == 3
+    with pytest.raises(ZnodeDecodeError):
+        event.decode(b'{"version":1,"event":1}')
+
+
+def test_offline_replicas_znode_round_trip() -> None:
+    assert OfflineReplicasZNode.path(3) == "/brokers/offline_replicas/3"
+    data = OfflineReplicasZNode.encode([("t", 0), ("u.v", 2)])
+    assert data == (
+        b'{"version":1,"partitions":[{"topic":"t","partition":0},{"topic":"u.v","partition":2}]}'
+    )
+    assert OfflineReplicasZNode.decode(data) == [("t", 0), ("u.v", 2)]
