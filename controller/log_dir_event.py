@@ -32,7 +32,7 @@ async def on_log_dir_event_notification(
     if not names:
         return False
     batch = names[:MAX_LOG_DIR_EVENTS_PER_EVENT]
-    brokers = [b for b in await kafka_zk.read_log_dir_event_brokers(batch)]
+    brokers = await kafka_zk.read_log_dir_event_brokers(batch)
     live = sorted(b for b in brokers if b in context.live_brokers)
     if live:
         found = await kafka_zk.get_offline_replicas(live)

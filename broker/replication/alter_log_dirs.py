@@ -111,6 +111,10 @@ class ReplicaAlterLogDirs:
         except OSError as error:
             self._report(log_dir, error)
             return ErrorCode.kafka_storage_error
+        if self._hosted(key) is not partition:
+            # Deleted, or taken offline, while the future log was being created.
+            await self._log_manager.delete_future_log_off_loop(*key)
+            return ErrorCode.replica_not_available
         log.info("%s-%d: moving from %s to %s", *key, partition.log.directory.parent, log_dir)
         self.resume([key])
         return ErrorCode.none
