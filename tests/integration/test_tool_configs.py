@@ -121,8 +121,7 @@ def test_topic_configs_alter_and_describe(cluster: ClusterHandle) -> None:
         " DEFAULT_CONFIG:log.cleanup.policy=delete}",
         # As Kafka: log.retention.ms has no default (log.retention.hours has), so no
         # broker layer follows the override.
-        "  retention.ms=60000 sensitive=false"
-        " synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=60000}",
+        "  retention.ms=60000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=60000}",
     ]
     missing = _tool(
         "kafka-configs", "--bootstrap-server", cluster.bootstrap, "--topic", topic,
