@@ -33,9 +33,22 @@ def base_properties(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
     return properties
 
 
-def render_properties(spec: ClusterSpec, broker_id: int) -> str:
+# A --set value may name the broker's own directory, so that one override gives every
+# broker its own paths (--set log.dirs={broker_dir}/disk-a,{broker_dir}/disk-b).
+BROKER_DIR_PLACEHOLDER = "{broker_dir}"
+
+
+def broker_properties(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
+    """Base keys and every --set override, with {broker_dir} expanded."""
+    directory = str(broker_dir(Path(spec.directory), broker_id))
     merged = base_properties(spec, broker_id)
-    merged.update(spec.overrides)
+    for key, value in spec.overrides.items():
+        merged[key] = value.replace(BROKER_DIR_PLACEHOLDER, directory)
+    return merged
+
+
+def render_properties(spec: ClusterSpec, broker_id: int) -> str:
+    merged = broker_properties(spec, broker_id)
     lines = [f"# Written by scripts/cluster for broker {broker_id}; --set overrides included."]
     lines += [f"{key}={value}" for key, value in merged.items()]
     return "\n".join(lines) + "\n"
@@ -45,7 +58,9 @@ def prepare_broker(spec: ClusterSpec, broker_id: int, java: str) -> list[str]:
     """Write server.properties for `broker_id`; return the command that runs the broker
     (ours, or Apache Kafka's with `--impl kafka`)."""
     directory = broker_dir(Path(spec.directory), broker_id)
-    (directory / "data").mkdir(parents=True, exist_ok=True)
+    directory.mkdir(parents=True, exist_ok=True)
+    for log_dir in broker_properties(spec, broker_id)["log.dirs"].split(","):
+        Path(log_dir.strip()).mkdir(parents=True, exist_ok=True)
     properties_path = directory / "server.properties"
     properties_path.write_text(render_properties(spec, broker_id))
     if spec.impl == "kafka":

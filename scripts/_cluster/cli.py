@@ -52,7 +52,14 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--brokers", type=_positive, default=3)
     up.add_argument("--port-base", type=_port, default=9092)
     up.add_argument("--zk-port-base", type=_port, default=2181)
-    up.add_argument("--set", type=_key_value, action="append", default=[], metavar="KEY=VALUE")
+    up.add_argument(
+        "--set",
+        type=_key_value,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a server.properties override; {broker_dir} becomes each broker's directory",
+    )
     up.add_argument(
         "--impl",
         choices=kafka_reference.IMPLEMENTATIONS,
