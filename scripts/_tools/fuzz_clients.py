@@ -26,7 +26,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     NewTopic,
     OffsetSpec,
 )
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartitionReplica
 from kafka import TopicPartition as KafkaPythonPartition
 from kafka.admin import ConfigResource as KafkaPythonConfigResource
 from kafka.admin import ConfigResourceType
@@ -168,12 +168,19 @@ def _kafka_python_commit(bootstrap: str, topic: str) -> None:
         admin.close()
 
 
+MISSING_LOG_DIR = "/nonexistent/fuzz-log-dir"
+
+
 def _kafka_python_records_admin(bootstrap: str, topic: str) -> None:
-    """DeleteRecords (below the first record the produce step wrote) and DescribeLogDirs."""
+    """DeleteRecords (below the first record the produce step wrote), DescribeLogDirs and an
+    AlterReplicaLogDirs to a dir no broker has (LOG_DIR_NOT_FOUND: a valid request that moves
+    nothing)."""
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="fuzz-rec-kafka-python")
     try:
         admin.delete_records({KafkaPythonPartition(topic, 0): 1})
-        admin.describe_log_dirs()
+        described = admin.describe_log_dirs()
+        replica = TopicPartitionReplica(topic, 0, described[0]["broker"])
+        admin.alter_replica_log_dirs({replica: MISSING_LOG_DIR})
     finally:
         admin.close()
 

@@ -27,8 +27,12 @@ def test_up_prints_the_contract_lines(kafka_cluster: ClusterHandle) -> None:
 def test_the_brokers_are_apache_kafka(kafka_cluster: ClusterHandle) -> None:
     command = (kafka_cluster.dir / "cluster.json").read_text()
     assert "kafka.Kafka" in command
-    log = kafka_cluster.broker_log(1).read_text(errors="replace")
-    assert "Kafka version: 3.9." in log, log[-2000:]
+    # Kafka logs its version once start-up is complete, which may be after it registered.
+    wait_until(
+        lambda: "Kafka version: 3.9." in kafka_cluster.broker_log(1).read_text(errors="replace"),
+        CLIENT_TIMEOUT_S,
+        "broker 1's log to name Kafka version 3.9",
+    )
 
 
 def test_kafka_python_produces_and_consumes(kafka_cluster: ClusterHandle) -> None:
