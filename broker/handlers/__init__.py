@@ -42,7 +42,7 @@ def build_registry() -> Registry:
     # (api_key, name, advertised min, advertised max, lowest version kio can decode)
     return Registry(
         [
-            ApiSpec(0, "Produce", 0, 9, 3, produce.handle),
+            ApiSpec(0, "Produce", 0, 9, 0, produce.handle),
             ApiSpec(1, "Fetch", 0, 12, 4, fetch.handle),
             ApiSpec(2, "ListOffsets", 0, 7, 1, list_offsets.handle),
             ApiSpec(3, "Metadata", 0, 11, 0, metadata.handle),

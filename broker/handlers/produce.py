@@ -1,4 +1,4 @@
-"""Produce: advertised v0-v9, implemented v3-v9 (record batch v2 only).
+"""Produce v0-v9 (v0-v2 message sets are converted to record batches v2 first).
 
 acks=0 sends no response; acks=1 answers once the leader has appended; acks=-1 refuses with
 NOT_ENOUGH_REPLICAS before appending when the ISR is smaller than min.insync.replicas, then
@@ -16,6 +16,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.handlers import legacy_produce
 from broker.handlers.metadata import INTERNAL_TOPICS
 from broker.log.batch import check_compressed_records, is_compressed
 from broker.log.errors import RecordError
@@ -30,7 +31,10 @@ VALID_ACKS = (-1, 0, 1)
 
 async def handle(context: RequestContext, request: Any) -> Any:
     acks = request.acks
+    request, legacy_errors = await legacy_produce.convert_request(context, request)
     checked, compressed_errors = await _check_compressed_off_loop(context, request)
+    for (topic_name, index), e in legacy_errors.items():
+        compressed_errors[(topic_name, index)] = _error(index, ErrorCode(e.error_code), str(e))
     responses = [
         {
             "name": topic.name,

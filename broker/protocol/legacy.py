@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
-from kio.static.primitive import i16, i64
+from kio.static.primitive import i16, i32, i64
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +42,12 @@ class Derivation:
 
 _SAME_AS_V1 = Derivation(base_version=1)
 _SAME_AS_V2 = Derivation(base_version=2)
+_SAME_AS_V3 = Derivation(base_version=3)
+_FETCH_V4_PARTITION_FIELDS = frozenset({"last_stable_offset", "aborted_transactions"})
+_FETCH_V1_V2 = (
+    Derivation(4, drop={"FetchRequest": frozenset({"isolation_level", "max_bytes"})}),
+    Derivation(4, drop={"PartitionData": _FETCH_V4_PARTITION_FIELDS}),
+)
 
 # (api key, version) -> (request derivation, response derivation)
 LEGACY_VERSIONS: dict[tuple[int, int], tuple[Derivation, Derivation]] = {
@@ -111,6 +117,74 @@ LEGACY_VERSIONS: dict[tuple[int, int], tuple[Derivation, Derivation]] = {
     (20, 0): (
         _SAME_AS_V1,
         Derivation(1, drop={"DeleteTopicsResponse": frozenset({"throttle_time"})}),
+    ),
+    # Produce v0-v2 carry no transactional id; responses gained a throttle time in v1 and a
+    # log append time in v2 (v2 answers as v3 does).
+    (0, 0): (
+        Derivation(3, drop={"ProduceRequest": frozenset({"transactional_id"})}),
+        Derivation(
+            3,
+            drop={
+                "ProduceResponse": frozenset({"throttle_time"}),
+                "PartitionProduceResponse": frozenset({"log_append_time"}),
+            },
+        ),
+    ),
+    (0, 1): (
+        Derivation(3, drop={"ProduceRequest": frozenset({"transactional_id"})}),
+        Derivation(3, drop={"PartitionProduceResponse": frozenset({"log_append_time"})}),
+    ),
+    (0, 2): (Derivation(3, drop={"ProduceRequest": frozenset({"transactional_id"})}), _SAME_AS_V3),
+    # Fetch v0-v3 have no isolation level (v0-v2 no response size limit either) and answer no
+    # last stable offset or aborted transactions; v0 answers no throttle time.
+    (1, 0): (
+        Derivation(4, drop={"FetchRequest": frozenset({"isolation_level", "max_bytes"})}),
+        Derivation(
+            4,
+            drop={
+                "FetchResponse": frozenset({"throttle_time"}),
+                "PartitionData": _FETCH_V4_PARTITION_FIELDS,
+            },
+        ),
+    ),
+    (1, 1): _FETCH_V1_V2,
+    (1, 2): _FETCH_V1_V2,
+    (1, 3): (
+        Derivation(4, drop={"FetchRequest": frozenset({"isolation_level"})}),
+        Derivation(4, drop={"PartitionData": _FETCH_V4_PARTITION_FIELDS}),
+    ),
+    # ListOffsets v0 asks for up to max_num_offsets offsets and answers them as an array.
+    (2, 0): (
+        Derivation(
+            1,
+            add={
+                "ListOffsetsPartition": (
+                    AddedField("max_num_offsets", i32, "int32", "timestamp", i32(1)),
+                )
+            },
+        ),
+        Derivation(
+            1,
+            drop={"ListOffsetsPartitionResponse": frozenset({"timestamp", "offset"})},
+            add={
+                "ListOffsetsPartitionResponse": (
+                    AddedField("old_style_offsets", tuple[i64, ...], "int64", "error_code", ()),
+                )
+            },
+        ),
+    ),
+    # DescribeConfigs v0 has no synonyms and answers is_default instead of a config source.
+    (32, 0): (
+        Derivation(1, drop={"DescribeConfigsRequest": frozenset({"include_synonyms"})}),
+        Derivation(
+            1,
+            drop={"DescribeConfigsResourceResult": frozenset({"config_source", "synonyms"})},
+            add={
+                "DescribeConfigsResourceResult": (
+                    AddedField("is_default", bool, "bool", "read_only", False),
+                )
+            },
+        ),
     ),
 }
 
