@@ -179,7 +179,7 @@ _DEFS: list[ConfigDef] = [
     # down-conversion, preallocation, roll jitter, timestamp bounds), and tuning knobs of
     # Kafka's JVM machinery (threads, purgatories, buffers, request timeouts).
     ConfigDef("log.message.format.version", _str, "3.0-IV1", used=False),
-    ConfigDef("log.message.downconversion.enable", _bool, True, used=False),
+    ConfigDef("log.message.downconversion.enable", _bool, True),
     ConfigDef(
         "log.message.timestamp.difference.max.ms", _int, LONG_MAX, used=False, type_name="LONG"
     ),

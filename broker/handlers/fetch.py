@@ -1,4 +1,4 @@
-"""Fetch: advertised v0-v12, implemented v4-v12, with incremental fetch sessions (KIP-227).
+"""Fetch v0-v12, with incremental fetch sessions (KIP-227); v0-v3 answer old message formats.
 
 Consumers read up to the high watermark; followers (`replica_id` >= 0) read up to the log end,
 and their fetch offset is how the leader learns how far they have come. The response holds
@@ -17,6 +17,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.handlers import legacy_fetch
 from broker.network.context import RequestContext
 from broker.protocol import adapter, fetch_encoding
 from broker.protocol.registry import response_class
@@ -45,6 +46,9 @@ async def handle(context: RequestContext, request: Any) -> Any:
             [key for key, _ in positions], remaining_s, follower=replica_id >= 0
         )
     session_id, answered = fetch_context.respond(sessions, results, replica_id >= 0, _now_ms())
+    if legacy_fetch.needs_conversion(context.api_version):
+        offsets = {key: position.fetch_offset for key, position in positions}
+        answered = await legacy_fetch.convert(context, answered, offsets)
     return _response(context.api_version, ErrorCode.none, session_id, _by_topic(answered))
 
 

@@ -1,0 +1,142 @@
+"""Old message formats (magic 0 and 1) with real old-protocol clients, as librdkafka's
+0052_msg_timestamps test drives them: `api.version.request=false` with
+`broker.version.fallback` 0.9.0 (Produce v0-v1 and Fetch v0-v1: magic 0, no timestamps) or
+0.10.0 (Produce v2 and Fetch v2: magic 1, timestamps), with every codec old formats have.
+
+The broker stores record batches v2 only: produce converts up, fetch converts down. A modern
+client reading the same topic sees what was stored (CreateTime kept, -1 for magic 0; the
+broker's time for LogAppendTime topics)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from confluent_kafka import (
+    TIMESTAMP_CREATE_TIME,
+    TIMESTAMP_LOG_APPEND_TIME,
+    TIMESTAMP_NOT_AVAILABLE,
+    Consumer,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.integration.conftest import ClusterHandle
+
+TIMEOUT_S = 60
+COUNT = 20
+CREATE_TIME_MS = 1_234_567_890_000  # far from now: proves the producer's timestamp is kept
+NO_TIMESTAMP = -1
+FALLBACKS = {"0.9.0": 0, "0.10.0": 1}  # -> the magic it writes and reads
+CODECS = ("none", "gzip", "snappy", "lz4")
+
+
+@pytest.fixture(scope="module")
+def old_cluster(make_cluster_module: Callable[..., ClusterHandle]) -> ClusterHandle:
+    return make_cluster_module(brokers=1)
+
+
+def _create_topic(cluster: ClusterHandle, timestamp_type: str) -> str:
+    topic = f"old-format-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    new_topic = NewTopic(topic, 1, 1, config={"message.timestamp.type": timestamp_type})
+    admin.create_topics([new_topic])[topic].result(timeout=TIMEOUT_S)
+    return topic
+
+
+def _old_config(cluster: ClusterHandle, fallback: str) -> dict[str, Any]:
+    return {
+        "bootstrap.servers": cluster.bootstrap,
+        "api.version.request": False,
+        "broker.version.fallback": fallback,
+    }
+
+
+def _produce(config: dict[str, Any], topic: str, codec: str) -> list[int]:
+    producer = Producer({**config, "compression.codec": codec, "linger.ms": 20, "acks": 1})
+    offsets: list[int] = []
+    errors: list[str] = []
+
+    def report(error: Any, message: Any) -> None:
+        if error is not None:
+            errors.append(str(error))
+        else:
+            offsets.append(message.offset())
+
+    for index in range(COUNT):
+        producer.produce(
+            topic,
+            key=f"k{index}".encode(),
+            value=f"value-{index}".encode() * 20,
+            timestamp=CREATE_TIME_MS + index,
+            on_delivery=report,
+        )
+    assert producer.flush(TIMEOUT_S) == 0 and not errors, errors[:3]
+    return sorted(offsets)
+
+
+def _consume(config: dict[str, Any], topic: str) -> list[Any]:
+    consumer = Consumer({**config, "group.id": f"g-{topic}", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    received: list[Any] = []
+    deadline = time.monotonic() + TIMEOUT_S
+    try:
+        while len(received) < COUNT and time.monotonic() < deadline:
+            for message in consumer.consume(num_messages=100, timeout=0.5):
+                assert message.error() is None, message.error()
+                received.append(message)
+    finally:
+        consumer.close()
+    assert len(received) == COUNT, f"read {len(received)} of {COUNT}"
+    return received
+
+
+def _modern(cluster: ClusterHandle) -> dict[str, Any]:
+    return {"bootstrap.servers": cluster.bootstrap}
+
+
+@pytest.mark.parametrize("codec", CODECS)
+@pytest.mark.parametrize("fallback", list(FALLBACKS))
+def test_old_producer_and_consumer_on_a_create_time_topic(
+    old_cluster: ClusterHandle, fallback: str, codec: str
+) -> None:
+    topic = _create_topic(old_cluster, "CreateTime")
+    old = _old_config(old_cluster, fallback)
+    assert _produce(old, topic, codec) == list(range(COUNT))
+    magic = FALLBACKS[fallback]
+    stored = _consume(_modern(old_cluster), topic)
+    expected_ms = [CREATE_TIME_MS + i if magic else NO_TIMESTAMP for i in range(COUNT)]
+    assert [m.timestamp()[1] for m in stored] == expected_ms
+    assert [m.value() for m in stored] == [f"value-{i}".encode() * 20 for i in range(COUNT)]
+    read = _consume(old, topic)
+    assert [m.offset() for m in read] == list(range(COUNT))
+    assert [m.key() for m in read] == [f"k{i}".encode() for i in range(COUNT)]
+    if magic == 0:
+        assert all(m.timestamp()[0] == TIMESTAMP_NOT_AVAILABLE for m in read)
+    else:
+        assert [m.timestamp() for m in read] == [(TIMESTAMP_CREATE_TIME, t) for t in expected_ms]
+
+
+@pytest.mark.parametrize("codec", CODECS)
+@pytest.mark.parametrize("fallback", list(FALLBACKS))
+def test_old_producer_and_consumer_on_a_log_append_time_topic(
+    old_cluster: ClusterHandle, fallback: str, codec: str
+) -> None:
+    topic = _create_topic(old_cluster, "LogAppendTime")
+    old = _old_config(old_cluster, fallback)
+    before_ms = int(time.time() * 1000)
+    assert _produce(old, topic, codec) == list(range(COUNT))
+    after_ms = int(time.time() * 1000)
+    stored = _consume(_modern(old_cluster), topic)
+    assert all(before_ms - 1000 <= m.timestamp()[1] <= after_ms + 1000 for m in stored)
+    read = _consume(old, topic)
+    assert [m.value() for m in read] == [f"value-{i}".encode() * 20 for i in range(COUNT)]
+    if FALLBACKS[fallback] == 0:
+        assert all(m.timestamp()[0] == TIMESTAMP_NOT_AVAILABLE for m in read)  # magic 0 has none
+    else:
+        assert [m.timestamp() for m in read] == [m.timestamp() for m in stored]
+        assert all(m.timestamp()[0] == TIMESTAMP_LOG_APPEND_TIME for m in read)
