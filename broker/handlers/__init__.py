@@ -44,7 +44,7 @@ def build_registry() -> Registry:
         [
             ApiSpec(0, "Produce", 0, 9, 0, produce.handle),
             ApiSpec(1, "Fetch", 0, 12, 0, fetch.handle),
-            ApiSpec(2, "ListOffsets", 0, 7, 1, list_offsets.handle),
+            ApiSpec(2, "ListOffsets", 0, 7, 0, list_offsets.handle),
             ApiSpec(3, "Metadata", 0, 11, 0, metadata.handle),
             ApiSpec(7, "ControlledShutdown", 0, 3, 1, controlled_shutdown.handle),
             ApiSpec(8, "OffsetCommit", 0, 8, 0, offset_commit.handle),

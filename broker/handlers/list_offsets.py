@@ -1,4 +1,4 @@
-"""ListOffsets: advertised v0-v7, implemented v1-v7.
+"""ListOffsets v0-v7 (v0, with its own semantics, in `list_offsets_v0`).
 
 Timestamp -1 = latest (high watermark), -2 = earliest (log start), -3 = max timestamp (v7,
 KIP-734); any other value = first offset whose batch timestamp is >= it, via the time index.
@@ -10,6 +10,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.handlers import list_offsets_v0
 from broker.network.context import RequestContext
 from broker.protocol import adapter
 from broker.protocol.registry import response_class
@@ -21,6 +22,8 @@ MAX_TIMESTAMP = -3
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
+    if context.api_version == 0:
+        return await list_offsets_v0.handle(context, request)
     topics = [
         {
             "name": topic.name,

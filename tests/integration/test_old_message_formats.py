@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 from confluent_kafka import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
     TIMESTAMP_CREATE_TIME,
     TIMESTAMP_LOG_APPEND_TIME,
     TIMESTAMP_NOT_AVAILABLE,
@@ -26,6 +28,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.integration.conftest import ClusterHandle
+from tests.integration.wire import WireClient, leader_address
 
 TIMEOUT_S = 60
 COUNT = 20
@@ -33,6 +36,8 @@ CREATE_TIME_MS = 1_234_567_890_000  # far from now: proves the producer's timest
 NO_TIMESTAMP = -1
 FALLBACKS = {"0.9.0": 0, "0.10.0": 1}  # -> the magic it writes and reads
 CODECS = ("none", "gzip", "snappy", "lz4")
+LIST_OFFSETS = 2
+UNSUPPORTED_VERSION = 35
 
 
 @pytest.fixture(scope="module")
@@ -140,3 +145,91 @@ def test_old_producer_and_consumer_on_a_log_append_time_topic(
     else:
         assert [m.timestamp() for m in read] == [m.timestamp() for m in stored]
         assert all(m.timestamp()[0] == TIMESTAMP_LOG_APPEND_TIME for m in read)
+
+
+def _list_offsets_v0(cluster: ClusterHandle, topic: str, timestamp: int, count: int) -> Any:
+    with WireClient.to(leader_address(cluster, topic)) as leader:
+        response = leader.request(
+            LIST_OFFSETS,
+            0,
+            {
+                "replica_id": -1,
+                "topics": [
+                    {
+                        "name": topic,
+                        "partitions": [
+                            {
+                                "partition_index": 0,
+                                "timestamp": timestamp,
+                                "max_num_offsets": count,
+                            }
+                        ],
+                    }
+                ],
+            },
+        )
+    return response.topics[0].partitions[0]
+
+
+def test_list_offsets_v0_answers_segment_boundaries_newest_first(
+    old_cluster: ClusterHandle,
+) -> None:
+    topic = _create_topic(old_cluster, "CreateTime")
+    _produce(_modern(old_cluster), topic, "none")
+    # One segment (base 0) plus the log end offset: latest lists both, newest first.
+    latest = _list_offsets_v0(old_cluster, topic, -1, 10)
+    assert (int(latest.error_code), list(latest.old_style_offsets)) == (0, [COUNT, 0])
+    assert list(_list_offsets_v0(old_cluster, topic, -1, 1).old_style_offsets) == [COUNT]
+    assert list(_list_offsets_v0(old_cluster, topic, -2, 10).old_style_offsets) == [0]
+    future_ms = int(time.time() * 1000) + 3_600_000
+    assert list(_list_offsets_v0(old_cluster, topic, future_ms, 10).old_style_offsets) == [
+        COUNT,
+        0,
+    ]
+    # Before the segment file was last written: nothing.
+    assert list(_list_offsets_v0(old_cluster, topic, 1000, 10).old_style_offsets) == []
+    # v0 knows only -1 and -2 among negative times.
+    assert int(_list_offsets_v0(old_cluster, topic, -3, 10).error_code) == UNSUPPORTED_VERSION
+
+
+@pytest.mark.parametrize("fallback", list(FALLBACKS))
+def test_old_consumer_starts_from_the_beginning_and_the_end(
+    old_cluster: ClusterHandle, fallback: str
+) -> None:
+    """The consumer resolves OFFSET_BEGINNING and OFFSET_END with ListOffsets v0."""
+    topic = _create_topic(old_cluster, "CreateTime")
+    old = _old_config(old_cluster, fallback)
+    _produce(old, topic, "none")
+    consumer = Consumer({**old, "group.id": f"g-{topic}", "enable.auto.commit": False})
+    try:
+        assert consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=TIMEOUT_S) == (
+            0,
+            COUNT,
+        )
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        first = _next_message(consumer)
+        assert first.offset() == 0
+        consumer.assign([TopicPartition(topic, 0, OFFSET_END)])
+        # The end is resolved asynchronously: produce until the consumer sees one of these,
+        # which must come after everything produced before (never offset 0 again).
+        producer = Producer({**old, "acks": 1})
+        after = None
+        deadline = time.monotonic() + TIMEOUT_S
+        while after is None and time.monotonic() < deadline:
+            producer.produce(topic, value=b"after-the-end")
+            assert producer.flush(TIMEOUT_S) == 0
+            after = consumer.poll(1.0)
+        assert after is not None and after.error() is None
+        assert after.offset() >= COUNT and after.value() == b"after-the-end"
+    finally:
+        consumer.close()
+
+
+def _next_message(consumer: Any) -> Any:
+    deadline = time.monotonic() + TIMEOUT_S
+    while time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None:
+            assert message.error() is None, message.error()
+            return message
+    raise AssertionError("no message within the timeout")
