@@ -62,7 +62,7 @@ def build_registry() -> Registry:
             ApiSpec(21, "DeleteRecords", 0, 2, 0, delete_records.handle),
             ApiSpec(22, "InitProducerId", 0, 4, 0, init_producer_id.handle),
             ApiSpec(23, "OffsetForLeaderEpoch", 0, 4, 0, offset_for_leader_epoch.handle),
-            ApiSpec(32, "DescribeConfigs", 0, 4, 1, describe_configs.handle),
+            ApiSpec(32, "DescribeConfigs", 0, 4, 0, describe_configs.handle),
             ApiSpec(33, "AlterConfigs", 0, 2, 0, alter_configs.handle),
             ApiSpec(34, "AlterReplicaLogDirs", 0, 2, 0, alter_replica_log_dirs.handle),
             ApiSpec(35, "DescribeLogDirs", 0, 2, 0, describe_log_dirs.handle),

@@ -1,4 +1,4 @@
-"""DescribeConfigs: advertised v0-v4, implemented v1-v4; topics and this broker.
+"""DescribeConfigs v0-v4; topics and this broker.
 
 Topic configs show the override from /config/topics/<t> or the broker-level default it falls
 back to, with its source (TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG,
@@ -6,6 +6,8 @@ STATIC_BROKER_CONFIG or DEFAULT_CONFIG) and, on request, the synonyms in precede
 A BROKER resource named by this broker's id lists all its configs the same way (read-only
 unless dynamically updatable here); the name "" lists only the dynamic cluster-wide defaults,
 as Kafka does. BROKER_LOGGER is not supported (INVALID_REQUEST).
+v0 has no synonyms and answers `is_default` instead of a source: Kafka 2.8-3.9 never fill that
+field in (their generated response leaves it false), and neither do we.
 """
 
 from __future__ import annotations

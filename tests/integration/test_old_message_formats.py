@@ -37,6 +37,8 @@ NO_TIMESTAMP = -1
 FALLBACKS = {"0.9.0": 0, "0.10.0": 1}  # -> the magic it writes and reads
 CODECS = ("none", "gzip", "snappy", "lz4")
 LIST_OFFSETS = 2
+DESCRIBE_CONFIGS = 32
+TOPIC_RESOURCE = 2
 UNSUPPORTED_VERSION = 35
 
 
@@ -233,3 +235,30 @@ def _next_message(consumer: Any) -> Any:
             assert message.error() is None, message.error()
             return message
     raise AssertionError("no message within the timeout")
+
+
+def test_describe_configs_v0_answers_values_without_sources_or_synonyms(
+    old_cluster: ClusterHandle,
+) -> None:
+    topic = _create_topic(old_cluster, "LogAppendTime")
+    with WireClient.to(leader_address(old_cluster, topic)) as leader:
+        response = leader.request(
+            DESCRIBE_CONFIGS,
+            0,
+            {
+                "resources": [
+                    {
+                        "resource_type": TOPIC_RESOURCE,
+                        "resource_name": topic,
+                        "configuration_keys": ["message.timestamp.type", "retention.ms"],
+                    }
+                ]
+            },
+        )
+    (result,) = response.results
+    assert int(result.error_code) == 0
+    configs = {c.name: c for c in result.configs}
+    assert configs["message.timestamp.type"].value == "LogAppendTime"
+    assert configs["retention.ms"].value == "604800000"
+    # Kafka 2.8-3.9 leave v0's is_default unset (false), whatever the source.
+    assert not any(c.is_default for c in result.configs)
