@@ -2,10 +2,10 @@
 
 `min_version`/`max_version` are what we advertise (Kafka 3.0's ranges, capped by what we
 implement). kio has no classes for some old versions; `legacy.py` derives the ones whose
-schemas differ only by fields (OffsetCommit v0-1, OffsetFetch v0, ...). Where the record format
-itself differs (Produce v0-2, Fetch v0-3) or the semantics do (ListOffsets v0),
-`min_decodable_version` marks where decoding starts: an old client asking for such a version
-gets its connection closed with a log line (see DEVIATIONS.md).
+schemas differ only by fields (OffsetCommit v0-1, OffsetFetch v0, Produce v0-2, Fetch v0-3, ...;
+their handlers convert old record formats and semantics). `min_decodable_version` marks where
+decoding starts: an old client asking for an advertised version below it (ControlledShutdown
+v0) gets its connection closed with a log line (see DEVIATIONS.md).
 """
 
 from __future__ import annotations
