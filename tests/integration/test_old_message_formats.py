@@ -262,3 +262,56 @@ def test_describe_configs_v0_answers_values_without_sources_or_synonyms(
     assert configs["retention.ms"].value == "604800000"
     # Kafka 2.8-3.9 leave v0's is_default unset (false), whatever the source.
     assert not any(c.is_default for c in result.configs)
+
+
+# kafka-python writes magic 0 lz4 only with the xxhash package (not installed).
+KAFKA_PYTHON_CASES = [
+    (api_version, codec)
+    for api_version in ((0, 9), (0, 10))
+    for codec in (None, "gzip", "snappy", "lz4")
+    if (api_version, codec) != ((0, 9), "lz4")
+]
+
+
+@pytest.mark.parametrize(("api_version", "codec"), KAFKA_PYTHON_CASES)
+def test_kafka_python_with_an_old_api_version_produces_and_consumes(
+    old_cluster: ClusterHandle, api_version: tuple[int, int], codec: str | None
+) -> None:
+    from kafka import KafkaConsumer, KafkaProducer
+    from kafka import TopicPartition as KafkaTopicPartition
+
+    topic = _create_topic(old_cluster, "CreateTime")
+    producer = KafkaProducer(
+        bootstrap_servers=old_cluster.bootstrap,
+        api_version=api_version,
+        compression_type=codec,
+        linger_ms=20,
+    )
+    futures = [
+        producer.send(topic, key=b"k%d" % i, value=b"v%d" % i, timestamp_ms=CREATE_TIME_MS + i)
+        for i in range(COUNT)
+    ]
+    producer.flush(TIMEOUT_S)
+    assert sorted(f.get(TIMEOUT_S).offset for f in futures) == list(range(COUNT))
+    producer.close()
+    consumer = KafkaConsumer(
+        bootstrap_servers=old_cluster.bootstrap, api_version=api_version, group_id=None
+    )
+    partition = KafkaTopicPartition(topic, 0)
+    consumer.assign([partition])
+    consumer.seek_to_beginning(partition)  # ListOffsets v0
+    read: list[Any] = []
+    deadline = time.monotonic() + TIMEOUT_S
+    while len(read) < COUNT and time.monotonic() < deadline:
+        for batch in consumer.poll(timeout_ms=500).values():
+            read.extend(batch)
+    consumer.close()
+    assert [(m.offset, m.key, m.value) for m in read] == [
+        (i, b"k%d" % i, b"v%d" % i) for i in range(COUNT)
+    ]
+    if api_version == (0, 10):
+        assert [m.timestamp for m in read] == [CREATE_TIME_MS + i for i in range(COUNT)]
+    stored = _consume(_modern(old_cluster), topic)
+    assert [m.timestamp()[1] for m in stored] == [
+        CREATE_TIME_MS + i if api_version == (0, 10) else NO_TIMESTAMP for i in range(COUNT)
+    ]
