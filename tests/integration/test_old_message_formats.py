@@ -27,6 +27,9 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from broker.log.legacy_records import encode_message
+from broker.log.record_codec import SimpleRecord, build_batch, decode_records
+from tests.integration import wire
 from tests.integration.conftest import ClusterHandle
 from tests.integration.wire import WireClient, leader_address
 
@@ -40,6 +43,8 @@ LIST_OFFSETS = 2
 DESCRIBE_CONFIGS = 32
 TOPIC_RESOURCE = 2
 UNSUPPORTED_VERSION = 35
+CORRUPT_MESSAGE = 2
+UNSUPPORTED_COMPRESSION_TYPE = 76
 
 
 @pytest.fixture(scope="module")
@@ -315,3 +320,42 @@ def test_kafka_python_with_an_old_api_version_produces_and_consumes(
     assert [m.timestamp()[1] for m in stored] == [
         CREATE_TIME_MS + i if api_version == (0, 10) else NO_TIMESTAMP for i in range(COUNT)
     ]
+
+
+def _create_topic_with(cluster: ClusterHandle, config: dict[str, str]) -> str:
+    topic = f"old-format-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1, config=config)])[topic].result(timeout=TIMEOUT_S)
+    return topic
+
+
+def test_old_message_sets_are_checked_and_down_conversion_can_be_refused(
+    old_cluster: ClusterHandle,
+) -> None:
+    topic = _create_topic_with(old_cluster, {"message.downconversion.enable": "false"})
+    message = encode_message(0, 1, 0, CREATE_TIME_MS, b"k", b"v")
+    bad_crc = message[:-1] + bytes([message[-1] ^ 0xFF])
+    with WireClient.to(leader_address(old_cluster, topic)) as leader:
+        assert int(wire.produce(leader, topic, 0, message, version=2).error_code) == 0
+        refused = wire.produce(leader, topic, 0, bad_crc, version=2)
+        assert int(refused.error_code) == CORRUPT_MESSAGE
+        # Produce v3+ carries record batches v2 only (see DEVIATIONS.md for the code).
+        assert int(wire.produce(leader, topic, 0, message, version=3).error_code) == (
+            CORRUPT_MESSAGE
+        )
+        assert int(wire.fetch(leader, topic, 0, 0, version=2).error_code) == UNSUPPORTED_VERSION
+        stored = wire.fetch(leader, topic, 0, 0, version=4)
+        assert int(stored.error_code) == 0
+        assert [(r.offset, r.key, r.timestamp_ms) for r in decode_records(stored.records)] == [
+            (0, b"k", CREATE_TIME_MS)
+        ]
+
+
+def test_zstd_batches_cannot_be_fetched_in_old_formats(old_cluster: ClusterHandle) -> None:
+    topic = _create_topic(old_cluster, "CreateTime")
+    batch = build_batch([SimpleRecord(b"k", b"v", (), CREATE_TIME_MS)], compression_type=4)
+    with WireClient.to(leader_address(old_cluster, topic)) as leader:
+        assert int(wire.produce(leader, topic, 0, batch).error_code) == 0
+        for version in (0, 3):
+            answered = wire.fetch(leader, topic, 0, 0, version=version)
+            assert int(answered.error_code) == UNSUPPORTED_COMPRESSION_TYPE
