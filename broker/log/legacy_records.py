@@ -49,6 +49,8 @@ _I64 = struct.Struct(">q")
 # The smallest message: crc, magic, attributes, key length, value length.
 _MIN_MESSAGE_BYTES = {0: 14, 1: 22}
 _LZ4_FRAME_MAGIC = b"\x04\x22\x4d\x18"
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+INVALID_TIMESTAMP = 32  # Kafka's error code
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +88,17 @@ def to_record_batch(data: Buffer, max_decompressed_bytes: int) -> bytes:
         records.extend(_inner_records(message, max_decompressed_bytes))
     if not records:
         raise RecordError(INVALID_RECORD, "no messages in the message set")
+    _check_timestamp_deltas(records)
     return build_batch(records, compression_type=codec)
+
+
+def _check_timestamp_deltas(records: list[SimpleRecord]) -> None:
+    """A v2 record stores its timestamp as a varlong delta from the first one; Kafka lets that
+    wrap around 64 bits, which Python's integers do not, so such a set (only forged timestamps
+    far below -1 make one) is refused instead."""
+    base_ms = records[0].timestamp_ms
+    if any(not _INT64_MIN <= r.timestamp_ms - base_ms <= _INT64_MAX for r in records):
+        raise RecordError(INVALID_TIMESTAMP, "message timestamps too far apart for one batch")
 
 
 def _inner_records(wrapper: LegacyMessage, max_decompressed_bytes: int) -> list[SimpleRecord]:

@@ -161,3 +161,12 @@ def test_xxh32_matches_the_reference_vectors() -> None:
     assert _xxh32(b"") == 0x02CC5D05
     assert _xxh32(b"a") == 0x550D7456
     assert _xxh32(b"abc") == 0x32D153FF
+
+
+def test_timestamps_too_far_apart_for_a_v2_batch_are_refused() -> None:
+    data = encode_message(0, 1, 0, -(2**63), None, b"a") + encode_message(
+        1, 1, 0, 2**63 - 1, None, b"b"
+    )
+    with pytest.raises(RecordError) as caught:
+        to_record_batch(data, LIMIT_BYTES)
+    assert caught.value.error_code == 32  # INVALID_TIMESTAMP
