@@ -27,6 +27,8 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import xxhash
+
 from broker.log import compression
 from broker.log.batch import Buffer, read_batch_header
 from broker.log.errors import (
@@ -252,30 +254,5 @@ def _with_lz4_checksum(frame: bytes, broken: bool) -> bytes:
     if len(frame) <= descriptor_end:
         return frame
     start = 0 if broken else 4
-    checksum = (_xxh32(frame[start:descriptor_end]) >> 8) & 0xFF
+    checksum = (xxhash.xxh32_intdigest(frame[start:descriptor_end]) >> 8) & 0xFF
     return frame[:descriptor_end] + bytes((checksum,)) + frame[descriptor_end + 1 :]
-
-
-_P1, _P2, _P3, _P4, _P5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393
-_U32 = 0xFFFFFFFF
-
-
-def _xxh32(data: bytes) -> int:
-    """XXH32 with seed 0, for the few bytes of an LZ4 frame descriptor (under 16 bytes)."""
-    if len(data) >= 16:
-        raise ValueError("_xxh32 handles short inputs only")
-    acc = (_P5 + len(data)) & _U32
-    position = 0
-    while position + 4 <= len(data):
-        (lane,) = struct.unpack_from("<I", data, position)
-        acc = _rotl((acc + lane * _P3) & _U32, 17) * _P4 & _U32
-        position += 4
-    for byte in data[position:]:
-        acc = _rotl((acc + byte * _P5) & _U32, 11) * _P1 & _U32
-    acc = ((acc ^ (acc >> 15)) * _P2) & _U32
-    acc = ((acc ^ (acc >> 13)) * _P3) & _U32
-    return acc ^ (acc >> 16)
-
-
-def _rotl(value: int, bits: int) -> int:
-    return ((value << bits) | (value >> (32 - bits))) & _U32

@@ -18,7 +18,6 @@ from broker.log.errors import (
 )
 from broker.log.legacy_records import (
     _with_lz4_checksum,
-    _xxh32,
     down_convert,
     encode_message,
     is_legacy,
@@ -155,12 +154,6 @@ def test_zstd_cannot_be_down_converted() -> None:
     with pytest.raises(RecordError) as caught:
         down_convert(batch, 1, 0, LIMIT_BYTES)
     assert caught.value.error_code == UNSUPPORTED_COMPRESSION_TYPE
-
-
-def test_xxh32_matches_the_reference_vectors() -> None:
-    assert _xxh32(b"") == 0x02CC5D05
-    assert _xxh32(b"a") == 0x550D7456
-    assert _xxh32(b"abc") == 0x32D153FF
 
 
 def test_timestamps_too_far_apart_for_a_v2_batch_are_refused() -> None:
