@@ -112,7 +112,10 @@ def _lower(options: Mapping[str, str]) -> dict[str, str]:
 
 
 def _client_config(options: dict[str, str], purpose: str) -> dict[str, str]:
-    if "kafka.bootstrap.servers" not in options:
+    # An empty or blank list is refused here too: librdkafka would accept it and only report
+    # a transport error once the query runs.
+    servers = options.get("kafka.bootstrap.servers", "")
+    if not any(server.strip() for server in servers.split(",")):
         raise OptionError(
             f"Option 'kafka.bootstrap.servers' must be specified for configuring Kafka {purpose}"
         )

@@ -99,3 +99,12 @@ def test_timestamp_options_take_precedence_over_offsets() -> None:
     assert by_partition.strategy == Assign((("a", 0),))
     assert by_partition.starting.offsets == {("a", 0): 5}
     assert by_partition.starting.by_timestamp_strategy == "latest"
+
+
+@pytest.mark.parametrize("servers", ["", "   ", " , "])
+def test_empty_bootstrap_servers_is_named(servers: str) -> None:
+    given = {"kafka.bootstrap.servers": servers}
+    with pytest.raises(OptionError, match="'kafka.bootstrap.servers' must be specified"):
+        stream_source_options({"subscribe": "a", **given})
+    with pytest.raises(OptionError, match="'kafka.bootstrap.servers' must be specified"):
+        parse_sink_options({"topic": "a", **given})
