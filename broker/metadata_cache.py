@@ -51,6 +51,10 @@ class MetadataCache:
     def has_topic(self, topic: str) -> bool:
         return topic in self._view.topics
 
+    def has_partition(self, topic: str, partition: int) -> bool:
+        assignment = self._view.topics.get(topic)
+        return assignment is not None and partition in assignment.partitions
+
     def topic_id(self, topic: str) -> uuid.UUID | None:
         assignment = self._view.topics.get(topic)
         return None if assignment is None else topic_id_to_uuid(assignment.topic_id)

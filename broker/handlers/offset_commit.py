@@ -26,23 +26,43 @@ NO_GENERATION = -1
 
 async def handle(context: RequestContext, request: Any) -> Any:
     cls = response_class(API_KEY, context.api_version)
-    requested = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    # As Kafka: partitions the broker's metadata does not know get UNKNOWN_TOPIC_OR_PARTITION
+    # whatever the group's state; the rest go to the group coordinator.
+    cache = context.server.metadata_cache
+    errors: dict[tuple[str, int], ErrorCode] = {}
+    known = []
+    for topic in request.topics:
+        for p in topic.partitions:
+            if cache.has_partition(topic.name, p.partition_index):
+                known.append((topic.name, p))
+            else:
+                errors[(topic.name, p.partition_index)] = ErrorCode.unknown_topic_or_partition
     error = _group_error(context, request)
     if error != ErrorCode.none:
-        return _response(cls, dict.fromkeys(requested, error))
+        errors.update({(name, p.partition_index): error for name, p in known})
+        return _response(cls, _in_request_order(request, errors))
     now_ms = time.time_ns() // 1_000_000
     offsets = {
-        (topic.name, p.partition_index): OffsetValue(
+        (name, p.partition_index): OffsetValue(
             offset=int(p.committed_offset),
             leader_epoch=int(getattr(p, "committed_leader_epoch", NO_LEADER_EPOCH)),
             metadata=p.committed_metadata or "",
             commit_timestamp_ms=_commit_timestamp_ms(p, now_ms),
         )
-        for topic in request.topics
-        for p in topic.partitions
+        for name, p in known
     }
-    errors = await context.server.group_coordinator.offsets.commit(request.group_id, offsets)
-    return _response(cls, errors)
+    if offsets:
+        errors.update(
+            await context.server.group_coordinator.offsets.commit(request.group_id, offsets)
+        )
+    return _response(cls, _in_request_order(request, errors))
+
+
+def _in_request_order(
+    request: Any, errors: dict[tuple[str, int], ErrorCode]
+) -> dict[tuple[str, int], ErrorCode]:
+    keys = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    return {key: errors[key] for key in keys}
 
 
 def _commit_timestamp_ms(partition: Any, now_ms: int) -> int:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as ConfluentPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
@@ -176,3 +176,33 @@ def test_offset_fetch_v8_answers_several_groups_in_one_request(
             0,
             groups.index(group) + 1,
         )
+
+
+def test_commit_to_an_unknown_topic_or_partition_is_refused_per_partition(
+    offsets_cluster: ClusterHandle,
+) -> None:
+    """Kafka 3.x answers UNKNOWN_TOPIC_OR_PARTITION for partitions its metadata lacks and
+    commits the others of the same request (librdkafka's 0030_offset_commit)."""
+    topic, group = f"offsets-{uuid.uuid4().hex[:8]}", f"group-{uuid.uuid4().hex[:8]}"
+    missing = f"missing-{uuid.uuid4().hex[:8]}"
+    _fill(offsets_cluster.bootstrap, topic, 3)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": offsets_cluster.bootstrap,
+            "group.id": group,
+            "allow.auto.create.topics": False,
+        }
+    )
+    requested = [
+        ConfluentPartition(topic, 0, 2),
+        ConfluentPartition(missing, 0, 5),
+        ConfluentPartition(topic, 7, 1),
+    ]
+    try:
+        with pytest.raises(KafkaException) as raised:
+            consumer.commit(offsets=requested, asynchronous=False)
+        assert raised.value.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+        committed = consumer.committed([ConfluentPartition(topic, 0)], timeout=CLIENT_TIMEOUT_S)
+        assert [(c.partition, c.offset, c.error) for c in committed] == [(0, 2, None)]
+    finally:
+        consumer.close()
