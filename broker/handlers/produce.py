@@ -11,7 +11,7 @@ topics, as in Kafka.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -19,7 +19,8 @@ from kio.schema.errors import ErrorCode
 from broker.handlers import legacy_produce
 from broker.handlers.metadata import INTERNAL_TOPICS
 from broker.log.batch import check_compressed_records, is_compressed
-from broker.log.errors import RecordError
+from broker.log.errors import RecordError, RecordValidationError
+from broker.log.record_validation import check_keys_present
 from broker.network.context import RequestContext
 from broker.network.errors import CloseConnectionError
 from broker.protocol import adapter
@@ -88,7 +89,7 @@ def _produce_partition(
         topic, partition, records, compressed_checked=compressed_checked
     )
     if result.info is None:
-        return _error(partition, result.error_code, result.error_message)
+        return _error(partition, result.error_code, result.error_message, result.record_errors)
     return {
         "index": partition,
         "error_code": ErrorCode.none,
@@ -112,7 +113,7 @@ async def _check_compressed_off_loop(
     not, and the append checks it) and the errors found."""
     replica_manager = context.server.replica_manager
     pending = [
-        (topic.name, data.index, data.records)
+        (topic.name, data.index, data.records, current.log.config.compact)
         for topic in request.topic_data
         for data in topic.partition_data
         if data.records
@@ -124,18 +125,20 @@ async def _check_compressed_off_loop(
         return set(), {}
     limit_bytes = context.server.config["message.max.decompressed.bytes"]
     failures = await asyncio.to_thread(_check_all, pending, limit_bytes)
-    checked = {(topic, partition) for topic, partition, _ in pending}
-    errors = {key: _error(key[1], ErrorCode(e.error_code), str(e)) for key, e in failures.items()}
+    checked = {(topic, partition) for topic, partition, _, _ in pending}
+    errors = {key: _record_error(key[1], e) for key, e in failures.items()}
     return checked, errors
 
 
 def _check_all(
-    pending: list[tuple[str, int, bytes]], limit_bytes: int
+    pending: list[tuple[str, int, bytes, bool]], limit_bytes: int
 ) -> dict[tuple[str, int], RecordError]:
     failures: dict[tuple[str, int], RecordError] = {}
-    for topic, partition, records in pending:
+    for topic, partition, records, compacted in pending:
         try:
             check_compressed_records(records, limit_bytes)
+            if compacted:
+                check_keys_present(records, limit_bytes, f"{topic}-{partition}")
         except RecordError as error:
             failures[(topic, partition)] = error
     return failures
@@ -197,13 +200,26 @@ def _check_min_isr(context: RequestContext, topic: str, partition: int) -> Error
     return None
 
 
-def _error(partition: int, error: ErrorCode, message: str | None = None) -> dict[str, Any]:
+def _error(
+    partition: int,
+    error: ErrorCode,
+    message: str | None = None,
+    record_errors: Sequence[tuple[int, str]] = (),
+) -> dict[str, Any]:
     return {
         "index": partition,
         "error_code": error,
         "base_offset": -1,
         "log_append_time": -1,
         "log_start_offset": -1,
-        "record_errors": [],
+        "record_errors": [
+            {"batch_index": index, "batch_index_error_message": text}
+            for index, text in record_errors
+        ],
         "error_message": message,
     }
+
+
+def _record_error(partition: int, error: RecordError) -> dict[str, Any]:
+    record_errors = error.record_errors if isinstance(error, RecordValidationError) else ()
+    return _error(partition, ErrorCode(error.error_code), str(error), record_errors)

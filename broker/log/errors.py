@@ -37,3 +37,15 @@ class UnexpectedAppendOffsetError(Exception):
         super().__init__(message)
         self.first_offset = first_offset
         self.last_offset = last_offset
+
+
+class RecordValidationError(RecordError):
+    """Records of a batch that fail a per-record check (KIP-467): the whole batch is refused
+    and each failing record is named by its index in the batch, with a message."""
+
+    def __init__(self, error_code: int, record_errors: list[tuple[int, str]]) -> None:
+        shown = "; ".join(f"record {index}: {message}" for index, message in record_errors[:3])
+        super().__init__(
+            error_code, f"{len(record_errors)} record(s) rejected, the first ones: {shown}"
+        )
+        self.record_errors = record_errors

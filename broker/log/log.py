@@ -15,7 +15,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from broker.log.batch import BatchHeader, assign_offsets, set_log_append_time, validate_batches
+from broker.log.batch import (
+    BatchHeader,
+    assign_offsets,
+    is_compressed,
+    set_log_append_time,
+    validate_batches,
+)
 from broker.log.checkpoints import LEADER_EPOCH_CHECKPOINT, CheckpointError, fsync_directory
 from broker.log.config import LOG_APPEND_TIME, LogConfig
 from broker.log.dir_names import is_future_dir, parse_log_dir_name, parse_partition_dir
@@ -30,6 +36,7 @@ from broker.log.errors import (
 )
 from broker.log.log_loader import load_segments
 from broker.log.producer_state import NO_PRODUCER_ID, ProducerStateManager
+from broker.log.record_validation import check_keys_present
 from broker.log.segment import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -153,7 +160,8 @@ class Log:
         """Validate, assign offsets from log_end_offset, stamp LogAppendTime if configured,
         write. A retried idempotent batch is not written again: its original offsets are
         returned. Raises RecordError. `compressed_checked`: the caller already ran
-        `check_compressed_records` (off the event loop)."""
+        `check_compressed_records` (off the event loop), and for a compacted log also
+        `check_keys_present`."""
         self._check_open()
         data = records if isinstance(records, bytearray) else bytearray(records)
         headers = validate_batches(
@@ -165,6 +173,8 @@ class Log:
         if not headers:
             return AppendInfo(-1, -1, -1, -1, self.log_start_offset)
         self._check_single_batch(headers, require_single_batch)
+        if self.config.compact and not (compressed_checked and is_compressed(data)):
+            check_keys_present(data, self.config.max_decompressed_bytes, self.directory.name)
         duplicate = self.producer_state.check(headers[0])
         if duplicate is not None:
             return AppendInfo(

@@ -37,6 +37,8 @@ class AppendResult:
     error_code: ErrorCode
     info: AppendInfo | None = None
     error_message: str | None = None
+    # (index in the batch, message) of each record a per-record check refused (KIP-467).
+    record_errors: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -348,7 +350,12 @@ class ReplicaManager:
             )
         except RecordError as record_error:
             log.warning("rejected produce to %s-%d: %s", topic, partition, record_error)
-            return AppendResult(ErrorCode(record_error.error_code), None, str(record_error))
+            return AppendResult(
+                ErrorCode(record_error.error_code),
+                None,
+                str(record_error),
+                tuple(getattr(record_error, "record_errors", ())),
+            )
         except OSError as error:
             log.error("write to %s-%d failed: %s", topic, partition, error)
             self.report_io_error(current.log, error)
