@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Callable
 
 import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.integration.conftest import ClusterHandle, wait_until
 from tests.integration.wire import (
@@ -15,6 +16,7 @@ from tests.integration.wire import (
     controller_address,
     first_broker,
     leader_address,
+    metadata,
 )
 
 FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 10, 11, 12, 13, 14
@@ -51,11 +53,27 @@ def _coordinator(cluster: ClusterHandle, group: str) -> str:
     return found["address"]
 
 
+def _create_topic_known_to(cluster: ClusterHandle, topic: str, address: str) -> None:
+    """Create `topic` and wait until the broker at `address` knows it: OffsetCommit answers
+    UNKNOWN_TOPIC_OR_PARTITION for a topic missing from the coordinator's metadata."""
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(timeout=TIMEOUT_S)
+
+    def known() -> bool:
+        with WireClient.to(address) as client:
+            (found,) = metadata(client, [topic]).topics
+        return int(found.error_code) == NONE and len(found.partitions) == 1
+
+    wait_until(known, TIMEOUT_S, f"{address} to know topic {topic}")
+
+
 def test_group_with_sarama_1_request_versions_joins_syncs_commits_and_leaves(
     old_cluster: ClusterHandle,
 ) -> None:
-    group, topic = f"old-{uuid.uuid4().hex[:8]}", "old-versions-topic"
-    with WireClient.to(_coordinator(old_cluster, group)) as coordinator:
+    group, topic = f"old-{uuid.uuid4().hex[:8]}", f"old-versions-{uuid.uuid4().hex[:8]}"
+    address = _coordinator(old_cluster, group)
+    _create_topic_known_to(old_cluster, topic, address)
+    with WireClient.to(address) as coordinator:
         joined = coordinator.request(
             JOIN_GROUP,
             1,
