@@ -1,0 +1,82 @@
+"""Differential: ApiVersions. For every API our brokers implement, the advertised range must
+be Apache Kafka 3.9's (ZooKeeper mode), and we must advertise no API that Kafka 3.9 lacks.
+
+Kafka 3.9 has APIs we do not implement (transactions, ACLs, SASL, quotas ...); those are
+listed by the issues that build them, not here. Where our range still differs from Kafka
+3.9's, KNOWN_DIFFERENCES gives our range with the reason (DEVIATIONS.md, "Wire protocol"),
+and the test fails when a listed difference is gone, so the list stays exact.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.integration.conftest import ClusterFactory, ClusterHandle
+from tests.integration.wire import WireClient, first_broker
+
+pytestmark = [pytest.mark.integration, pytest.mark.reference]
+
+API_VERSIONS = 18
+Ranges = dict[int, tuple[int, int]]
+
+# api key -> our advertised range, where it is not yet Kafka 3.9's. The issue on Kafka 3.9's
+# API versions raises these; until then we advertise Kafka 3.0's ranges.
+KNOWN_DIFFERENCES: Ranges = {
+    0: (0, 9),  # Produce; Kafka 3.9: 0-11
+    1: (0, 12),  # Fetch; 0-17 (topic ids from v13)
+    2: (0, 7),  # ListOffsets; 0-9
+    3: (0, 11),  # Metadata; 0-12
+    8: (0, 8),  # OffsetCommit; 0-9
+    9: (0, 8),  # OffsetFetch; 0-9
+    10: (0, 4),  # FindCoordinator; 0-6
+    11: (0, 7),  # JoinGroup; 0-9
+    13: (0, 4),  # LeaveGroup; 0-5
+    16: (0, 4),  # ListGroups; 0-5
+    18: (0, 3),  # ApiVersions; 0-4
+    22: (0, 4),  # InitProducerId; 0-5
+    35: (0, 2),  # DescribeLogDirs; 0-4
+}
+
+
+@pytest.fixture(scope="module")
+def ranges(make_cluster_module: ClusterFactory) -> dict[str, Ranges]:
+    clusters: dict[str, ClusterHandle] = {
+        "kafka": make_cluster_module(brokers=1, impl="kafka"),
+        "ours": make_cluster_module(brokers=1),
+    }
+    return {impl: _advertised(cluster) for impl, cluster in clusters.items()}
+
+
+def _advertised(cluster: ClusterHandle) -> Ranges:
+    with WireClient.to(first_broker(cluster)) as client:
+        response = client.request(
+            API_VERSIONS, 3, {"client_software_name": "diff", "client_software_version": "1"}
+        )
+    assert int(response.error_code) == 0
+    return {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in response.api_keys}
+
+
+def test_we_advertise_no_api_kafka_lacks(ranges: dict[str, Ranges]) -> None:
+    assert sorted(set(ranges["ours"]) - set(ranges["kafka"])) == []
+
+
+def test_every_range_we_advertise_is_kafkas_or_a_listed_difference(
+    ranges: dict[str, Ranges],
+) -> None:
+    ours, kafka = ranges["ours"], ranges["kafka"]
+    unexpected = {
+        key: {"ours": ours[key], "kafka": kafka.get(key)}
+        for key in ours
+        if ours[key] != kafka.get(key) and KNOWN_DIFFERENCES.get(key) != ours[key]
+    }
+    assert unexpected == {}, "\n".join(f"{k}: {v}" for k, v in sorted(unexpected.items()))
+
+
+def test_every_listed_difference_still_differs(ranges: dict[str, Ranges]) -> None:
+    ours, kafka = ranges["ours"], ranges["kafka"]
+    gone = {
+        key: listed
+        for key, listed in KNOWN_DIFFERENCES.items()
+        if ours.get(key) != listed or ours.get(key) == kafka.get(key)
+    }
+    assert gone == {}
