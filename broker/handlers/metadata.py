@@ -16,6 +16,8 @@ from broker.network.context import RequestContext
 from broker.protocol import adapter
 from broker.protocol.registry import response_class
 from broker.topics import auto_create_topic
+from controller.assignment import validate_topic_name
+from controller.errors import ApiError
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
@@ -67,6 +69,9 @@ async def _topic(
 ) -> dict[str, Any]:
     partitions = _partitions_with_state(cache, name)
     if not partitions:
+        if not _is_legal_name(name):
+            # As Kafka 3.9 answers: no such topic can exist, so none is looked up or created.
+            return _topic_entry(name, ErrorCode.invalid_topic_exception, None, [])
         error = ErrorCode.unknown_topic_or_partition
         if allow_auto_create and context.server.config["auto.create.topics.enable"]:
             error = await auto_create_topic(context.server, name)
@@ -77,6 +82,14 @@ async def _topic(
         cache.topic_id(name),
         [_partition(cache, p) for p in partitions],
     )
+
+
+def _is_legal_name(name: str) -> bool:
+    try:
+        validate_topic_name(name)
+    except ApiError:
+        return False
+    return True
 
 
 def _partitions_with_state(cache: MetadataCache, topic: str) -> list[PartitionMetadata]:
