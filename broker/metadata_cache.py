@@ -33,6 +33,7 @@ def topic_id_to_uuid(topic_id: str | None) -> uuid.UUID | None:
 class MetadataCache:
     def __init__(self, view: ClusterView) -> None:
         self._view = view
+        self._names_by_id: dict[uuid.UUID, str] = {}
 
     def update(self, view: ClusterView) -> None:
         self._view = view
@@ -59,6 +60,20 @@ class MetadataCache:
         assignment = self._view.topics.get(topic)
         return None if assignment is None else topic_id_to_uuid(assignment.topic_id)
 
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        """The topic with this id (Fetch v13+ and Metadata v12 name topics by id)."""
+        # The view changes in place, so a remembered name counts only while it still has this
+        # id; a miss rebuilds the map (unknown ids are rare: deleted or mistyped topics).
+        name = self._names_by_id.get(topic_id)
+        if name is not None and self.topic_id(name) == topic_id:
+            return name
+        self._names_by_id = {
+            topic_uuid: name
+            for name, assignment in self._view.topics.items()
+            if (topic_uuid := topic_id_to_uuid(assignment.topic_id)) is not None
+        }
+        return self._names_by_id.get(topic_id)
+
     def partitions(self, topic: str) -> list[PartitionMetadata] | None:
         assignment = self._view.topics.get(topic)
         if assignment is None:
@@ -80,6 +95,16 @@ class MetadataCache:
                 )
             )
         return result
+
+    def leader_and_epoch(self, topic: str, partition: int) -> tuple[int, int]:
+        """The partition's leader id and leader epoch as ZooKeeper last said, or (-1, -1)."""
+        entry = self._view.partition_states.get((topic, partition))
+        if entry is None:
+            return -1, -1
+        return entry[0].leader, entry[0].leader_epoch
+
+    def live_broker(self, broker_id: int) -> BrokerRegistration | None:
+        return self._view.brokers.get(broker_id)
 
     def is_leader_available(self, metadata: PartitionMetadata) -> bool:
         return metadata.leader_id >= 0 and metadata.leader_id in self._view.brokers

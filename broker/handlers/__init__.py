@@ -42,10 +42,10 @@ def build_registry() -> Registry:
     # (api_key, name, advertised min, advertised max, lowest version kio can decode)
     return Registry(
         [
-            ApiSpec(0, "Produce", 0, 9, 0, produce.handle),
-            ApiSpec(1, "Fetch", 0, 12, 0, fetch.handle),
-            ApiSpec(2, "ListOffsets", 0, 7, 0, list_offsets.handle),
-            ApiSpec(3, "Metadata", 0, 11, 0, metadata.handle),
+            ApiSpec(0, "Produce", 0, 11, 0, produce.handle),
+            ApiSpec(1, "Fetch", 0, 17, 0, fetch.handle),
+            ApiSpec(2, "ListOffsets", 0, 9, 0, list_offsets.handle),
+            ApiSpec(3, "Metadata", 0, 12, 0, metadata.handle),
             ApiSpec(7, "ControlledShutdown", 0, 3, 1, controlled_shutdown.handle),
             ApiSpec(8, "OffsetCommit", 0, 8, 0, offset_commit.handle),
             ApiSpec(9, "OffsetFetch", 0, 8, 0, offset_fetch.handle),

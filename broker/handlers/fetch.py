@@ -1,4 +1,4 @@
-"""Fetch v0-v12, with incremental fetch sessions (KIP-227); v0-v3 answer old message formats.
+"""Fetch v0-v17, with incremental fetch sessions (KIP-227); v0-v3 answer old message formats.
 
 Consumers read up to the high watermark; followers (`replica_id` >= 0) read up to the log end,
 and their fetch offset is how the leader learns how far they have come. The response holds
@@ -7,60 +7,116 @@ broker's `fetch.max.bytes` caps the request's `max_bytes`. Long polling: if fewe
 `min_bytes` are available the request waits until enough arrive or `max_wait_ms` passes (woken
 by a high-watermark move for consumers, an append for followers). Which partitions are read and
 answered follows the request's session fields (see `broker.replication.fetch_context`).
+
+v13+ names topics by id, resolved from the broker's metadata at each request: an id no topic
+has answers UNKNOWN_TOPIC_ID. v15 moves the replica id into `replica_state` (its broker epoch
+is not checked: Kafka checks it only in KRaft mode). v16 names the current leader of a
+partition answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH, and lists its endpoint
+(KIP-951). v17's replica directory id is KRaft's and ignored.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from broker.handlers import legacy_fetch
+from broker.handlers.current_leader import CurrentLeaders
 from broker.network.context import RequestContext
 from broker.protocol import adapter, fetch_encoding
 from broker.protocol.registry import response_class
 from broker.replication.fetch_context import new_context
-from broker.replication.fetch_session import INVALID_SESSION_ID, FetchPosition, TopicPartition
+from broker.replication.fetch_session import (
+    INVALID_SESSION_ID,
+    FetchKey,
+    FetchPosition,
+    TopicPartition,
+)
 from broker.replication.replica_manager import ReadResult
 
-Results = list[tuple[TopicPartition, ReadResult]]
+Results = list[tuple[FetchKey, ReadResult]]
+TOPIC_ID_VERSION = 13
+REPLICA_STATE_VERSION = 15
+CURRENT_LEADER_VERSION = 16
+# The errors whose partitions name their current leader (v16+), as in Kafka.
+LEADER_MOVED_ERRORS = frozenset({ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch})
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
     sessions = context.server.fetch_sessions
-    fetch_context = new_context(sessions, request, _now_ms())
+    version = context.api_version
+    fetch_context = new_context(
+        sessions, request, _now_ms(), uses_topic_ids=version >= TOPIC_ID_VERSION
+    )
     if fetch_context.error_code != ErrorCode.none:
-        return _response(context.api_version, fetch_context.error_code, INVALID_SESSION_ID, [])
+        return _response(context, fetch_context.error_code, INVALID_SESSION_ID, [])
     positions = fetch_context.positions
+    names = _topic_names(context, positions)
     replica_id = _replica_id(request)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + adapter.millis(request.max_wait) / 1000
     while True:
-        results, total_bytes, any_error = _read_all(context, request, positions)
+        results, total_bytes, any_error = _read_all(context, request, positions, names)
         remaining_s = deadline - loop.time()
         if total_bytes >= request.min_bytes or any_error or remaining_s <= 0:
             break
         await context.server.replica_manager.wait_for_data(
-            [key for key, _ in positions], remaining_s, follower=replica_id >= 0
+            [(names[topic], partition) for (topic, partition), _ in positions],
+            remaining_s,
+            follower=replica_id >= 0,
         )
     session_id, answered = fetch_context.respond(sessions, results, replica_id >= 0, _now_ms())
-    if legacy_fetch.needs_conversion(context.api_version):
-        offsets = {key: position.fetch_offset for key, position in positions}
-        answered = await legacy_fetch.convert(context, answered, offsets)
-    return _response(context.api_version, ErrorCode.none, session_id, _by_topic(answered))
+    if legacy_fetch.needs_conversion(version):
+        offsets = {key: position.fetch_offset for key, position in _named(positions)}
+        converted = await legacy_fetch.convert(context, _named(answered), offsets)
+        answered = list(converted)
+    return _response(context, ErrorCode.none, session_id, _by_topic(answered, names))
+
+
+def _topic_names(
+    context: RequestContext, positions: list[tuple[FetchKey, FetchPosition]]
+) -> dict[str | uuid.UUID, str]:
+    """Each requested topic's name; a topic id no topic has is left out (UNKNOWN_TOPIC_ID)."""
+    cache = context.server.metadata_cache
+    names: dict[str | uuid.UUID, str] = {}
+    for (topic, _), _ in positions:
+        if topic in names:
+            continue
+        name = topic if isinstance(topic, str) else cache.topic_name(topic)
+        if name is not None:
+            names[topic] = name
+    return names
+
+
+def _named(
+    items: list[tuple[FetchKey, Any]],
+) -> list[tuple[TopicPartition, Any]]:
+    """Keys by name (only v0-v12, which never name topics by id, get here)."""
+    return [
+        ((topic, partition), item) for (topic, partition), item in items if isinstance(topic, str)
+    ]
 
 
 def _response(
-    version: int, error_code: ErrorCode, session_id: int, responses: list[dict[str, Any]]
+    context: RequestContext,
+    error_code: ErrorCode,
+    session_id: int,
+    responses: list[dict[str, Any]],
 ) -> Any:
+    version = context.api_version
     values = {
         "throttle_time": 0,
         "error_code": error_code,
         "session_id": session_id,
         "responses": responses,
     }
+    if version >= CURRENT_LEADER_VERSION and _add_current_leaders(context, values):
+        # Tagged fields are written by kio; such answers are rare and carry no records.
+        return adapter.build(response_class(1, version), values)
     # Encoded here rather than built as kio entities: record sets stay uncopied, and building
     # entities cost more than the encoding for the small fetches of a follower keeping up.
     if fetch_encoding.can_encode(version):
@@ -68,16 +124,38 @@ def _response(
     return adapter.build(response_class(1, version), values)
 
 
+def _add_current_leaders(context: RequestContext, values: dict[str, Any]) -> bool:
+    """Name the current leader of each partition refused for leadership (KIP-951); whether
+    any was."""
+    leaders = CurrentLeaders(context.server.metadata_cache, context.listener_name)
+    found = False
+    for topic in values["responses"]:
+        for partition in topic["partitions"]:
+            if partition["error_code"] in LEADER_MOVED_ERRORS:
+                partition["current_leader"] = leaders.leader(
+                    topic["topic"], partition["partition_index"]
+                )
+                found = True
+    values["node_endpoints"] = leaders.node_endpoints()
+    return found
+
+
 def _now_ms() -> int:
     return time.monotonic_ns() // 1_000_000
 
 
 def _replica_id(request: Any) -> int:
+    replica_state = getattr(request, "replica_state", None)
+    if replica_state is not None:
+        return int(replica_state.replica_id)
     return int(getattr(request, "replica_id", -1))
 
 
 def _read_all(
-    context: RequestContext, request: Any, positions: list[tuple[TopicPartition, FetchPosition]]
+    context: RequestContext,
+    request: Any,
+    positions: list[tuple[FetchKey, FetchPosition]],
+    names: dict[str | uuid.UUID, str],
 ) -> tuple[Results, int, bool]:
     replica_manager = context.server.replica_manager
     replica_id = _replica_id(request)
@@ -88,9 +166,15 @@ def _read_all(
     total_bytes = 0
     any_error = False
     results = []
-    for (topic, partition), position in positions:
+    for key, position in positions:
+        topic, partition = key
+        name = names.get(topic)
+        if name is None:
+            any_error = True
+            results.append((key, ReadResult(ErrorCode.unknown_topic_id)))
+            continue
         result = replica_manager.read(
-            topic,
+            name,
             partition,
             position.fetch_offset,
             min(position.partition_max_bytes, max(budget_bytes - total_bytes, 0)),
@@ -101,17 +185,27 @@ def _read_all(
         )
         total_bytes += len(result.records)
         any_error = any_error or result.error_code != ErrorCode.none
-        results.append(((topic, partition), result))
+        results.append((key, result))
     return results, total_bytes, any_error
 
 
-def _by_topic(results: Results) -> list[dict[str, Any]]:
-    """Consecutive partitions of one topic share an entry, as in Kafka's responses."""
+def _by_topic(results: Results, names: dict[str | uuid.UUID, str]) -> list[dict[str, Any]]:
+    """Consecutive partitions of one topic share an entry, as in Kafka's responses. An entry
+    carries the topic's name and, from v13, its id (the request's)."""
     responses: list[dict[str, Any]] = []
     for (topic, partition), result in results:
-        if not responses or responses[-1]["topic"] != topic:
-            responses.append({"topic": topic, "partitions": []})
+        if not responses or responses[-1]["_key"] != topic:
+            responses.append(
+                {
+                    "_key": topic,
+                    "topic": names.get(topic, ""),
+                    "topic_id": topic if isinstance(topic, uuid.UUID) else None,
+                    "partitions": [],
+                }
+            )
         responses[-1]["partitions"].append(_partition_data(partition, result))
+    for entry in responses:
+        del entry["_key"]
     return responses
 
 

@@ -1,7 +1,11 @@
-"""ListOffsets v0-v7 (v0, with its own semantics, in `list_offsets_v0`).
+"""ListOffsets v0-v9 (v0, with its own semantics, in `list_offsets_v0`).
 
 Timestamp -1 = latest (high watermark), -2 = earliest (log start), -3 = max timestamp (v7,
-KIP-734); any other value = first offset whose batch timestamp is >= it, via the time index.
+KIP-734), -4 = earliest local (v8, KIP-405), -5 = latest tiered (v9); any other value = first
+offset whose batch timestamp is >= it, via the time index. Without tiered storage every
+record is local, so -4 answers as -2 does, and -5 answers offset -1 with leader epoch -1, as
+Kafka 3.9 does. A negative timestamp the request's version does not know answers
+UNSUPPORTED_VERSION for that partition.
 """
 
 from __future__ import annotations
@@ -19,6 +23,17 @@ from broker.replication.partition import Partition
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5
+# The first version that knows each special timestamp (Kafka's KafkaApis table).
+SPECIAL_TIMESTAMP_MIN_VERSION = {
+    EARLIEST_TIMESTAMP: 1,
+    LATEST_TIMESTAMP: 1,
+    MAX_TIMESTAMP: 7,
+    EARLIEST_LOCAL_TIMESTAMP: 8,
+    LATEST_TIERED_TIMESTAMP: 9,
+}
+NO_LEADER_EPOCH = -1
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
@@ -27,12 +42,24 @@ async def handle(context: RequestContext, request: Any) -> Any:
     topics = [
         {
             "name": topic.name,
-            "partitions": [_list_partition(context, topic.name, p) for p in topic.partitions],
+            "partitions": [
+                _list_partition(context, topic.name, p)
+                if _knows_timestamp(context.api_version, p.timestamp)
+                else _result(p.partition_index, ErrorCode.unsupported_version, -1, -1, -1)
+                for p in topic.partitions
+            ],
         }
         for topic in request.topics
     ]
     cls = response_class(2, context.api_version)
     return adapter.build(cls, {"throttle_time": 0, "topics": topics})
+
+
+def _knows_timestamp(version: int, timestamp: int) -> bool:
+    if timestamp >= 0:
+        return True
+    min_version = SPECIAL_TIMESTAMP_MIN_VERSION.get(timestamp)
+    return min_version is not None and version >= min_version
 
 
 def _list_partition(context: RequestContext, topic: str, request: Any) -> dict[str, Any]:
@@ -46,7 +73,9 @@ def _list_partition(context: RequestContext, topic: str, request: Any) -> dict[s
         return _result(request.partition_index, ErrorCode.none, -1, -1, -1)
     offset, timestamp = found
     # The epoch of the leader that wrote that offset (KIP-320 clients validate with it).
-    if request.timestamp == LATEST_TIMESTAMP:
+    if request.timestamp == LATEST_TIERED_TIMESTAMP:
+        epoch = NO_LEADER_EPOCH  # nothing is tiered
+    elif request.timestamp == LATEST_TIMESTAMP:
         epoch = current.log.leader_epoch_cache.latest_epoch
     else:
         epoch = current.log.leader_epoch_cache.epoch_for_offset(offset)
@@ -56,8 +85,10 @@ def _list_partition(context: RequestContext, topic: str, request: Any) -> dict[s
 def _lookup(current: Partition, timestamp: int) -> tuple[int, int] | None:
     if timestamp == LATEST_TIMESTAMP:
         return current.high_watermark, -1
-    if timestamp == EARLIEST_TIMESTAMP:
+    if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
         return current.log.log_start_offset, -1
+    if timestamp == LATEST_TIERED_TIMESTAMP:
+        return -1, -1
     if timestamp == MAX_TIMESTAMP:
         return current.log.max_timestamp_and_offset()
     return current.log.offset_for_timestamp(timestamp)

@@ -1,5 +1,7 @@
-"""Metadata: v0-v11. Live brokers, controller id, topics with ids and partition leaders.
+"""Metadata: v0-v12. Live brokers, controller id, topics with ids and partition leaders.
 
+v12 may name topics by id: when any requested entry has an id, the ids alone decide which
+topics are answered (as in Kafka); an unknown id answers UNKNOWN_TOPIC_ID with a null name.
 A missing topic is created when `auto.create.topics.enable` and the request allow it (v4+);
 the answer for it is LEADER_NOT_AVAILABLE until its leaders are elected, as in Kafka. A topic
 (or added partition) counts as present once this broker has read its partition state.
@@ -7,6 +9,7 @@ the answer for it is LEADER_NOT_AVAILABLE until its leaders are elected, as in K
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -22,10 +25,22 @@ from controller.errors import ApiError
 
 async def handle(context: RequestContext, request: Any) -> Any:
     cache = context.server.metadata_cache
-    requested = _requested_topics(context, request)
-    names = _listed_topics(cache) if requested is None else requested
+    topic_ids = _requested_topic_ids(request)
+    unknown_ids: list[uuid.UUID] = []
+    if topic_ids:
+        names = []
+        for topic_id in topic_ids:
+            name = cache.topic_name(topic_id)
+            if name is None:
+                unknown_ids.append(topic_id)
+            else:
+                names.append(name)
+    else:
+        requested = _requested_topics(context, request)
+        names = _listed_topics(cache) if requested is None else requested
     allow_auto_create = getattr(request, "allow_auto_topic_creation", True)
-    topics = [await _topic(context, cache, name, allow_auto_create) for name in names]
+    topics = [_unknown_topic_id_entry(topic_id) for topic_id in unknown_ids]
+    topics += [await _topic(context, cache, name, allow_auto_create) for name in names]
     brokers = _brokers(cache, context.listener_name)
     cls = response_class(3, context.api_version)
     return adapter.build(
@@ -52,6 +67,20 @@ def _brokers(cache: MetadataCache, listener_name: str) -> list[dict[str, Any]]:
                 {"node_id": broker.broker_id, "host": host, "port": port, "rack": broker.rack}
             )
     return brokers
+
+
+def _requested_topic_ids(request: Any) -> list[uuid.UUID]:
+    """The distinct topic ids a v12+ request names (kio reads the zero id as None)."""
+    ids: dict[uuid.UUID, None] = {}
+    for topic in request.topics or ():
+        topic_id = getattr(topic, "topic_id", None)
+        if topic_id is not None:
+            ids[topic_id] = None
+    return list(ids)
+
+
+def _unknown_topic_id_entry(topic_id: uuid.UUID) -> dict[str, Any]:
+    return _topic_entry(None, ErrorCode.unknown_topic_id, topic_id, [])
 
 
 def _requested_topics(context: RequestContext, request: Any) -> list[str] | None:
@@ -112,7 +141,7 @@ def _listed_topics(cache: MetadataCache) -> list[str]:
 
 
 def _topic_entry(
-    name: str, error: ErrorCode, topic_id: Any, partitions: list[dict[str, Any]]
+    name: str | None, error: ErrorCode, topic_id: Any, partitions: list[dict[str, Any]]
 ) -> dict[str, Any]:
     return {
         "error_code": error,

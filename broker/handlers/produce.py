@@ -1,11 +1,13 @@
-"""Produce v0-v9 (v0-v2 message sets are converted to record batches v2 first).
+"""Produce v0-v11 (v0-v2 message sets are converted to record batches v2 first).
 
 acks=0 sends no response; acks=1 answers once the leader has appended; acks=-1 refuses with
 NOT_ENOUGH_REPLICAS before appending when the ISR is smaller than min.insync.replicas, then
 waits (up to the request's timeout) until the high watermark passes the batch: NONE,
 NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below the minimum meanwhile,
 REQUEST_TIMED_OUT, or NOT_LEADER_OR_FOLLOWER if leadership moved. Produce never auto-creates
-topics, as in Kafka.
+topics, as in Kafka. From v10 a NOT_LEADER_OR_FOLLOWER partition names its current leader and
+the response lists that leader's endpoint (KIP-951). v11 changes only how a transactional
+producer's missing partition is reported (KIP-890), and there are no transactions here.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.handlers import legacy_produce
+from broker.handlers.current_leader import CurrentLeaders
 from broker.handlers.metadata import INTERNAL_TOPICS
 from broker.log.batch import check_compressed_records, is_compressed
 from broker.log.errors import RecordError, RecordValidationError
@@ -28,6 +31,7 @@ from broker.protocol.registry import response_class
 from broker.replication.replica_manager import AppendResult
 
 VALID_ACKS = (-1, 0, 1)
+CURRENT_LEADER_VERSION = 10  # KIP-951
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
@@ -61,8 +65,22 @@ async def handle(context: RequestContext, request: Any) -> Any:
         # connection, so the client refreshes its metadata (e.g. after a leader change).
         _close_on_error(responses)
         return None
-    cls = response_class(0, context.api_version)
-    return adapter.build(cls, {"responses": responses, "throttle_time": 0})
+    values: dict[str, Any] = {"responses": responses, "throttle_time": 0}
+    if context.api_version >= CURRENT_LEADER_VERSION:
+        values["node_endpoints"] = _add_current_leaders(context, responses)
+    return adapter.build(response_class(0, context.api_version), values)
+
+
+def _add_current_leaders(
+    context: RequestContext, responses: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Name the leader of each partition refused for not being led here; its endpoints."""
+    leaders = CurrentLeaders(context.server.metadata_cache, context.listener_name)
+    for topic in responses:
+        for partition in topic["partition_responses"]:
+            if partition["error_code"] == ErrorCode.not_leader_or_follower:
+                partition["current_leader"] = leaders.leader(topic["name"], partition["index"])
+    return leaders.node_endpoints()
 
 
 def _produce_partition(

@@ -1,4 +1,4 @@
-"""Fetch responses (v4-v12) encoded straight from the handler's values, as a list of buffers
+"""Fetch responses (v4-v17) encoded straight from the handler's values, as a list of buffers
 that leaves the record sets uncopied.
 
 A fetch response is mostly record bytes read from the log. Through kio they were copied into
@@ -7,24 +7,27 @@ entities cost more than the encoding for small fetches (a follower fetches once 
 request). Here the small fields go into short buffers and each record set is handed on as the
 very object the log read returned; the socket write gathers them (DESIGN.md, "Copies on the
 hot path"). The values are the adapter's union-of-versions dicts (see adapter.build); the
-layout is FetchResponse.json's for v4-v12, and a unit test holds it byte-identical to kio's.
-Tagged fields (v12) are never set by our handler, so none are written.
+layout is FetchResponse.json's for v4-v17, and a unit test holds it byte-identical to kio's.
+v13+ names each topic by its id. Tagged fields (v12+) are not written here: the handler has
+kio encode the rare responses that set one (a current leader, v16+).
 """
 
 from __future__ import annotations
 
 import datetime
 import struct
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
 LOWEST_ENCODED_VERSION = 4
-HIGHEST_ENCODED_VERSION = 12
+HIGHEST_ENCODED_VERSION = 17
 # The versions at which FetchResponse.json adds a field or turns flexible.
 LOG_START_OFFSET_VERSION = 5
 SESSION_VERSION = 7
 PREFERRED_READ_REPLICA_VERSION = 11
 FLEXIBLE_VERSION = 12
+TOPIC_ID_VERSION = 13
 # Record sets below this are cheaper to copy into the neighbouring buffer than to hand to the
 # socket as one more gather element.
 SEPARATE_RECORDS_MIN_BYTES = 4096
@@ -35,6 +38,7 @@ _PARTITION_HEAD = struct.Struct(">ihqq")  # partition, error code, high watermar
 _INT64 = struct.Struct(">q")
 _ABORTED = struct.Struct(">qq")
 _NO_TAGGED_FIELDS = b"\x00"
+_ZERO_UUID_BYTES = bytes(16)
 
 
 def can_encode(version: int) -> bool:
@@ -74,7 +78,10 @@ class _Writer:
             buffer += _INT32.pack(values["session_id"])
         self._array_length(len(values["responses"]))
         for topic in values["responses"]:
-            self._string(topic["topic"])
+            if self._version >= TOPIC_ID_VERSION:
+                self._uuid(topic["topic_id"])
+            else:
+                self._string(topic["topic"])
             self._array_length(len(topic["partitions"]))
             for partition in topic["partitions"]:
                 self._partition(partition)
@@ -129,6 +136,9 @@ class _Writer:
         else:
             self._buffer += _INT16.pack(len(encoded))
         self._buffer += encoded
+
+    def _uuid(self, value: uuid.UUID | None) -> None:
+        self._buffer += _ZERO_UUID_BYTES if value is None else value.bytes
 
     def _array_length(self, count: int) -> None:
         self._length(count)

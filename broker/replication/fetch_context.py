@@ -6,10 +6,15 @@
 - epoch > 0: an incremental fetch in an existing session; the request's partitions update the
   session, `forgotten_topics_data` leaves it, every session partition is read, and only those
   with something new are answered.
+
+From v13 topics are named by id: the keys are (topic id, partition), an id no topic has is
+kept as it is (the handler answers UNKNOWN_TOPIC_ID for it), and a session keyed one way
+refuses requests keyed the other (FETCH_SESSION_TOPIC_ID_ERROR), as in Kafka.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -21,29 +26,32 @@ from broker.replication.fetch_session import (
     INITIAL_EPOCH,
     INVALID_SESSION_ID,
     CachedPartition,
+    FetchKey,
     FetchPosition,
     FetchSession,
     FetchSessionCache,
-    TopicPartition,
     next_epoch,
 )
 from broker.replication.replica_manager import ReadResult
 
+ZERO_TOPIC_ID = uuid.UUID(int=0)
+
 
 @dataclass
 class FetchContext:
-    positions: list[tuple[TopicPartition, FetchPosition]]
+    positions: list[tuple[FetchKey, FetchPosition]]
     error_code: ErrorCode = ErrorCode.none
     session: FetchSession | None = None  # set for incremental fetches
     wants_session: bool = False  # a full fetch that asked for one
+    uses_topic_ids: bool = False
 
     def respond(
         self,
         cache: FetchSessionCache,
-        results: list[tuple[TopicPartition, ReadResult]],
+        results: list[tuple[FetchKey, ReadResult]],
         privileged: bool,
         now_ms: int,
-    ) -> tuple[int, list[tuple[TopicPartition, ReadResult]]]:
+    ) -> tuple[int, list[tuple[FetchKey, ReadResult]]]:
         """The session id and the partitions the response holds; updates the session."""
         if self.session is not None:
             return self.session.session_id, self._changed(self.session, results)
@@ -55,12 +63,13 @@ class FetchContext:
             entry = CachedPartition(positions[key])
             entry.must_respond(result.error_code, 0, result.high_watermark, result.log_start_offset)
             cached[key] = entry
-        return cache.create(privileged, cached, now_ms), results
+        session_id = cache.create(privileged, cached, now_ms, self.uses_topic_ids)
+        return session_id, results
 
     @staticmethod
     def _changed(
-        session: FetchSession, results: list[tuple[TopicPartition, ReadResult]]
-    ) -> list[tuple[TopicPartition, ReadResult]]:
+        session: FetchSession, results: list[tuple[FetchKey, ReadResult]]
+    ) -> list[tuple[FetchKey, ReadResult]]:
         answered = []
         for key, result in results:
             cached = session.partitions.get(key)
@@ -77,26 +86,39 @@ class FetchContext:
         return answered
 
 
-def new_context(cache: FetchSessionCache, request: Any, now_ms: int) -> FetchContext:
+def new_context(
+    cache: FetchSessionCache, request: Any, now_ms: int, uses_topic_ids: bool = False
+) -> FetchContext:
     session_id = int(getattr(request, "session_id", INVALID_SESSION_ID))
     epoch = int(getattr(request, "session_epoch", FINAL_EPOCH))
-    requested = list(_positions(request))
+    requested = list(_positions(request, uses_topic_ids))
     if epoch in (FINAL_EPOCH, INITIAL_EPOCH):
         if session_id != INVALID_SESSION_ID:
             cache.remove(session_id)
-        return FetchContext(requested, wants_session=epoch == INITIAL_EPOCH)
+        return FetchContext(
+            requested, wants_session=epoch == INITIAL_EPOCH, uses_topic_ids=uses_topic_ids
+        )
     session = cache.get(session_id, now_ms)
     if session is None:
         return FetchContext([], ErrorCode.fetch_session_id_not_found)
     if session.epoch != epoch:
         return FetchContext([], ErrorCode.invalid_fetch_session_epoch)
-    session.update(requested, _forgotten(request))
+    if session.uses_topic_ids != uses_topic_ids:
+        return FetchContext([], ErrorCode.fetch_session_topic_id_error)
+    session.update(requested, _forgotten(request, uses_topic_ids))
     session.epoch = next_epoch(session.epoch)
     positions = [(key, cached.position) for key, cached in session.partitions.items()]
-    return FetchContext(positions, session=session)
+    return FetchContext(positions, session=session, uses_topic_ids=uses_topic_ids)
 
 
-def _positions(request: Any) -> Iterator[tuple[TopicPartition, FetchPosition]]:
+def _topic_key(topic: Any, uses_topic_ids: bool) -> str | uuid.UUID:
+    if not uses_topic_ids:
+        return str(topic.topic)
+    # kio reads the zero id as None; no topic has it, so it stays unknown.
+    return topic.topic_id if topic.topic_id is not None else ZERO_TOPIC_ID
+
+
+def _positions(request: Any, uses_topic_ids: bool) -> Iterator[tuple[FetchKey, FetchPosition]]:
     for topic in request.topics:
         for fetch in topic.partitions:
             position = FetchPosition(
@@ -105,10 +127,10 @@ def _positions(request: Any) -> Iterator[tuple[TopicPartition, FetchPosition]]:
                 int(getattr(fetch, "current_leader_epoch", -1)),
                 int(getattr(fetch, "log_start_offset", -1)),
             )
-            yield (str(topic.topic), int(fetch.partition)), position
+            yield (_topic_key(topic, uses_topic_ids), int(fetch.partition)), position
 
 
-def _forgotten(request: Any) -> Iterable[TopicPartition]:
+def _forgotten(request: Any, uses_topic_ids: bool) -> Iterable[FetchKey]:
     for topic in getattr(request, "forgotten_topics_data", None) or ():
         for partition in topic.partitions:
-            yield str(topic.topic), int(partition)
+            yield _topic_key(topic, uses_topic_ids), int(partition)

@@ -5,11 +5,15 @@ answered. An incremental request then names only the partitions whose fetch posi
 (and those to forget), and the response holds only partitions with something new: records, a
 moved high watermark or log start offset, or an error. Every partition of the session is still
 read on every request, so a follower's position keeps counting for the ISR.
+
+Fetch v13+ names topics by id: a session made by such a request keys its partitions by topic
+id, and only requests of v13+ may use it (older ones only sessions keyed by name).
 """
 
 from __future__ import annotations
 
 import random
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -24,6 +28,8 @@ SESSION_EVICTION_MS = 120_000
 UNKNOWN_HIGH_WATERMARK = -1
 
 TopicPartition = tuple[str, int]
+# A session's partition: by topic name (Fetch v0-v12) or topic id (v13+).
+FetchKey = tuple[str | uuid.UUID, int]
 
 
 @dataclass(slots=True)
@@ -58,14 +64,15 @@ class CachedPartition:
 class FetchSession:
     session_id: int
     privileged: bool
-    partitions: dict[TopicPartition, CachedPartition]
+    partitions: dict[FetchKey, CachedPartition]
     last_used_ms: int
     epoch: int = 1  # the epoch the next request must carry
+    uses_topic_ids: bool = False
 
     def update(
         self,
-        changed: Iterable[tuple[TopicPartition, FetchPosition]],
-        forgotten: Iterable[TopicPartition],
+        changed: Iterable[tuple[FetchKey, FetchPosition]],
+        forgotten: Iterable[FetchKey],
     ) -> None:
         for key, position in changed:
             cached = self.partitions.get(key)
@@ -76,7 +83,7 @@ class FetchSession:
         for key in forgotten:
             self.partitions.pop(key, None)
 
-    def move_to_end(self, key: TopicPartition) -> None:
+    def move_to_end(self, key: FetchKey) -> None:
         """Partitions that answered go last, so the next response's byte budget is fair."""
         cached = self.partitions.pop(key, None)
         if cached is not None:
@@ -112,7 +119,11 @@ class FetchSessionCache:
         self._sessions.pop(session_id, None)
 
     def create(
-        self, privileged: bool, partitions: dict[TopicPartition, CachedPartition], now_ms: int
+        self,
+        privileged: bool,
+        partitions: dict[FetchKey, CachedPartition],
+        now_ms: int,
+        uses_topic_ids: bool = False,
     ) -> int:
         """The new session's id, or INVALID_SESSION_ID when no slot can be had."""
         if self.max_slots <= 0:
@@ -122,7 +133,9 @@ class FetchSessionCache:
         session_id = self.random_id()
         while session_id == INVALID_SESSION_ID or session_id in self._sessions:
             session_id = self.random_id()
-        self._sessions[session_id] = FetchSession(session_id, privileged, partitions, now_ms)
+        self._sessions[session_id] = FetchSession(
+            session_id, privileged, partitions, now_ms, uses_topic_ids=uses_topic_ids
+        )
         return session_id
 
     def _evict_one(self, privileged: bool, now_ms: int) -> bool:

@@ -22,10 +22,6 @@ Ranges = dict[int, tuple[int, int]]
 # api key -> our advertised range, where it is not yet Kafka 3.9's. The issue on Kafka 3.9's
 # API versions raises these; until then we advertise Kafka 3.0's ranges.
 KNOWN_DIFFERENCES: Ranges = {
-    0: (0, 9),  # Produce; Kafka 3.9: 0-11
-    1: (0, 12),  # Fetch; 0-17 (topic ids from v13)
-    2: (0, 7),  # ListOffsets; 0-9
-    3: (0, 11),  # Metadata; 0-12
     8: (0, 8),  # OffsetCommit; 0-9
     9: (0, 8),  # OffsetFetch; 0-9
     10: (0, 4),  # FindCoordinator; 0-6

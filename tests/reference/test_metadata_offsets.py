@@ -32,11 +32,26 @@ pytestmark = [pytest.mark.integration, pytest.mark.reference]
 WAIT_S = 60.0
 TOPIC, GROUP = "data", "differential-group"
 LIST_OFFSETS, OFFSET_FETCH, FIND_COORDINATOR, DESCRIBE_GROUPS = 2, 9, 10, 15
-EARLIEST, MAX_TIMESTAMP = -2, -3
+EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -2, -3, -4, -5
 # partition -> record timestamps (ms) of its one batch
 TIMESTAMPS = {0: [1000, 3000, 2000], 1: [5000]}
 LOOKUPS = (EARLIEST, LATEST, MAX_TIMESTAMP, 0, 1500, 2500, 3000, 4000, 10**13)
 COMMITTED = {0: 2, 1: 1}
+# (ListOffsets version, timestamp): the special timestamps at the versions that add them (-4
+# at v8, -5 at v9), below them (UNSUPPORTED_VERSION), and one no version knows.
+SPECIAL_LOOKUPS = (
+    (9, LATEST),
+    (9, EARLIEST),
+    (9, MAX_TIMESTAMP),
+    (9, EARLIEST_LOCAL),
+    (9, LATEST_TIERED),
+    (8, EARLIEST_LOCAL),
+    (8, LATEST_TIERED),
+    (7, EARLIEST_LOCAL),
+    (6, MAX_TIMESTAMP),
+    (9, -6),
+)
+UNSUPPORTED_VERSION = 35
 
 
 def _prepare(cluster: ClusterHandle) -> str:
@@ -93,6 +108,20 @@ def _list_offsets(client: WireClient) -> Any:
                 int(answer.offset),
                 int(answer.timestamp),
             )
+    return found
+
+
+def _special_timestamps(client: WireClient) -> Any:
+    found = {}
+    for version, timestamp in SPECIAL_LOOKUPS:
+        request = list_offsets_request(TOPIC, 0, timestamp)
+        answer = client.request(LIST_OFFSETS, version, request).topics[0].partitions[0]
+        found[(version, timestamp)] = (
+            int(answer.error_code),
+            int(answer.offset),
+            int(answer.timestamp),
+            int(getattr(answer, "leader_epoch", -1)),
+        )
     return found
 
 
@@ -153,12 +182,19 @@ def answers(make_cluster_module: ClusterFactory) -> dict[str, dict[str, Any]]:
     for impl, cluster in clusters.items():
         address = _prepare(cluster)
         with WireClient.to(address) as client:
-            found[impl] = {"metadata": _metadata(client), "list offsets": _list_offsets(client)}
+            found[impl] = {
+                "metadata": _metadata(client),
+                "list offsets": _list_offsets(client),
+                "special timestamps": _special_timestamps(client),
+            }
         found[impl].update(_group(address))
     return found
 
 
-@pytest.mark.parametrize("what", ["metadata", "list offsets", "offset fetch", "describe groups"])
+@pytest.mark.parametrize(
+    "what",
+    ["metadata", "list offsets", "special timestamps", "offset fetch", "describe groups"],
+)
 def test_answers_match_kafka(answers: dict[str, dict[str, Any]], what: str) -> None:
     assert answers["ours"][what] == answers["kafka"][what]
 
@@ -169,5 +205,9 @@ def test_the_workload_left_what_it_should_on_kafka(answers: dict[str, dict[str, 
     assert kafka["list offsets"][(0, MAX_TIMESTAMP)] == (0, 1, 3000)
     assert kafka["list offsets"][(0, 2500)] == (0, 1, 3000)
     assert kafka["list offsets"][(0, LATEST)][:2] == (0, 3)
+    special = kafka["special timestamps"]
+    assert special[(9, EARLIEST_LOCAL)] == special[(9, EARLIEST)] == (0, 0, -1, 0)
+    assert special[(9, LATEST_TIERED)] == (0, -1, -1, -1)
+    assert special[(7, EARLIEST_LOCAL)][0] == special[(8, LATEST_TIERED)][0] == UNSUPPORTED_VERSION
     assert kafka["offset fetch"] == (0, [(p, o, 0) for p, o in sorted(COMMITTED.items())])
     assert kafka["describe groups"][:2] == (0, "Empty")

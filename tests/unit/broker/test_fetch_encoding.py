@@ -1,5 +1,6 @@
-"""The gathered Fetch response encoding must be byte-identical to kio's for v4-v12."""
+"""The gathered Fetch response encoding must be byte-identical to kio's for v4-v17."""
 
+import uuid
 from typing import Any
 
 import pytest
@@ -36,6 +37,8 @@ topic_values = st.fixed_dictionaries(
     {
         # Long names too, so a compact length takes two varint bytes.
         "topic": st.text(min_size=1, max_size=20) | st.text(min_size=130, max_size=200),
+        # v13+ name topics by id (the zero id too: an unknown topic id can be anything).
+        "topic_id": st.uuids() | st.just(uuid.UUID(int=0)),
         "partitions": st.lists(partition_values, max_size=3),
     }
 )
@@ -66,9 +69,9 @@ def test_large_record_sets_are_handed_on_uncopied() -> None:
 
 def test_versions_outside_the_layout_are_refused() -> None:
     assert not fetch_encoding.can_encode(3)
-    assert not fetch_encoding.can_encode(13)
-    with pytest.raises(ValueError, match="v13"):
-        fetch_encoding.encode_parts(13, _values([]))
+    assert not fetch_encoding.can_encode(18)
+    with pytest.raises(ValueError, match="v18"):
+        fetch_encoding.encode_parts(18, _values([]))
 
 
 def test_kio_entities_are_one_buffer_and_encoded_bodies_pass_through() -> None:

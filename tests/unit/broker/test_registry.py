@@ -10,10 +10,10 @@ from broker.protocol import adapter
 from broker.protocol.registry import request_class, response_class
 
 KAFKA_30_RANGES = {
-    0: (0, 9),
-    1: (0, 12),
-    2: (0, 7),
-    3: (0, 11),
+    0: (0, 11),  # Produce, Fetch, ListOffsets and Metadata: Kafka 3.9's
+    1: (0, 17),
+    2: (0, 9),
+    3: (0, 12),
     7: (0, 3),
     8: (0, 8),
     9: (0, 8),
