@@ -1,4 +1,8 @@
-"""ApiVersions: v0-v3. Built from the registry, so advertised and implemented cannot drift."""
+"""ApiVersions: v0-v4. Built from the registry, so advertised and implemented cannot drift.
+
+v4 only lets a broker list supported features whose minimum version is 0 (KAFKA-17011); like
+Kafka 3.9 in ZooKeeper mode, we list no supported features at any version.
+"""
 
 from __future__ import annotations
 

@@ -1,14 +1,16 @@
-"""DescribeLogDirs: v0-v2 (Kafka 3.0's range; v0 derived from kio's v1).
+"""DescribeLogDirs: v0-v4 (v0 derived from kio's v1; v3 adds a top-level error code, v4 each
+directory's total and usable bytes).
 
-One result per configured log dir (its absolute path), in `log.dirs` order, listing every
-topic with a log there (current or future) and, per requested partition, the log's size, its
+One result per configured log dir (its absolute path), in `log.dirs` order, listing the
+requested partitions with a log there (current or future): each log's size, its
 offset lag and whether it is a future log (AlterReplicaLogDirs' copy). The lag of a replica's
 log is the high watermark minus its log end, never below 0; a future log's is how far it is
 behind the replica's log; -1 when the replica is not hosted (Kafka's `getLogEndOffsetLag`). A
-null topic list asks for every partition. Like Kafka 3.0, a topic with a log in a directory is
-listed there even when none of its partitions was asked for (with no partitions). An offline
-directory answers `KAFKA_STORAGE_ERROR` and no topics. Total and usable bytes of each
-directory's file system are filled in for the versions that carry them (v4+).
+null topic list asks for every partition. A directory lists only the topics with a partition
+asked for there (Kafka 3.9, KAFKA-16807; Kafka 3.0 also listed the others, with no
+partitions). An offline directory answers `KAFKA_STORAGE_ERROR`, no topics and -1 bytes. The
+total and usable bytes (v4+) are those of the directory's file system, as Java's FileStore
+gives them: usable is what an unprivileged writer may still use.
 """
 
 from __future__ import annotations
@@ -67,9 +69,9 @@ def _describe_dir(
         return {"error_code": ErrorCode.kafka_storage_error, "log_dir": str(log_dir), "topics": []}
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for replica_log in log_manager.logs_in_dir(log_dir):
-        partitions = by_topic.setdefault(replica_log.topic, [])
         if wanted is None or (replica_log.topic, replica_log.partition) in wanted:
-            partitions.append(_partition(replica_log, replica_manager))
+            partition = _partition(replica_log, replica_manager)
+            by_topic.setdefault(replica_log.topic, []).append(partition)
     result: dict[str, Any] = {
         "error_code": ErrorCode.none,
         "log_dir": str(log_dir),

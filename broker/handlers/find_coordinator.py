@@ -1,9 +1,11 @@
-"""FindCoordinator: v0-v4 (v4 batches keys, KIP-699).
+"""FindCoordinator: v0-v6 (v4 batches keys, KIP-699; v5 only allows TRANSACTION_ABORTABLE,
+KIP-890, which nothing here returns; v6 allows share-group keys, KIP-932).
 
 Group keys (key type 0) are answered with the leader of the group's `__consumer_offsets`
 partition, created on first use; COORDINATOR_NOT_AVAILABLE (retriable) while the topic or its
 leader is not there yet. Transaction keys (type 1) get COORDINATOR_NOT_AVAILABLE: there is no
-transaction coordinator yet (DEVIATIONS.md).
+transaction coordinator yet (DEVIATIONS.md). Share keys (type 2) get INVALID_REQUEST below v6
+and COORDINATOR_NOT_AVAILABLE from v6, as Kafka 3.9 answers them (it has no share coordinator).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from broker.protocol.registry import response_class
 API_KEY = 10
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
+SHARE_KEY_TYPE = 2
+FIRST_VERSION_WITH_SHARE_KEYS = 6
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
@@ -37,13 +41,20 @@ async def handle(context: RequestContext, request: Any) -> Any:
 
 async def _find(context: RequestContext, key_type: int, key: str) -> CoordinatorAddress:
     if key_type != GROUP_KEY_TYPE:
-        if key_type == TRANSACTION_KEY_TYPE:
-            return CoordinatorAddress(ErrorCode.coordinator_not_available)
-        return CoordinatorAddress(ErrorCode.invalid_request)
+        return CoordinatorAddress(_other_key_type_error(key_type, context.api_version))
     if not key:
         return CoordinatorAddress(ErrorCode.invalid_request)
     coordinator = context.server.group_coordinator
     return await coordinator.find(key, context.listener_name)
+
+
+def _other_key_type_error(key_type: int, version: int) -> ErrorCode:
+    if key_type == TRANSACTION_KEY_TYPE:
+        return ErrorCode.coordinator_not_available
+    if key_type == SHARE_KEY_TYPE and version >= FIRST_VERSION_WITH_SHARE_KEYS:
+        # Kafka 3.9 knows the key type but has no share coordinator to name.
+        return ErrorCode.coordinator_not_available
+    return ErrorCode.invalid_request
 
 
 def _fields(found: CoordinatorAddress) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""InitProducerId: v0-v4, for idempotent producers (no transactional id).
+"""InitProducerId: v0-v5, for idempotent producers (no transactional id). v4 and v5 only
+allow new errors (PRODUCER_FENCED, TRANSACTION_ABORTABLE) of transactional producers.
 
 Any broker answers with a fresh producer id and epoch 0, as Kafka does for producers without
 a transactional id (a retry or KIP-360 bump simply gets a new id). Transactional ids need the

@@ -1,7 +1,11 @@
-"""JoinGroup: v0-v7, as Kafka 3.0. Membership logic lives in `coordinator/group/membership.py`.
+"""JoinGroup: v0-v9, as Kafka 3.9. Membership logic lives in `coordinator/group/membership.py`.
 
 v0 has one timeout (session = rebalance); v4+ makes an unknown member rejoin with the member id
-it is given (MEMBER_ID_REQUIRED, KIP-394), v0-v3 join directly (sarama 1.x uses v1).
+it is given (MEMBER_ID_REQUIRED, KIP-394), v0-v3 join directly (sarama 1.x uses v1). v8 carries
+the client's reason for joining (KIP-800), which only goes into the coordinator's log lines. v9
+(KIP-814): a static leader that rejoins a Stable group with an unchanged protocol is told it is
+the leader, with the members, but to skip the assignment; before v9 it is answered with the old
+leader id so that it does not assign.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from broker.protocol.registry import response_class
 
 API_KEY = 11
 FIRST_VERSION_REQUIRING_MEMBER_ID = 4
+FIRST_VERSION_WITH_SKIP_ASSIGNMENT = 9
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
@@ -32,6 +37,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
         protocols=[(p.name, bytes(p.metadata)) for p in request.protocols],
         require_known_member_id=context.api_version >= FIRST_VERSION_REQUIRING_MEMBER_ID,
         reason=getattr(request, "reason", None),
+        supports_skip_assignment=context.api_version >= FIRST_VERSION_WITH_SKIP_ASSIGNMENT,
     )
     members = [
         {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "metadata": m.metadata}

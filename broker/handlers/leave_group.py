@@ -1,4 +1,5 @@
-"""LeaveGroup: v0-v4 (v3+ removes several members at once, KIP-345)."""
+"""LeaveGroup: v0-v5 (v3+ removes several members at once, KIP-345; v5 gives each leaving
+member's reason, KIP-800, which only goes into the coordinator's log lines)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ API_KEY = 13
 async def handle(context: RequestContext, request: Any) -> Any:
     if hasattr(request, "members"):
         leaving = [(m.member_id, m.group_instance_id) for m in request.members]
+        reasons = [getattr(m, "reason", None) for m in request.members]
     else:
-        leaving = [(request.member_id, None)]
-    result = context.server.group_coordinator.membership.leave_group(request.group_id, leaving)
+        leaving, reasons = [(request.member_id, None)], [None]
+    membership = context.server.group_coordinator.membership
+    result = membership.leave_group(request.group_id, leaving, reasons)
     error = result.error
     if not hasattr(request, "members") and result.members and error == 0:
         error = result.members[0].error  # v0-v2 have one member and one error

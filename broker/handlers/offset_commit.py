@@ -1,4 +1,6 @@
-"""OffsetCommit: v0-v8 (v0-v1 derived in `protocol/legacy.py`; sarama 1.x commits with v1).
+"""OffsetCommit: v0-v9 (v0-v1 derived in `protocol/legacy.py`; sarama 1.x commits with v1).
+v9 only lets the new consumer protocol (KIP-848) use it, which a ZooKeeper-mode Kafka 3.9 does
+not run: as there, its generation-or-member-epoch field is checked as a classic generation.
 
 Commits are appended to the group's `__consumer_offsets` partition (Kafka's OffsetCommitValue
 v3) and acknowledged once the ISR has them. The group checks its generation and member first

@@ -1,5 +1,7 @@
 """OffsetFetch: v0-v8 (v0 derived in `protocol/legacy.py`; Kafka read v0 from ZooKeeper, we
 read `__consumer_offsets` for every version); v8 asks for several groups at once (KIP-709).
+v9 adds each group's member id and epoch for the new consumer protocol (KIP-848); classic
+groups ignore them, as Kafka 3.9 in ZooKeeper mode does.
 
 Null topics (v2+) return every committed offset of the group. A partition without a commit has
 offset -1 and empty metadata, as in Kafka. `require_stable` (v7+) has nothing to wait for

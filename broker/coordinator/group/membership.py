@@ -522,9 +522,15 @@ class GroupMembership(GroupRebalancer):
             self._schedule_session_expiry(group, member, member.session_timeout_ms)
         return answer
 
-    def leave_group(self, group_id: str, members: Sequence[tuple[str, str | None]]) -> LeaveResult:
+    def leave_group(
+        self,
+        group_id: str,
+        members: Sequence[tuple[str, str | None]],
+        reasons: Sequence[str | None] = (),
+    ) -> LeaveResult:
         """LeaveGroup: v0-v2 name one member id; v3+ a batch of (member id, instance id),
-        where an empty member id with an instance id removes that static member (admin)."""
+        where an empty member id with an instance id removes that static member (admin).
+        `reasons[i]` is the client's reason for `members[i]` leaving (v5+, KIP-800), logged."""
         error = self._status_error(group_id)
         if error is not ErrorCode.none:
             return LeaveResult(error)
@@ -536,16 +542,21 @@ class GroupMembership(GroupRebalancer):
             )
         if group.state is _S.DEAD:
             return LeaveResult(ErrorCode.coordinator_not_available)
+        given_reasons = list(reasons) + [None] * (len(members) - len(reasons))
         results = tuple(
             MemberLeaveResult(
-                member_id, instance_id, self._leave_one(group, member_id, instance_id)
+                member_id,
+                instance_id,
+                self._leave_one(group, member_id, instance_id, reason or "not provided"),
             )
-            for member_id, instance_id in members
+            for (member_id, instance_id), reason in zip(members, given_reasons, strict=False)
         )
         self._maybe_complete_join(group)
         return LeaveResult(ErrorCode.none, results)
 
-    def _leave_one(self, group: Group, member_id: str, group_instance_id: str | None) -> ErrorCode:
+    def _leave_one(
+        self, group: Group, member_id: str, group_instance_id: str | None, reason: str
+    ) -> ErrorCode:
         if member_id == UNKNOWN_MEMBER_ID:
             current = (
                 None if group_instance_id is None else group.static_members.get(group_instance_id)
@@ -560,9 +571,11 @@ class GroupMembership(GroupRebalancer):
             error = validate_current_member(group, member_id, group_instance_id)
             if error is not ErrorCode.none:
                 return error
-        logger.info("member %s leaves group %s", member_id, group.group_id)
+        logger.info(
+            "member %s leaves group %s; client reason: %s", member_id, group.group_id, reason
+        )
         self._remove_member_and_rebalance(
-            group, group.members[member_id], f"member {member_id} left"
+            group, group.members[member_id], f"member {member_id} left; client reason: {reason}"
         )
         return ErrorCode.none
 

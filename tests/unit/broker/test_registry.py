@@ -9,31 +9,31 @@ from broker.handlers.api_versions import unsupported_version_response
 from broker.protocol import adapter
 from broker.protocol.registry import request_class, response_class
 
-KAFKA_30_RANGES = {
-    0: (0, 11),  # Produce, Fetch, ListOffsets and Metadata: Kafka 3.9's
+KAFKA_39_RANGES = {  # Kafka 3.9's, in ZooKeeper mode
+    0: (0, 11),
     1: (0, 17),
     2: (0, 9),
     3: (0, 12),
     7: (0, 3),
-    8: (0, 8),
-    9: (0, 8),
-    10: (0, 4),
-    11: (0, 7),
+    8: (0, 9),
+    9: (0, 9),
+    10: (0, 6),
+    11: (0, 9),
     12: (0, 4),
-    13: (0, 4),
+    13: (0, 5),
     14: (0, 5),
     15: (0, 5),
-    16: (0, 4),
-    18: (0, 3),
+    16: (0, 5),
+    18: (0, 4),
     19: (0, 7),
     20: (0, 6),
     21: (0, 2),
-    22: (0, 4),
+    22: (0, 5),
     23: (0, 4),
     32: (0, 4),
     33: (0, 2),
     34: (0, 2),
-    35: (0, 2),
+    35: (0, 4),
     42: (0, 2),
     43: (0, 2),
     37: (0, 3),
@@ -44,9 +44,9 @@ KAFKA_30_RANGES = {
 }
 
 
-def test_advertised_ranges_match_kafka_3_0() -> None:
+def test_advertised_ranges_match_kafka_3_9() -> None:
     registry = build_registry()
-    for api_key, (low, high) in KAFKA_30_RANGES.items():
+    for api_key, (low, high) in KAFKA_39_RANGES.items():
         spec = registry.get(api_key)
         assert spec is not None
         assert (spec.min_version, spec.max_version) == (low, high)
