@@ -40,7 +40,6 @@ from broker.replication.replica_manager import ReadResult
 
 Results = list[tuple[FetchKey, ReadResult]]
 TOPIC_ID_VERSION = 13
-REPLICA_STATE_VERSION = 15
 CURRENT_LEADER_VERSION = 16
 # The errors whose partitions name their current leader (v16+), as in Kafka.
 LEADER_MOVED_ERRORS = frozenset({ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch})
@@ -65,7 +64,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
         if total_bytes >= request.min_bytes or any_error or remaining_s <= 0:
             break
         await context.server.replica_manager.wait_for_data(
-            [(names[topic], partition) for (topic, partition), _ in positions],
+            [(names[topic], p) for (topic, p), _ in positions if topic in names],
             remaining_s,
             follower=replica_id >= 0,
         )
@@ -115,7 +114,8 @@ def _response(
         "responses": responses,
     }
     if version >= CURRENT_LEADER_VERSION and _add_current_leaders(context, values):
-        # Tagged fields are written by kio; such answers are rare and carry no records.
+        # kio writes the tagged fields; such answers are rare (a leader moved), so their copy
+        # of the record sets costs little.
         return adapter.build(response_class(1, version), values)
     # Encoded here rather than built as kio entities: record sets stay uncopied, and building
     # entities cost more than the encoding for the small fetches of a follower keeping up.

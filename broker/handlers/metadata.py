@@ -25,19 +25,7 @@ from controller.errors import ApiError
 
 async def handle(context: RequestContext, request: Any) -> Any:
     cache = context.server.metadata_cache
-    topic_ids = _requested_topic_ids(request)
-    unknown_ids: list[uuid.UUID] = []
-    if topic_ids:
-        names = []
-        for topic_id in topic_ids:
-            name = cache.topic_name(topic_id)
-            if name is None:
-                unknown_ids.append(topic_id)
-            else:
-                names.append(name)
-    else:
-        requested = _requested_topics(context, request)
-        names = _listed_topics(cache) if requested is None else requested
+    names, unknown_ids = _requested(context, cache, request)
     allow_auto_create = getattr(request, "allow_auto_topic_creation", True)
     topics = [_unknown_topic_id_entry(topic_id) for topic_id in unknown_ids]
     topics += [await _topic(context, cache, name, allow_auto_create) for name in names]
@@ -69,6 +57,19 @@ def _brokers(cache: MetadataCache, listener_name: str) -> list[dict[str, Any]]:
     return brokers
 
 
+def _requested(
+    context: RequestContext, cache: MetadataCache, request: Any
+) -> tuple[list[str], list[uuid.UUID]]:
+    """The names of the topics to answer, and the requested topic ids that no topic has."""
+    topic_ids = _requested_topic_ids(request) if context.api_version >= TOPIC_ID_VERSION else []
+    if not topic_ids:
+        requested = _requested_topics(context, request)
+        return (_listed_topics(cache) if requested is None else requested), []
+    found = {topic_id: cache.topic_name(topic_id) for topic_id in topic_ids}
+    names = [name for name in found.values() if name is not None]
+    return names, [topic_id for topic_id, name in found.items() if name is None]
+
+
 def _requested_topic_ids(request: Any) -> list[uuid.UUID]:
     """The distinct topic ids a v12+ request names (kio reads the zero id as None)."""
     ids: dict[uuid.UUID, None] = {}
@@ -90,6 +91,7 @@ def _requested_topics(context: RequestContext, request: Any) -> list[str] | None
     return [t.name for t in request.topics if t.name is not None]
 
 
+TOPIC_ID_VERSION = 12
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
