@@ -55,18 +55,18 @@ async def handle(context: RequestContext, request: Any) -> Any:
         return _response(context, fetch_context.error_code, INVALID_SESSION_ID, [])
     positions = fetch_context.positions
     names = _topic_names(context, positions)
+    # Partitions of unknown topic ids are answered, but only the others are worth waiting for.
+    readable = [(names[topic], p) for (topic, p), _ in positions if topic in names]
     replica_id = _replica_id(request)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + adapter.millis(request.max_wait) / 1000
     while True:
         results, total_bytes, any_error = _read_all(context, request, positions, names)
         remaining_s = deadline - loop.time()
-        if total_bytes >= request.min_bytes or any_error or remaining_s <= 0:
+        if total_bytes >= request.min_bytes or any_error or remaining_s <= 0 or not readable:
             break
         await context.server.replica_manager.wait_for_data(
-            [(names[topic], p) for (topic, p), _ in positions if topic in names],
-            remaining_s,
-            follower=replica_id >= 0,
+            readable, remaining_s, follower=replica_id >= 0
         )
     session_id, answered = fetch_context.respond(sessions, results, replica_id >= 0, _now_ms())
     if legacy_fetch.needs_conversion(version):
@@ -170,7 +170,6 @@ def _read_all(
         topic, partition = key
         name = names.get(topic)
         if name is None:
-            any_error = True
             results.append((key, ReadResult(ErrorCode.unknown_topic_id)))
             continue
         result = replica_manager.read(

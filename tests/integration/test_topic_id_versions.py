@@ -4,6 +4,7 @@ current leader on NOT_LEADER_OR_FOLLOWER (KIP-951), and ListOffsets v8/v9 answer
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
@@ -29,6 +30,7 @@ NONE, NOT_LEADER_OR_FOLLOWER, UNSUPPORTED_VERSION = 0, 6, 35
 UNKNOWN_TOPIC_ID, FETCH_SESSION_TOPIC_ID_ERROR = 100, 106
 EARLIEST, EARLIEST_LOCAL, LATEST_TIERED = -2, -4, -5
 WAIT_S = 30
+LONG_POLL_MS = 2000
 
 
 def _create_topic(cluster: ClusterHandle, replication_factor: int = 1) -> tuple[str, int]:
@@ -63,6 +65,8 @@ def _fetch_fields(
     session_id: int = 0,
     session_epoch: int = -1,
     forgotten: list[tuple[uuid.UUID | str, int]] | None = None,
+    max_wait_ms: int = 0,
+    min_bytes: int = 0,
 ) -> dict[str, Any]:
     """A consumer's Fetch; each topic is named by id (v13+) or name (v12-) as given."""
 
@@ -72,8 +76,8 @@ def _fetch_fields(
     return {
         "replica_id": -1,
         "replica_state": {"replica_id": -1, "replica_epoch": -1},
-        "max_wait": 0,
-        "min_bytes": 0,
+        "max_wait": max_wait_ms,
+        "min_bytes": min_bytes,
         "max_bytes": 1_000_000,
         "isolation_level": 0,
         "session_id": session_id,
@@ -144,6 +148,19 @@ def test_fetch_by_an_unknown_topic_id_answers_unknown_topic_id_beside_known_ones
         assert int(by_id[unknown].high_watermark) == -1
         assert int(by_id[known].error_code) == NONE
         assert _values(by_id[known]) == [b"known"]
+    # As in Kafka, an unknown id does not cut a long poll short: the fetch waits for the
+    # known partition (at its end here) until max_wait; with only unknown ids it answers at once.
+    at_end = _fetch_fields([(unknown, 0), (known, 1)], max_wait_ms=LONG_POLL_MS, min_bytes=1)
+    assert _fetch_seconds(address, at_end) >= LONG_POLL_MS / 1000 * 0.9
+    only_unknown = _fetch_fields([(unknown, 0)], max_wait_ms=60_000, min_bytes=1)
+    assert _fetch_seconds(address, only_unknown) < 30
+
+
+def _fetch_seconds(address: str, fields: dict[str, Any]) -> float:
+    with WireClient.to(address, timeout_s=90) as client:
+        started = time.monotonic()
+        client.request(FETCH, 13, fields)
+        return time.monotonic() - started
 
 
 def test_a_fetch_session_by_topic_id_answers_new_records_and_refuses_v12(
