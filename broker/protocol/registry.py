@@ -1,8 +1,9 @@
 """The API registry: one entry per Kafka API, from which ApiVersions is built.
 
-`min_version`/`max_version` are what we advertise (Kafka 3.9's ranges in ZooKeeper mode). kio has no classes for some old versions; `legacy.py` derives the ones whose
-schemas differ only by fields (OffsetCommit v0-1, OffsetFetch v0, Produce v0-2, Fetch v0-3, ...;
-their handlers convert old record formats and semantics). `min_decodable_version` marks where
+`min_version`/`max_version` are what we advertise (Kafka 3.9's ranges in ZooKeeper mode). kio
+has no classes for some old versions; `legacy.py` derives the ones whose schemas differ only by
+fields (OffsetCommit v0-1, OffsetFetch v0, Produce v0-2, Fetch v0-3, ...; their handlers convert
+old record formats and semantics). `min_decodable_version` marks where
 decoding starts: an old client asking for an advertised version below it (ControlledShutdown
 v0) gets its connection closed with a log line (see DEVIATIONS.md).
 """
