@@ -54,6 +54,7 @@ CLUSTER_OVERRIDES = {
 TIMEOUT_S = 60
 CLIENT_TIMEOUT_S = 30.0
 MEMBER_EXIT_TIMEOUT_S = 30.0
+RESTARTED_COORDINATOR_TIMEOUT_S = 30.0
 SAMPLE_INTERVAL_S = 0.02
 MEMBER_SCRIPT = Path(__file__).with_name("group_member.py")
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -488,6 +489,100 @@ def test_group_whose_members_closed_is_empty_and_can_be_deleted(
     # DescribeGroups v0-v5 describe an unknown group as Dead, without an error.
     assert describe().state == ConsumerGroupState.DEAD
     assert _committed(bootstrap, group, topic) == dict.fromkeys(ALL_PARTITIONS, NO_COMMITTED_OFFSET)
+
+
+def _controller_id(cluster: ClusterHandle) -> int:
+    with zk_session(cluster) as zk:
+        return int(json.loads(zk.get("/controller")[0])["brokerid"])
+
+
+def _group_coordinated_by(cluster: ClusterHandle, wanted: Callable[[int], bool]) -> str:
+    """A new group id whose offsets partition is led by a broker `wanted` accepts."""
+    with zk_session(cluster) as zk:
+        leaders = {
+            partition: json.loads(
+                zk.get(f"/brokers/topics/__consumer_offsets/partitions/{partition}/state")[0]
+            )["leader"]
+            for partition in range(OFFSETS_PARTITIONS)
+        }
+    while True:
+        group = _unique("group")
+        if wanted(leaders[partition_for(group, OFFSETS_PARTITIONS)]):
+            return group
+
+
+@pytest.mark.parametrize(
+    ("assignor", "coordinator_is_controller"),
+    [("range", False), ("cooperative-sticky", False), ("range", True)],
+)
+def test_group_described_empty_after_its_killed_coordinator_restarts_and_members_close(
+    group_cluster: ClusterHandle,
+    make_members: Callable[..., Members],
+    assignor: str,
+    coordinator_is_controller: bool,
+) -> None:
+    bootstrap = group_cluster.bootstrap
+    topic = _unique("restart")
+    _create_topic(bootstrap, topic)
+    per_partition = 2
+    _produce(bootstrap, topic, [b"r-%d" % i for i in range(per_partition * TOPIC_PARTITIONS)])
+    members = make_members(topic, assignor=assignor)
+    controller = _controller_id(group_cluster)
+    members.group = _group_coordinated_by(
+        group_cluster, lambda leader: (leader == controller) == coordinator_is_controller
+    )
+    group = members.group
+    started = [members.start(name) for name in ("a", "b")]
+    members.wait_for_split(2, "2 members splitting the partitions")
+    wait_until(
+        lambda: len(_offsets_partition_isr(group_cluster, group)) == REPLICATION_FACTOR,
+        TIMEOUT_S,
+        "a full ISR on the group's offsets partition",
+    )
+    coordinator = _coordinator_id(group_cluster, group)
+    assert (coordinator == controller) == coordinator_is_controller
+    group_cluster.kill(coordinator, "KILL")
+    try:
+        wait_until(
+            lambda: _coordinator_id(group_cluster, group) not in (coordinator, -1),
+            TIMEOUT_S,
+            "a new leader of the group's offsets partition",
+        )
+        wait_until(
+            lambda: (
+                _committed(bootstrap, group, topic) == dict.fromkeys(ALL_PARTITIONS, per_partition)
+            ),
+            TIMEOUT_S,
+            "the members' commits of everything on the new coordinator",
+        )
+    finally:
+        group_cluster.start(coordinator)
+    wait_until(
+        lambda: coordinator in _offsets_partition_isr(group_cluster, group),
+        TIMEOUT_S,
+        f"restarted broker {coordinator} back in the offsets partition's ISR",
+    )
+    for member in started:
+        members.stop(member)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    answers: list[Any] = []
+
+    def empty() -> bool:
+        try:
+            answers.append(
+                admin.describe_consumer_groups([group])[group].result(timeout=CLIENT_TIMEOUT_S)
+            )
+        except KafkaException as error:
+            answers.append(error)
+            return False
+        return bool(answers[-1].state == ConsumerGroupState.EMPTY)
+
+    # Kafka 3.9 answers within a few seconds; the bound only allows for a loaded machine.
+    deadline = time.monotonic() + RESTARTED_COORDINATOR_TIMEOUT_S
+    while not empty():
+        assert time.monotonic() < deadline, f"{group} not described as Empty: {answers[-3:]}"
+        time.sleep(0.2)
+    assert _committed(bootstrap, group, topic) == dict.fromkeys(ALL_PARTITIONS, per_partition)
 
 
 def test_kcat_balanced_consumer_reads_every_record(group_cluster: ClusterHandle) -> None:

@@ -44,6 +44,10 @@ log = logging.getLogger(__name__)
 OFFSETS_TOPIC = "__consumer_offsets"
 # Bytes read from the log per step while loading a partition.
 LOAD_READ_BYTES = 1024 * 1024
+# A load that failed (a disk error, a log not open yet) is retried after this backoff,
+# doubled on each failure up to the maximum.
+LOAD_RETRY_BACKOFF_MS = 500
+LOAD_RETRY_MAX_BACKOFF_MS = 10_000
 
 TopicPartition = tuple[str, int]
 
@@ -100,15 +104,15 @@ class OffsetStore:
         )
 
     async def _load(self, partition: int, state: _PartitionState) -> None:
-        leader = self._replica_manager.get(OFFSETS_TOPIC, partition)
-        if leader is None:
-            return
+        """Read the partition into `state`; a failed read is retried with a growing backoff
+        until it succeeds or leadership moves (which cancels this task), so the partition
+        never stays loading for good."""
         started = time.monotonic()
-        try:
-            records = await _read_all(leader.log)
-        except (RecordError, OSError):
-            log.exception("loading %s-%d failed", OFFSETS_TOPIC, partition)
-            return
+        backoff_ms = LOAD_RETRY_BACKOFF_MS
+        while (records := await self._read_partition(partition)) is None:
+            log.warning("retrying the load of %s-%d in %d ms", OFFSETS_TOPIC, partition, backoff_ms)
+            await asyncio.sleep(backoff_ms / 1000)
+            backoff_ms = min(backoff_ms * 2, LOAD_RETRY_MAX_BACKOFF_MS)
         for key, value in records:
             _apply(state, key, value)
         state.loaded = True
@@ -122,6 +126,18 @@ class OffsetStore:
             partition,
             (time.monotonic() - started) * 1000,
         )
+
+    async def _read_partition(self, partition: int) -> list[tuple[bytes, bytes | None]] | None:
+        """Every keyed record of the partition's log; None if it cannot be read now."""
+        leader = self._replica_manager.get(OFFSETS_TOPIC, partition)
+        if leader is None:
+            log.warning("loading %s-%d: no local replica yet", OFFSETS_TOPIC, partition)
+            return None
+        try:
+            return await _read_all(leader.log)
+        except (RecordError, OSError):
+            log.exception("loading %s-%d failed", OFFSETS_TOPIC, partition)
+            return None
 
     def coordinator_error(self, group_id: str) -> ErrorCode:
         """NONE if this broker coordinates `group_id` and has loaded it."""
