@@ -70,6 +70,11 @@ _TYPE_OF_PARSER: dict[Callable[[str], Any], str] = {
     float: "DOUBLE",
 }
 LONG_MAX = 9223372036854775807
+TIMESTAMP_BOUND_CONFIGS = (
+    "log.message.timestamp.difference.max.ms",
+    "log.message.timestamp.before.max.ms",
+    "log.message.timestamp.after.max.ms",
+)
 
 
 _DEFS: list[ConfigDef] = [
@@ -102,6 +107,9 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("log.index.interval.bytes", _int, 4096),
     ConfigDef("log.index.size.max.bytes", _int, 10485760),
     ConfigDef("log.message.timestamp.type", _str, "CreateTime"),
+    ConfigDef("log.message.timestamp.difference.max.ms", _int, LONG_MAX, type_name="LONG"),
+    ConfigDef("log.message.timestamp.before.max.ms", _int, LONG_MAX, type_name="LONG"),
+    ConfigDef("log.message.timestamp.after.max.ms", _int, LONG_MAX, type_name="LONG"),
     ConfigDef("message.max.bytes", _int, 1048588),
     ConfigDef("fetch.max.bytes", _int, 57671680),
     ConfigDef("max.incremental.fetch.session.cache.slots", _int, 1000),
@@ -176,13 +184,10 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("leader.imbalance.check.interval.seconds", _int, 300, type_name="LONG"),
     # Kafka 3.0 settings of features we have, accepted and described but not acted on: the
     # broker-level defaults of topic configs that are themselves inert here (message format,
-    # down-conversion, preallocation, roll jitter, timestamp bounds), and tuning knobs of
+    # down-conversion, preallocation, roll jitter), and tuning knobs of
     # Kafka's JVM machinery (threads, purgatories, buffers, request timeouts).
     ConfigDef("log.message.format.version", _str, "3.0-IV1", used=False),
     ConfigDef("log.message.downconversion.enable", _bool, True),
-    ConfigDef(
-        "log.message.timestamp.difference.max.ms", _int, LONG_MAX, used=False, type_name="LONG"
-    ),
     ConfigDef("log.preallocate", _bool, False, used=False),
     ConfigDef("log.roll.jitter.ms", _optional_int, None, used=False, type_name="LONG"),
     ConfigDef("log.roll.jitter.hours", _int, 0, used=False),
@@ -392,6 +397,8 @@ def _validate(config: KafkaConfig) -> None:
     if config["leader.imbalance.per.broker.percentage"] > 100:
         raise ConfigError("leader.imbalance.per.broker.percentage must be at most 100")
     _require_range(config, "leader.imbalance.check.interval.seconds", 1)
+    for name in TIMESTAMP_BOUND_CONFIGS:
+        _require_range(config, name, 0)
     if config["log.message.timestamp.type"] not in ("CreateTime", "LogAppendTime"):
         raise ConfigError("log.message.timestamp.type must be CreateTime or LogAppendTime")
 

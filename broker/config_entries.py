@@ -57,6 +57,8 @@ TOPIC_DEFAULTS: dict[str, tuple[str, str]] = {
     "max.message.bytes": ("message.max.bytes", "1048588"),
     "message.downconversion.enable": ("log.message.downconversion.enable", "true"),
     "message.format.version": ("log.message.format.version", "3.0-IV1"),
+    "message.timestamp.after.max.ms": ("log.message.timestamp.after.max.ms", _LONG_MAX),
+    "message.timestamp.before.max.ms": ("log.message.timestamp.before.max.ms", _LONG_MAX),
     "message.timestamp.difference.max.ms": (
         "log.message.timestamp.difference.max.ms",
         _LONG_MAX,

@@ -49,6 +49,9 @@ DYNAMIC_CONFIGS = frozenset(
         "log.index.size.max.bytes",
         "message.max.bytes",
         "log.message.timestamp.type",
+        "log.message.timestamp.difference.max.ms",
+        "log.message.timestamp.before.max.ms",
+        "log.message.timestamp.after.max.ms",
         "log.retention.ms",
         "log.retention.bytes",
         "log.cleanup.policy",
@@ -64,7 +67,6 @@ DYNAMIC_CONFIGS = frozenset(
         "log.flush.interval.messages",
         "log.flush.interval.ms",
         "log.message.downconversion.enable",
-        "log.message.timestamp.difference.max.ms",
         "log.preallocate",
         "log.roll.jitter.ms",
     }

@@ -101,6 +101,8 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {
     "message.downconversion.enable": ConfigKey(ConfigType.BOOLEAN),
     # Deprecated in Kafka 3.0 but still accepted (and ignored) by 2.8-3.x brokers.
     "message.format.version": ConfigKey(ConfigType.STRING, _not_blank),
+    "message.timestamp.after.max.ms": ConfigKey(ConfigType.LONG, _at_least(0)),
+    "message.timestamp.before.max.ms": ConfigKey(ConfigType.LONG, _at_least(0)),
     "message.timestamp.difference.max.ms": ConfigKey(ConfigType.LONG, _at_least(0)),
     "message.timestamp.type": ConfigKey(ConfigType.STRING, _one_of("CreateTime", "LogAppendTime")),
     "min.cleanable.dirty.ratio": ConfigKey(ConfigType.DOUBLE, _between(0, 1)),

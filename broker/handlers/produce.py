@@ -13,6 +13,7 @@ producer's missing partition is reported (KIP-890), and there are no transaction
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Sequence
 from typing import Any
 
@@ -23,7 +24,7 @@ from broker.handlers.current_leader import CurrentLeaders
 from broker.handlers.metadata import INTERNAL_TOPICS
 from broker.log.batch import check_compressed_records, is_compressed
 from broker.log.errors import RecordError, RecordValidationError
-from broker.log.record_validation import check_keys_present
+from broker.log.record_validation import RecordChecks, check_records
 from broker.network.context import RequestContext
 from broker.network.errors import CloseConnectionError
 from broker.protocol import adapter
@@ -130,8 +131,9 @@ async def _check_compressed_off_loop(
     Returns the partitions checked (a partition whose leadership arrives during the await was
     not, and the append checks it) and the errors found."""
     replica_manager = context.server.replica_manager
+    now_ms = time.time_ns() // 1_000_000
     pending = [
-        (topic.name, data.index, data.records, current.log.config.compact)
+        (topic.name, data.index, data.records, RecordChecks.for_log(current.log.config, now_ms))
         for topic in request.topic_data
         for data in topic.partition_data
         if data.records
@@ -149,14 +151,14 @@ async def _check_compressed_off_loop(
 
 
 def _check_all(
-    pending: list[tuple[str, int, bytes, bool]], limit_bytes: int
+    pending: list[tuple[str, int, bytes, RecordChecks | None]], limit_bytes: int
 ) -> dict[tuple[str, int], RecordError]:
     failures: dict[tuple[str, int], RecordError] = {}
-    for topic, partition, records, compacted in pending:
+    for topic, partition, records, checks in pending:
         try:
             check_compressed_records(records, limit_bytes)
-            if compacted:
-                check_keys_present(records, limit_bytes, f"{topic}-{partition}")
+            if checks is not None:
+                check_records(records, checks, limit_bytes, f"{topic}-{partition}")
         except RecordError as error:
             failures[(topic, partition)] = error
     return failures

@@ -42,11 +42,36 @@ class LogConfig:
     # log.segment.delete.delay.ms / file.delete.delay.ms: how long segments the cleaner
     # replaced stay open (renamed `.deleted`), so reads that already hold them can finish.
     file_delete_delay_ms: int = 60000
+    # log.message.timestamp.before.max.ms / .after.max.ms (KIP-937) and the deprecated
+    # log.message.timestamp.difference.max.ms they fall back to while left at their default:
+    # how far a CreateTime record's timestamp may lie behind or ahead of the broker's clock.
+    message_timestamp_difference_max_ms: int = LONG_MAX
+    message_timestamp_before_max_ms: int = LONG_MAX
+    message_timestamp_after_max_ms: int = LONG_MAX
 
     @property
     def compact(self) -> bool:
         """Whether the log cleaner compacts this log (Kafka: "compact" in cleanup.policy)."""
         return COMPACT_POLICY in policy_items(self.cleanup_policy)
+
+    @property
+    def timestamp_bounds_ms(self) -> tuple[int, int] | None:
+        """(before, after) bounds on CreateTime record timestamps, as Kafka resolves them;
+        None when no record can be refused (LogAppendTime, or no bound set)."""
+        if self.message_timestamp_type != CREATE_TIME:
+            return None
+        before, after = self.message_timestamp_before_max_ms, self.message_timestamp_after_max_ms
+        if before == LONG_MAX:
+            before = self.message_timestamp_difference_max_ms
+        if after == LONG_MAX:
+            after = self.message_timestamp_difference_max_ms
+        return None if before == after == LONG_MAX else (before, after)
+
+    @property
+    def checks_records(self) -> bool:
+        """Whether an append must look at each record (keys of a compacted log, timestamps
+        against configured bounds); other logs keep batches opaque."""
+        return self.compact or self.timestamp_bounds_ms is not None
 
     @property
     def delete(self) -> bool:
@@ -99,4 +124,7 @@ TOPIC_CONFIG_FIELDS = {
     "min.compaction.lag.ms": "min_compaction_lag_ms",
     "max.compaction.lag.ms": "max_compaction_lag_ms",
     "file.delete.delay.ms": "file_delete_delay_ms",
+    "message.timestamp.difference.max.ms": "message_timestamp_difference_max_ms",
+    "message.timestamp.before.max.ms": "message_timestamp_before_max_ms",
+    "message.timestamp.after.max.ms": "message_timestamp_after_max_ms",
 }

@@ -36,7 +36,7 @@ from broker.log.errors import (
 )
 from broker.log.log_loader import load_segments
 from broker.log.producer_state import NO_PRODUCER_ID, ProducerStateManager
-from broker.log.record_validation import check_keys_present
+from broker.log.record_validation import RecordChecks, check_records
 from broker.log.segment import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -160,8 +160,8 @@ class Log:
         """Validate, assign offsets from log_end_offset, stamp LogAppendTime if configured,
         write. A retried idempotent batch is not written again: its original offsets are
         returned. Raises RecordError. `compressed_checked`: the caller already ran
-        `check_compressed_records` (off the event loop), and for a compacted log also
-        `check_keys_present`."""
+        `check_compressed_records` (off the event loop), and `check_records` if the log
+        checks records."""
         self._check_open()
         data = records if isinstance(records, bytearray) else bytearray(records)
         headers = validate_batches(
@@ -173,8 +173,9 @@ class Log:
         if not headers:
             return AppendInfo(-1, -1, -1, -1, self.log_start_offset)
         self._check_single_batch(headers, require_single_batch)
-        if self.config.compact and not (compressed_checked and is_compressed(data)):
-            check_keys_present(data, self.config.max_decompressed_bytes, self.directory.name)
+        checks = RecordChecks.for_log(self.config, now_ms)
+        if checks is not None and not (compressed_checked and is_compressed(data)):
+            check_records(data, checks, self.config.max_decompressed_bytes, self.directory.name)
         duplicate = self.producer_state.check(headers[0])
         if duplicate is not None:
             return AppendInfo(

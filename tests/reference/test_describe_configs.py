@@ -166,8 +166,7 @@ KNOWN_DIFFERENCES = (
         " create.topic.policy.class.name replica.selector.class control.plane.listener.name"
         " num.replica.alter.log.dirs.threads producer.id.expiration.ms"
         " inter.broker.protocol.version socket.listen.backlog.size compression.gzip.level"
-        " compression.lz4.level compression.zstd.level log.message.timestamp.after.max.ms"
-        " log.message.timestamp.before.max.ms offsets.load.buffer.size"
+        " compression.lz4.level compression.zstd.level offsets.load.buffer.size"
         " offsets.commit.required.acks offsets.topic.compression.codec",
     ),
     Known(
@@ -192,12 +191,11 @@ KNOWN_DIFFERENCES = (
     Known(
         "topic",
         "only in kafka",
-        "topic configs added after Kafka 3.0: tiered storage (KIP-405), timestamp bounds"
-        " (KIP-937), compression levels (KIP-390) (DEVIATIONS: Configuration)",
+        "topic configs added after Kafka 3.0: tiered storage (KIP-405), compression levels"
+        " (KIP-390) (DEVIATIONS: Configuration)",
         names="remote.storage.enable local.retention.ms local.retention.bytes"
-        " remote.log.copy.disable remote.log.delete.on.disable message.timestamp.after.max.ms"
-        " message.timestamp.before.max.ms compression.gzip.level compression.lz4.level"
-        " compression.zstd.level",
+        " remote.log.copy.disable remote.log.delete.on.disable compression.gzip.level"
+        " compression.lz4.level compression.zstd.level",
     ),
 )
 
