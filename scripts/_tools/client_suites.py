@@ -9,7 +9,7 @@ Starts a cluster (3 brokers) with `scripts/cluster up` in its own directory on f
 fetches the sdist of the installed kafka-python (`pip download`, once, into --cache-dir), runs its
 `test/integration/test_admin_integration.py` (--with-clients adds the consumer and producer
 modules) with this venv's pytest, pointed at the cluster through kafka-python's variables
-(`KAFKA_VERSION=3.0.0`, the release whose API ranges we advertise, and `KAFKA_URI`), prints one
+(`KAFKA_VERSION=3.9.0`, the release whose API ranges we advertise, and `KAFKA_URI`), prints one
 line per test (PASSED, FAILED, ERROR or SKIPPED, with the reason)
 and the counts, then stops the cluster (--keep-cluster leaves it up to investigate).
 
@@ -47,8 +47,8 @@ CLIENT_MODULES = (
     "test/integration/test_consumer_integration.py",
     "test/integration/test_producer_integration.py",
 )
-# kafka-python reads the broker's release from here; Kafka 3.0 is the one whose ranges we serve.
-KAFKA_VERSION = "3.0.0"
+# kafka-python reads the broker's release from here; Kafka 3.9 is the one whose ranges we serve.
+KAFKA_VERSION = "3.9.0"
 DEFAULT_BROKER_COUNT = 3
 # What kafka-python's broker fixture (servers/resources/*/kafka.properties) sets that its tests
 # depend on and our brokers understand.
