@@ -8,6 +8,7 @@ broker disappears from ZooKeeper before its logs close.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -47,6 +48,10 @@ log = logging.getLogger(__name__)
 REREGISTER_BACKOFF_MIN_S = 0.5
 REREGISTER_BACKOFF_MAX_S = 10.0
 RECONCILE_RETRY_S = 1.0
+
+# What a reconcile pass applies: per topic, the partitions whose state changed, or None for
+# the whole topic (added, re-assigned, re-configured).
+Pending = dict[str, set[int] | None]
 
 
 class KafkaServer:
@@ -123,8 +128,8 @@ class KafkaServer:
         self.broker_epoch = -1
         self._metadata_changed = asyncio.Event()
         self._reconcile_needed = asyncio.Event()
-        # Topics whose replicas must be brought in line with the view; None means all of them.
-        self._pending_topics: set[str] | None = set()
+        # What the reconcile task is to bring in line with the view; None means everything.
+        self._pending: Pending | None = {}
         self._background: list[asyncio.Task[None]] = []
         self._session_lost = False
         self._reregister_task: asyncio.Task[None] | None = None
@@ -245,12 +250,8 @@ class KafkaServer:
 
     def _on_cluster_change(self, change: ClusterChange) -> None:
         self.metadata_cache.update(self.cluster_watch.view)
-        self._mark_pending(
-            change.topics_added
-            | change.topics_deleted
-            | change.topics_changed
-            | {topic for topic, _ in change.partitions_changed}
-        )
+        self._mark_pending(change.topics_added | change.topics_deleted | change.topics_changed)
+        self._mark_pending_partitions(change.partitions_changed)
         if change.brokers_changed or change.controller_changed:
             self._signal_metadata_changed()
 
@@ -267,11 +268,28 @@ class KafkaServer:
         self._mark_pending({topic})
 
     def _mark_pending(self, topics: set[str] | frozenset[str] | None) -> None:
-        """Queue topics for the reconcile task (None: every topic)."""
-        if topics is None or self._pending_topics is None:
-            self._pending_topics = None
-        elif topics:
-            self._pending_topics |= topics
+        """Queue whole topics for the reconcile task (None: every topic)."""
+        self._queue(None if topics is None else dict.fromkeys(topics))
+
+    def _mark_pending_partitions(self, keys: frozenset[tuple[str, int]]) -> None:
+        """Queue partitions whose state changed: only they are applied (the delta)."""
+        pending: Pending = {}
+        for topic, partition in keys:
+            partitions = pending.setdefault(topic, set())
+            if partitions is not None:
+                partitions.add(partition)
+        self._queue(pending)
+
+    def _queue(self, pending: Pending | None) -> None:
+        if pending is None or self._pending is None:
+            self._pending = None
+        elif pending:
+            for topic, partitions in pending.items():
+                queued = self._pending.get(topic, set())
+                if partitions is None or queued is None:
+                    self._pending[topic] = None
+                else:
+                    self._pending[topic] = queued | partitions
         else:
             return
         self._reconcile_needed.set()
@@ -280,25 +298,26 @@ class KafkaServer:
         while True:
             await self._reconcile_needed.wait()
             self._reconcile_needed.clear()
-            topics, self._pending_topics = self._pending_topics, set()
-            failed = await self._reconcile(topics)
+            pending, self._pending = self._pending, {}
+            failed = await self._reconcile(pending)
             if failed:
                 # Retry on a timer: nothing else may change to trigger another pass.
                 asyncio.get_running_loop().call_later(RECONCILE_RETRY_S, self._mark_pending, failed)
 
-    async def _reconcile(self, topics: set[str] | None = None) -> set[str]:
-        """Make local replicas of `topics` (default all) match the view: roles from partition
-        states, logs of deleted topics removed. Returns the topics that failed."""
+    async def _reconcile(self, pending: Pending | None = None) -> set[str]:
+        """Make local replicas match the view for `pending` (default everything): roles from
+        partition states, logs of deleted topics removed. Returns the topics that failed."""
         view = self.cluster_watch.view
-        names = set(view.topics) if topics is None else topics
+        work: Pending = dict.fromkeys(view.topics) if pending is None else pending
         failed: set[str] = set()
-        for topic in sorted(names):
+        for topic in sorted(work):
+            partitions = work[topic]
             assignment = view.topics.get(topic)
             try:
                 if assignment is None:
                     await self._forget_topic(topic)
-                elif self.broker_id in {b for r in assignment.partitions.values() for b in r}:
-                    await self._reconcile_topic(topic, assignment)
+                elif partitions is not None or _hosts(assignment, self.broker_id):
+                    await self._reconcile_topic(topic, assignment, partitions)
                 else:
                     await self._delete_unassigned_replicas(topic)
             except Exception:
@@ -306,7 +325,7 @@ class KafkaServer:
                 # every other topic from getting its leaders.
                 log.exception("applying metadata of topic %s failed; will retry", topic)
                 failed.add(topic)
-        if topics is None:
+        if pending is None:
             hosted = {replica_log.topic for replica_log in self.log_manager.all_logs()}
             for topic in hosted - set(view.topics):
                 await self._forget_topic(topic)
@@ -342,31 +361,53 @@ class KafkaServer:
             if self.broker_id not in current.partitions.get(partition, ()):
                 await self.replica_manager.delete_partition(topic, partition)
 
-    async def _reconcile_topic(self, topic: str, assignment: TopicAssignment) -> None:
+    async def _reconcile_topic(
+        self, topic: str, assignment: TopicAssignment, partitions: set[int] | None
+    ) -> None:
+        """Apply the states of `partitions` (None: all) of the topic: those whose logs are
+        ready at once, the others batch by batch as their logs open off the loop."""
         topic_id = assignment.topic_id or ""
         configs = await self.topic_configs.get(topic, topic_id)
         log_config = self.default_log_config.with_overrides(configs)
         await self.replica_manager.ensure_topic_id(topic, topic_id)
-        hosted = [p for p, replicas in assignment.partitions.items() if self.broker_id in replicas]
-        for partition in hosted:
-            await self.replica_manager.prepare_log(topic, topic_id, partition)
-        # Read the view again after the awaits: apply what is current, without awaiting.
+        wanted = sorted(assignment.partitions if partitions is None else partitions)
+        unready = [
+            partition
+            for partition in wanted
+            if self.broker_id in assignment.partitions.get(partition, ())
+            and not self.replica_manager.is_ready((topic, partition), topic_id)
+        ]
+        apply = functools.partial(self._apply_states, topic, topic_id, log_config)
+        waiting = set(unready)
+        apply([partition for partition in wanted if partition not in waiting])
+        await self.replica_manager.prepare_logs(topic, topic_id, unready, apply)
+        if partitions is None:
+            await self._delete_unassigned_replicas(topic)
+
+    def _apply_states(
+        self, topic: str, topic_id: str, log_config: LogConfig, partitions: list[int]
+    ) -> None:
+        """Apply the current view's states of `partitions`, without awaiting (the view may
+        have moved on during the caller's awaits: apply what is current)."""
         view = self.cluster_watch.view
-        assignment = view.topics.get(topic, assignment)
-        for partition, replicas in assignment.partitions.items():
+        assignment = view.topics.get(topic)
+        if assignment is None or (assignment.topic_id or "") != topic_id:
+            return  # deleted or re-created meanwhile: a pass of its own follows
+        for partition in partitions:
+            replicas = assignment.partitions.get(partition)
             entry = view.partition_states.get((topic, partition))
-            if entry is not None:
-                self.replica_manager.apply_state(
-                    topic,
-                    topic_id,
-                    partition,
-                    replicas,
-                    entry[0],
-                    log_config,
-                    entry[1],
-                    removing=assignment.removing_replicas.get(partition, ()),
-                )
-        await self._delete_unassigned_replicas(topic)
+            if replicas is None or entry is None:
+                continue
+            self.replica_manager.apply_state(
+                topic,
+                topic_id,
+                partition,
+                replicas,
+                entry[0],
+                log_config,
+                entry[1],
+                removing=assignment.removing_replicas.get(partition, ()),
+            )
 
     def _inter_broker_address(self, broker_id: int) -> tuple[str, int] | None:
         """Where `broker_id` takes inter-broker requests (inter.broker.listener.name)."""
@@ -542,6 +583,10 @@ class KafkaServer:
         self.log_manager.shutdown()
         await self.loop_watchdog.stop()
         log.info("broker %d shut down", self.broker_id)
+
+
+def _hosts(assignment: TopicAssignment, broker_id: int) -> bool:
+    return any(broker_id in replicas for replicas in assignment.partitions.values())
 
 
 async def _quietly(step: object) -> None:

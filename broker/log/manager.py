@@ -21,8 +21,10 @@ import asyncio
 import logging
 import shutil
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Generic, TypeVar
 
 from broker.log.checkpoints import (
     LOG_START_OFFSET_CHECKPOINT,
@@ -75,6 +77,55 @@ def _create_log(directory: Path, config: LogConfig) -> Log:
     return log
 
 
+def _close_all(logs: list[Log]) -> None:
+    for log in logs:
+        log.close()
+
+
+R = TypeVar("R")
+
+
+@dataclass
+class OpenBatch(Generic[R]):
+    """One worker-thread round trip of `open_logs_off_loop`: the logs to create (planned on the
+    loop, each in the log dir chosen for it), the logs already registered, and what the
+    per-log step returned, or the I/O error that stopped a log."""
+
+    to_create: list[tuple[TopicPartition, Path]]
+    existing: list[Log]
+    config: LogConfig
+    created: list[Log] = field(default_factory=list)
+    results: dict[TopicPartition, R] = field(default_factory=dict)
+    failed: dict[TopicPartition, tuple[Path, OSError]] = field(default_factory=dict)
+
+
+def _run_open_batch(batch: OpenBatch[R], step: Callable[[Log], R]) -> None:
+    """The file-system work of a batch (a worker thread): create the new logs, make their
+    directory entries durable with one fsync per log dir, then run `step` on every log."""
+    parents: set[Path] = set()
+    for key, directory in batch.to_create:
+        try:
+            batch.created.append(Log.open(directory, batch.config))
+            parents.add(directory.parent)
+        except OSError as error:
+            batch.failed[key] = (directory.parent, error)
+    for parent in sorted(parents):
+        try:
+            fsync_directory(parent)
+        except OSError as error:
+            for log in batch.created:
+                if log.directory.parent == parent:
+                    batch.failed[(log.topic, log.partition)] = (parent, error)
+    for log in [*batch.existing, *batch.created]:
+        key = (log.topic, log.partition)
+        if key in batch.failed:
+            continue
+        try:
+            batch.results[key] = step(log)
+        except OSError as error:
+            batch.failed[key] = (log.directory.parent, error)
+
+
 OffsetMap = dict[TopicPartition, int]
 # Per log dir: recovery points, log start offsets, high watermarks.
 CheckpointSnapshot = dict[Path, tuple[OffsetMap, OffsetMap, OffsetMap]]
@@ -95,6 +146,9 @@ class LogManager:
         }
         # Where AlterReplicaLogDirs wants a replica that this broker does not host yet.
         self._preferred_log_dirs: dict[TopicPartition, Path] = {}
+        # Logs being created on worker threads, per log dir: counted by placement, so that a
+        # batch of new logs spreads over the dirs as one-by-one creation would.
+        self._creating_in_dir: dict[Path, int] = {d: 0 for d in self.log_dirs}
         self._offline_log_dirs: set[Path] = set()
         self._checkpoint_lock = threading.Lock()
         # Failure reports come from worker threads too: handed to the loop, once per dir.
@@ -165,7 +219,11 @@ class LogManager:
         return [*self._logs_in_dir[log_dir].values(), *self._future_logs_in_dir[log_dir].values()]
 
     def _log_count(self, log_dir: Path) -> int:
-        return len(self._logs_in_dir[log_dir]) + len(self._future_logs_in_dir[log_dir])
+        return (
+            len(self._logs_in_dir[log_dir])
+            + len(self._future_logs_in_dir[log_dir])
+            + self._creating_in_dir[log_dir]
+        )
 
     def _least_loaded_log_dir(self) -> Path:
         """The online dir with the fewest logs (the first configured one on a tie)."""
@@ -317,6 +375,59 @@ class LogManager:
             return raced
         self._on_created(opened)
         return opened
+
+    async def open_logs_off_loop(
+        self, keys: Sequence[TopicPartition], step: Callable[[Log], R]
+    ) -> tuple[dict[TopicPartition, tuple[Log, R]], set[TopicPartition]]:
+        """Open (creating where needed) the logs of `keys` and run `step` on each, all in one
+        worker-thread round trip; the registry is only touched here, on the event loop.
+        Returns each ready log with what `step` returned, and the keys that failed (their log
+        dir is reported failed, or went offline meanwhile)."""
+        batch: OpenBatch[R] = OpenBatch([], [], self.default_config)
+        for key in keys:
+            existing = self._logs.get(key)
+            if existing is not None:
+                batch.existing.append(existing)
+                continue
+            log_dir = self._next_log_dir(key)
+            self._creating_in_dir[log_dir] += 1
+            batch.to_create.append((key, log_dir / log_dir_name(*key)))
+        try:
+            await asyncio.to_thread(_run_open_batch, batch, step)
+        finally:
+            for _, directory in batch.to_create:
+                self._creating_in_dir[directory.parent] -= 1
+        return await self._register_batch(batch)
+
+    async def _register_batch(
+        self, batch: OpenBatch[R]
+    ) -> tuple[dict[TopicPartition, tuple[Log, R]], set[TopicPartition]]:
+        for key, (log_dir, error) in batch.failed.items():
+            logger.error("%s-%d: cannot open its log in %s: %s", *key, log_dir, error)
+            self.report_failure(log_dir, error)
+        ready: dict[TopicPartition, tuple[Log, R]] = {}
+        unused: list[Log] = []
+        for log in [*batch.existing, *batch.created]:
+            key = (log.topic, log.partition)
+            if key in batch.failed or key not in batch.results:
+                unused.append(log)
+                continue
+            registered = self._logs.get(key)
+            if not self.is_log_dir_online(log.directory.parent):
+                unused.append(log)
+                batch.failed[key] = (log.directory.parent, OSError("log dir went offline"))
+                continue
+            if registered is None:
+                self._on_created(log)  # created by this batch
+            elif registered is not log:  # created or replaced by another task meanwhile
+                unused.append(log)
+                continue
+            ready[key] = (log, batch.results[key])
+        created = set(map(id, batch.created))
+        leftovers = [log for log in unused if id(log) in created]
+        if leftovers:
+            await asyncio.to_thread(_close_all, leftovers)
+        return ready, set(batch.failed)
 
     def get_or_create_log(self, topic: str, partition: int, config: LogConfig | None = None) -> Log:
         key = (topic, partition)

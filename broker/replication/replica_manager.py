@@ -11,6 +11,7 @@ checking a partition's role and acting on it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -30,6 +31,11 @@ from controller.state_change_log import became_follower, became_leader
 from zk.kafka_zk import PartitionState
 
 log = logging.getLogger(__name__)
+
+# Logs opened per worker-thread round trip, and round trips at once, when a reconcile pass
+# prepares many partitions (a topic of thousands created, or a broker starting).
+PREPARE_BATCH_SIZE = 64
+PREPARE_BATCHES_IN_FLIGHT = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +132,11 @@ class ReplicaManager:
             self._removing.pop(key, None)
         current = self._partitions.get(key)
         if current is None:
-            replica_log = self._open_log(topic, topic_id, partition)
+            replica_log = self._take_prepared_log(key, topic_id)
+            if replica_log is None:
+                # Never opened here, on the loop: the caller prepares logs first.
+                log.debug("%s-%d: state before its log is ready: not applied", *key)
+                return
             current = Partition(topic, partition, replica_log, [], broker_id=self._broker_id)
             self._partitions[key] = current
         if current.log.config != log_config:
@@ -203,25 +213,70 @@ class ReplicaManager:
         else:
             self.fetchers.add_partition(current.key, state.leader, state.leader_epoch)
 
-    async def prepare_log(self, topic: str, topic_id: str, partition: int) -> None:
-        """Open this partition's log (dropping one left over from a deleted incarnation) with
-        the disk work on worker threads, so that `apply_state` then finds it ready."""
-        key = (topic, partition)
-        if key in self._partitions or key in self._offline or self._prepared.get(key) == topic_id:
-            return
-        replica_log = await self._log_manager.open_log_off_loop(topic, partition)
-        stored_id = await asyncio.to_thread(read_topic_id, replica_log.directory)
-        if topic_id and stored_id is not None and stored_id != topic_id:
-            log.info(
-                "%s-%d: log belongs to topic id %s, not %s: deleting it", *key, stored_id, topic_id
+    def is_ready(self, key: tuple[str, int], topic_id: str) -> bool:
+        """Whether `apply_state` can act on the partition now: hosted already, offline, or its
+        log prepared for this topic id."""
+        return (
+            key in self._partitions or key in self._offline or self._prepared.get(key) == topic_id
+        )
+
+    async def prepare_logs(
+        self,
+        topic: str,
+        topic_id: str,
+        partitions: Sequence[int],
+        on_ready: Callable[[list[int]], None],
+    ) -> None:
+        """Open the logs of `partitions` that are not ready (dropping any left over from a
+        deleted incarnation) with the disk work on worker threads: PREPARE_BATCH_SIZE logs a
+        round trip, PREPARE_BATCHES_IN_FLIGHT round trips at once. `on_ready` gets each
+        batch's partitions once their logs are ready, so the first need not wait for the
+        last."""
+        todo = [p for p in partitions if not self.is_ready((topic, p), topic_id)]
+        slots = asyncio.Semaphore(PREPARE_BATCHES_IN_FLIGHT)
+
+        async def prepare(batch: list[int]) -> None:
+            async with slots:
+                ready = await self._prepare_batch(topic, topic_id, batch)
+            if ready:
+                on_ready(ready)
+
+        await asyncio.gather(
+            *(
+                prepare(todo[start : start + PREPARE_BATCH_SIZE])
+                for start in range(0, len(todo), PREPARE_BATCH_SIZE)
             )
-            await self._log_manager.delete_log_off_loop(topic, partition)
-            replica_log = await self._log_manager.open_log_off_loop(topic, partition)
-            stored_id = None
-        if topic_id and stored_id != topic_id:
-            await asyncio.to_thread(write_topic_id, replica_log.directory, topic_id)
-        if self._log_manager.get_log(topic, partition) is replica_log:
+        )
+
+    async def _prepare_batch(self, topic: str, topic_id: str, partitions: list[int]) -> list[int]:
+        keys = [(topic, partition) for partition in partitions]
+        opened, _ = await self._log_manager.open_logs_off_loop(
+            keys, functools.partial(_claim_log_dir, topic_id)
+        )
+        ready = []
+        for key, (replica_log, claimed) in sorted(opened.items()):
+            if not claimed:
+                replaced = await self._replace_log(key, topic_id, replica_log)
+                if replaced is None:
+                    continue
+                replica_log = replaced
+            if key in self._offline or self._log_manager.get_log(*key) is not replica_log:
+                continue  # its dir failed, or the log was deleted, meanwhile
             self._prepared[key] = topic_id
+            ready.append(key[1])
+        return ready
+
+    async def _replace_log(self, key: tuple[str, int], topic_id: str, stale: Log) -> Log | None:
+        """The log on disk belongs to a deleted incarnation of the topic (re-created while
+        this broker was away): delete it and start an empty one."""
+        log.info("%s-%d: log belongs to another topic id than %s: deleting it", *key, topic_id)
+        if self._log_manager.get_log(*key) is stale:
+            await self._log_manager.delete_log_off_loop(*key)
+        opened, _ = await self._log_manager.open_logs_off_loop(
+            [key], functools.partial(_claim_log_dir, topic_id)
+        )
+        replica_log, claimed = opened.get(key, (None, False))
+        return replica_log if claimed else None
 
     def _notify_leadership(self, current: Partition, is_leader: bool) -> None:
         for listener in self.leadership_listeners:
@@ -230,28 +285,11 @@ class ReplicaManager:
             except Exception:
                 log.exception("%s-%d: leadership listener failed", *current.key)
 
-    def _open_log(self, topic: str, topic_id: str, partition: int) -> Log:
-        """This partition's log, after dropping one left over from a deleted incarnation
-        (blocking unless `prepare_log` ran first)."""
-        prepared = self._log_manager.get_log(topic, partition)
-        if prepared is not None and self._prepared.pop((topic, partition), None) == topic_id:
-            return prepared
-        replica_log = self._log_manager.get_or_create_log(topic, partition)
-        stored_id = read_topic_id(replica_log.directory)
-        if topic_id and stored_id is not None and stored_id != topic_id:
-            log.info(
-                "%s-%d: log belongs to topic id %s, not %s: deleting it",
-                topic,
-                partition,
-                stored_id,
-                topic_id,
-            )
-            self._log_manager.delete_log(topic, partition)
-            replica_log = self._log_manager.get_or_create_log(topic, partition)
-            stored_id = None
-        if topic_id and stored_id != topic_id:
-            write_topic_id(replica_log.directory, topic_id)
-        return replica_log
+    def _take_prepared_log(self, key: tuple[str, int], topic_id: str) -> Log | None:
+        if self._prepared.get(key) != topic_id:
+            return None
+        del self._prepared[key]
+        return self._log_manager.get_log(*key)
 
     def take_offline(self, keys: Iterable[tuple[str, int]]) -> None:
         """These replicas' log dir failed: stop serving and following them (requests get
@@ -530,6 +568,19 @@ class ReplicaManager:
         produces must re-check the ISR size."""
         self._after_high_watermark_check(current)
         current.waiters.on_high_watermark(current.high_watermark)
+
+
+def _claim_log_dir(topic_id: str, replica_log: Log) -> bool:
+    """(A worker thread.) Record `topic_id` in the partition directory unless it holds
+    another topic id's log: False then (the caller deletes it)."""
+    if not topic_id:
+        return True
+    stored_id = read_topic_id(replica_log.directory)
+    if stored_id is not None and stored_id != topic_id:
+        return False
+    if stored_id is None:
+        write_topic_id(replica_log.directory, topic_id)
+    return True
 
 
 def _still_leading(found: Partition | None, current: Partition, generation: int) -> bool:

@@ -17,6 +17,7 @@ from broker.log.record_codec import SimpleRecord, build_batch
 from broker.log_dir_failure import LogDirFailureHandler
 from broker.replication.alter_log_dirs import ReplicaAlterLogDirs
 from broker.replication.replica_manager import ReplicaManager
+from tests.unit.replication.hosting import prepare_now
 from zk.errors import ConnectionLossError
 from zk.kafka_zk import KafkaZk, PartitionState
 
@@ -57,6 +58,7 @@ class Broker:
         )
         state = PartitionState(leader=ME, leader_epoch=0, isr=[ME], controller_epoch=1)
         for partition in range(2):  # t-0 in a, t-1 in b
+            prepare_now(self.replicas, "t", "", [partition])
             self.replicas.apply_state("t", "", partition, [ME], state, LogConfig())
 
 

@@ -9,6 +9,7 @@ from broker.log.config import LogConfig
 from broker.log.manager import LogManager
 from broker.log.record_codec import SimpleRecord, build_batch
 from broker.replication.replica_manager import ReplicaManager
+from tests.unit.replication.hosting import prepare_now
 from zk.znodes import PartitionState
 
 ME, FOLLOWER = 1, 2
@@ -18,6 +19,7 @@ def _leading(tmp_path: Path, isr: list[int]) -> ReplicaManager:
     logs = LogManager([tmp_path], LogConfig())
     manager = ReplicaManager(ME, logs, lambda t, p: True)
     state = PartitionState(leader=ME, leader_epoch=0, isr=isr, controller_epoch=1)
+    prepare_now(manager, "t", "", [0])
     manager.apply_state("t", "", 0, [ME, FOLLOWER], state, LogConfig(), zk_version=0)
     return manager
 
@@ -76,6 +78,7 @@ def test_acks_all_waiting_when_leadership_moves_is_not_leader(tmp_path: Path) ->
         waiting = asyncio.create_task(manager.wait_for_replication("t", 0, required, 2, 30))
         await asyncio.sleep(0)
         moved = PartitionState(leader=FOLLOWER, leader_epoch=1, isr=[FOLLOWER], controller_epoch=1)
+        prepare_now(manager, "t", "", [0])
         manager.apply_state("t", "", 0, [ME, FOLLOWER], moved, LogConfig(), zk_version=1)
         assert await asyncio.wait_for(waiting, 5) == ErrorCode.not_leader_or_follower
 
@@ -99,6 +102,7 @@ def test_acks_all_survives_an_epoch_bump_that_keeps_this_broker_leader(tmp_path:
         waiting = asyncio.create_task(manager.wait_for_replication("t", 0, required, 1, 30))
         await asyncio.sleep(0)
         shrunk = PartitionState(leader=ME, leader_epoch=1, isr=[ME], controller_epoch=1)
+        prepare_now(manager, "t", "", [0])
         manager.apply_state("t", "", 0, [ME, FOLLOWER], shrunk, LogConfig(), zk_version=1)
         assert await asyncio.wait_for(waiting, 5) == ErrorCode.none
 

@@ -16,6 +16,7 @@ from broker.log.records import SimpleRecord, build_batch, decode_records
 from broker.replication.alter_log_dirs import ReplicaAlterLogDirs
 from broker.replication.replica_manager import ReplicaManager
 from tests.unit.log.support import make_batch
+from tests.unit.replication.hosting import prepare_now
 from zk.znodes import PartitionState
 
 ME, OTHER = 1, 2
@@ -41,6 +42,7 @@ class Broker:
 
     def host(self, partition: int = 0, leader: int = ME, epoch: int = 0) -> None:
         state = PartitionState(leader=leader, leader_epoch=epoch, isr=[ME], controller_epoch=1)
+        prepare_now(self.replicas, "t", "", [partition])
         self.replicas.apply_state("t", "", partition, [ME, OTHER], state, CONFIG, zk_version=epoch)
 
     def produce(self, count: int) -> None:
