@@ -55,7 +55,7 @@ async def wait_for_leader_epoch(client: BrokerClient, topic: str) -> int:
 
 async def negotiate_and_describe(client: BrokerClient, port: int) -> None:
     versions = await client.api_versions()
-    assert versions[API_VERSIONS] == (0, 3)
+    assert versions[API_VERSIONS] == (0, 4)  # Kafka 3.9
     fetch_spec = build_registry().get(FETCH)
     assert fetch_spec is not None
     assert highest_common_version(fetch_spec, versions) == 12
