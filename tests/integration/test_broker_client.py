@@ -58,7 +58,7 @@ async def negotiate_and_describe(client: BrokerClient, port: int) -> None:
     assert versions[API_VERSIONS] == (0, 4)  # Kafka 3.9
     fetch_spec = build_registry().get(FETCH)
     assert fetch_spec is not None
-    assert highest_common_version(fetch_spec, versions) == 12
+    assert highest_common_version(fetch_spec, versions) == 17
     response = await client.send(request(METADATA, 9, metadata_request(None)))
     assert [(b.node_id, b.port) for b in response.brokers] == [(BROKER_ID, port)]
     assert response.controller_id == BROKER_ID  # so CreateTopics goes to this connection
