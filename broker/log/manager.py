@@ -62,13 +62,13 @@ class KafkaStorageError(Exception):
     """No online log dir can take the log (Kafka's KafkaStorageException)."""
 
 
-def _read_checkpoint(path: Path) -> dict[TopicPartition, int]:
+def _read_checkpoint(path: Path) -> dict[TopicPartition, int] | None:
+    """The checkpoint's offsets; None (logged) when the file does not parse."""
     try:
         return read_offset_checkpoint(path)
     except CheckpointError as error:
-        # Losing a checkpoint only costs recovery time: recover everything instead.
-        logger.warning("ignoring unreadable checkpoint: %s", error)
-        return {}
+        logger.error("Error while reading checkpoint file %s", error)
+        return None
 
 
 def _create_log(directory: Path, config: LogConfig) -> Log:
@@ -154,6 +154,8 @@ class LogManager:
         # Failure reports come from worker threads too: handed to the loop, once per dir.
         self._failure_lock = threading.Lock()
         self._failures_reported: set[Path] = set()
+        # Reported before `on_failure` (while loading): handed over once a handler is set.
+        self._failures_unhandled: list[Path] = []
         self._failure_loop: asyncio.AbstractEventLoop | None = None
         self._failure_handler: Callable[[Path], None] | None = None
         for log_dir in self.log_dirs:
@@ -179,8 +181,13 @@ class LogManager:
     # -- failed log dirs ------------------------------------------------------------------------
 
     def on_failure(self, loop: asyncio.AbstractEventLoop, handler: Callable[[Path], None]) -> None:
-        """Call `handler(log_dir)` on `loop` for each log dir that fails from now on."""
-        self._failure_loop, self._failure_handler = loop, handler
+        """Call `handler(log_dir)` on `loop` for each log dir that failed before (while the
+        logs loaded) or fails from now on."""
+        with self._failure_lock:
+            self._failure_loop, self._failure_handler = loop, handler
+            unhandled, self._failures_unhandled = self._failures_unhandled, []
+        for log_dir in unhandled:
+            loop.call_soon_threadsafe(handler, log_dir)
 
     def report_failure(self, log_dir: Path, error: OSError) -> None:
         """An I/O error on `log_dir` (any thread): the dir is to go offline."""
@@ -188,8 +195,10 @@ class LogManager:
             if log_dir in self._failures_reported or log_dir not in self._logs_in_dir:
                 return
             self._failures_reported.add(log_dir)
+            loop, handler = self._failure_loop, self._failure_handler
+            if loop is None or handler is None:
+                self._failures_unhandled.append(log_dir)
         logger.error("I/O error in log dir %s: %s; taking it offline", log_dir, error)
-        loop, handler = self._failure_loop, self._failure_handler
         if loop is not None and handler is not None:
             loop.call_soon_threadsafe(handler, log_dir)
 
@@ -268,8 +277,29 @@ class LogManager:
         marker = log_dir / CLEAN_SHUTDOWN_FILE
         had_clean_shutdown = marker.exists()
         recovery_points = _read_checkpoint(log_dir / RECOVERY_POINT_CHECKPOINT)
-        log_start_offsets = _read_checkpoint(log_dir / LOG_START_OFFSET_CHECKPOINT)
+        if recovery_points is None:
+            # Rebuilt: recover every log of the dir from its start, as after a crash.
+            logger.warning("%s: recovering every log from its start", log_dir)
+            had_clean_shutdown, recovery_points = False, {}
         high_watermarks = _read_checkpoint(log_dir / REPLICATION_OFFSET_CHECKPOINT)
+        if high_watermarks is None:
+            # Rebuilt by replication: from the log start, leaders move them up again as
+            # followers fetch, and followers take theirs from their leaders.
+            logger.warning("%s: high watermarks restart from the log start offsets", log_dir)
+            high_watermarks = {}
+        log_start_offsets = _read_checkpoint(log_dir / LOG_START_OFFSET_CHECKPOINT)
+        if log_start_offsets is None:
+            # Not rebuildable: records deleted below a log start offset (DeleteRecords) would
+            # be served again. The dir's logs load, so that its replicas are known, then the
+            # dir goes offline as on an I/O error (with no other log dir, the broker halts).
+            log_start_offsets = {}
+            self.report_failure(
+                log_dir,
+                OSError(
+                    f"unreadable {log_dir / LOG_START_OFFSET_CHECKPOINT}: log start offsets"
+                    " of its logs are unknown"
+                ),
+            )
         for child in sorted(log_dir.iterdir()):
             if not child.is_dir():
                 continue
@@ -351,31 +381,6 @@ class LogManager:
 
     # -- creating logs ----------------------------------------------------------------------
 
-    async def open_log_off_loop(self, topic: str, partition: int) -> Log:
-        """`get_or_create_log` with the file-system work (directory, segment files, fsync) on
-        a worker thread; the registry itself is only touched on the event loop."""
-        key = (topic, partition)
-        existing = self._logs.get(key)
-        if existing is not None:
-            return existing
-        log_dir = self._next_log_dir(key)
-        try:
-            opened = await asyncio.to_thread(
-                _create_log, log_dir / log_dir_name(topic, partition), self.default_config
-            )
-        except OSError as error:
-            self.report_failure(log_dir, error)
-            raise KafkaStorageError(f"cannot create {topic}-{partition} in {log_dir}") from error
-        raced = self._logs.get(key)
-        if raced is not None or not self.is_log_dir_online(log_dir):
-            # Opened by another task meanwhile (keep that one), or the dir failed meanwhile.
-            await asyncio.to_thread(opened.close)
-            if raced is None:
-                raise KafkaStorageError(f"log dir {log_dir} went offline")
-            return raced
-        self._on_created(opened)
-        return opened
-
     async def open_logs_off_loop(
         self, keys: Sequence[TopicPartition], step: Callable[[Log], R]
     ) -> tuple[dict[TopicPartition, tuple[Log, R]], set[TopicPartition]]:
@@ -384,15 +389,15 @@ class LogManager:
         Returns each ready log with what `step` returned, and the keys that failed (their log
         dir is reported failed, or went offline meanwhile)."""
         batch: OpenBatch[R] = OpenBatch([], [], self.default_config)
-        for key in keys:
-            existing = self._logs.get(key)
-            if existing is not None:
-                batch.existing.append(existing)
-                continue
-            log_dir = self._next_log_dir(key)
-            self._creating_in_dir[log_dir] += 1
-            batch.to_create.append((key, log_dir / log_dir_name(*key)))
         try:
+            for key in keys:
+                existing = self._logs.get(key)
+                if existing is not None:
+                    batch.existing.append(existing)
+                    continue
+                log_dir = self._next_log_dir(key)
+                self._creating_in_dir[log_dir] += 1
+                batch.to_create.append((key, log_dir / log_dir_name(*key)))
             await asyncio.to_thread(_run_open_batch, batch, step)
         finally:
             for _, directory in batch.to_create:

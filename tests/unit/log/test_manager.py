@@ -7,7 +7,11 @@ from pathlib import Path
 import pytest
 
 from broker.log.batch import assign_offsets
-from broker.log.checkpoints import RECOVERY_POINT_CHECKPOINT, read_offset_checkpoint
+from broker.log.checkpoints import (
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    read_offset_checkpoint,
+)
 from broker.log.log import Log
 from broker.log.manager import (
     CLEAN_SHUTDOWN_FILE,
@@ -288,3 +292,61 @@ def test_all_log_dirs_offline_is_a_storage_error_for_new_logs(tmp_path: Path) ->
     manager.take_log_dir_offline(tmp_path / "d2")
     with pytest.raises(KafkaStorageError):
         manager.get_or_create_log("t", 0)
+
+
+def _torn(path: Path) -> None:
+    """Keep the version and count lines, lose the entries: a torn or truncated file."""
+    path.write_text("\n".join(path.read_text().splitlines()[:2]) + "\n")
+
+
+def test_unreadable_log_start_offset_checkpoint_takes_its_log_dir_offline(
+    tmp_path: Path,
+) -> None:
+    manager = _manager(tmp_path)
+    deleted_from = manager.get_or_create_log("t", 0)  # d1
+    kept = manager.get_or_create_log("t", 1)  # d2
+    for log in (deleted_from, kept):
+        log.append_as_leader(make_batch(10), 0, 0)
+        log.increment_log_start_offset(4)  # as DeleteRecords does
+    manager.shutdown()
+    _torn(tmp_path / "d1" / LOG_START_OFFSET_CHECKPOINT)
+    loaded = _manager(tmp_path)
+    loaded.load_logs()
+    failed: list[Path] = []
+
+    async def scenario() -> None:
+        loaded.on_failure(asyncio.get_running_loop(), failed.append)
+        await asyncio.sleep(0)  # the handler runs on the loop
+
+    asyncio.run(scenario())
+    assert failed == [tmp_path / "d1"]  # reported while loading, handled once a handler is set
+    reloaded = loaded.get_log("t", 1)
+    assert reloaded is not None and reloaded.log_start_offset == 4
+
+
+def test_unreadable_recovery_point_checkpoint_recovers_every_log(tmp_path: Path) -> None:
+    manager = _manager(tmp_path)
+    log = manager.get_or_create_log("t", 0)  # d1
+    log.append_as_leader(make_batch(3), 0, 0)
+    log.append_as_leader(make_batch(3), 0, 0)
+    segment_path = log.active_segment.log_path
+    manager.shutdown()
+    with open(segment_path, "r+b") as segment:  # a bad CRC only a full recovery finds
+        segment.seek(-1, 2)
+        last = segment.read(1)
+        segment.seek(-1, 2)
+        segment.write(bytes([last[0] ^ 0xFF]))
+    _torn(tmp_path / "d1" / RECOVERY_POINT_CHECKPOINT)
+    loaded = _manager(tmp_path)
+    loaded.load_logs()
+    failed: list[Path] = []
+
+    async def scenario() -> None:
+        loaded.on_failure(asyncio.get_running_loop(), failed.append)
+        await asyncio.sleep(0)
+
+    asyncio.run(scenario())
+    assert failed == []  # rebuilt, not fatal
+    reloaded = loaded.get_log("t", 0)
+    assert reloaded is not None and reloaded.log_end_offset == 3  # the bad batch cut
+    loaded.shutdown()
