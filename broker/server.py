@@ -49,6 +49,8 @@ REREGISTER_BACKOFF_MIN_S = 0.5
 REREGISTER_BACKOFF_MAX_S = 10.0
 RECONCILE_RETRY_S = 1.0
 
+# Partition states applied between two yields of the loop (a failover moves thousands).
+APPLY_CHUNK = 32
 # What a reconcile pass applies: per topic, the partitions whose state changed, or None for
 # the whole topic (added, re-assigned, re-configured).
 Pending = dict[str, set[int] | None]
@@ -379,7 +381,11 @@ class KafkaServer:
         ]
         apply = functools.partial(self._apply_states, topic, topic_id, log_config)
         waiting = set(unready)
-        apply([partition for partition in wanted if partition not in waiting])
+        ready = [partition for partition in wanted if partition not in waiting]
+        for start in range(0, len(ready), APPLY_CHUNK):
+            if start:
+                await asyncio.sleep(0)  # let requests in between: each chunk reads the view anew
+            apply(ready[start : start + APPLY_CHUNK])
         await self.replica_manager.prepare_logs(topic, topic_id, unready, apply)
         if partitions is None:
             await self._delete_unassigned_replicas(topic)
