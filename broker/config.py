@@ -404,6 +404,12 @@ def _validate(config: KafkaConfig) -> None:
 
 
 def _validate_listener_protocols(config: KafkaConfig) -> None:
+    known = {e.listener_name for e in config.listeners}
+    unknown = sorted({e.listener_name for e in config.advertised_listeners} - known)
+    if unknown:
+        raise ConfigError(
+            f"advertised.listeners names {', '.join(unknown)} that listeners does not define"
+        )
     try:
         protocols = config.listener_security_protocol_map
     except ValueError as error:

@@ -10,9 +10,9 @@ and applies them at once. Precedence: per-broker dynamic > dynamic default > sta
 
 Only keys this broker really applies at runtime are dynamic here (`DYNAMIC_CONFIGS`: the
 broker-level defaults of topic configs, which Kafka's DynamicLogConfig updates, including the
-inert ones, and min.insync.replicas); the rest, including keys Kafka could update (thread
-counts, log cleaner and connection settings), answer INVALID_REQUEST "Cannot update these
-configs dynamically".
+inert ones, min.insync.replicas, and per broker only advertised.listeners); the rest,
+including keys Kafka could update (thread counts, log cleaner and connection settings), answer
+INVALID_REQUEST "Cannot update these configs dynamically".
 """
 
 from __future__ import annotations
@@ -71,6 +71,10 @@ DYNAMIC_CONFIGS = frozenset(
         "log.roll.jitter.ms",
     }
 )
+# Dynamic only per broker (Kafka's DynamicBrokerConfig.PerBrokerConfigs): a cluster-wide
+# default of these is refused. A new advertised.listeners is written to /brokers/ids/<id>.
+PER_BROKER_CONFIGS = frozenset({"advertised.listeners"})
+DYNAMIC_CONFIGS = DYNAMIC_CONFIGS | PER_BROKER_CONFIGS
 if DYNAMIC_CONFIGS - set(CONFIG_DEFS):
     raise ImportError(f"not broker configs: {sorted(DYNAMIC_CONFIGS - set(CONFIG_DEFS))}")
 RELOAD_RETRY_S = 1.0  # after ZooKeeper failed a reload; nothing else would trigger another
@@ -108,6 +112,12 @@ def check_update(static: KafkaConfig, overrides: DynamicOverrides, per_broker: b
     not_dynamic = sorted(set(changed) - DYNAMIC_CONFIGS)
     if not_dynamic:
         raise ConfigError(f"Cannot update these configs dynamically: Set({', '.join(not_dynamic)})")
+    broker_only = sorted(set(changed) & PER_BROKER_CONFIGS)
+    if broker_only and not per_broker:
+        raise ConfigError(
+            "Cannot update these configs at default cluster level, broker id must be specified:"
+            f" {','.join(broker_only)}"
+        )
     effective_config(static, overrides)
 
 

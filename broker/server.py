@@ -227,6 +227,24 @@ class KafkaServer:
         self.broker_epoch = await self.kafka_zk.register_broker(self._registration())
         log.info("registered /brokers/ids/%d (broker epoch %d)", self.broker_id, self.broker_epoch)
 
+    async def _update_registration(self) -> None:
+        """Rewrite /brokers/ids/<id> with the current endpoints, retried until ZooKeeper takes
+        it (a lost session re-registers with them anyway)."""
+        delay_s = REREGISTER_BACKOFF_MIN_S
+        while True:
+            try:
+                await self.kafka_zk.update_broker_registration(self._registration())
+                log.info(
+                    "updated /brokers/ids/%d: %s", self.broker_id, self.config.advertised_listeners
+                )
+                return
+            except ZkError as error:
+                log.warning(
+                    "updating the registration failed (%s); retrying in %.1f s", error, delay_s
+                )
+                await asyncio.sleep(delay_s)
+                delay_s = min(delay_s * 2, REREGISTER_BACKOFF_MAX_S)
+
     def _on_session_event(self, state: str) -> None:
         if state == "LOST":
             log.warning("ZooKeeper session expired; will re-register on the new session")
@@ -259,8 +277,15 @@ class KafkaServer:
 
     def _apply_config(self, config: KafkaConfig) -> None:
         """Dynamic broker configs changed: later reads of `self.config` see them; every log
-        takes the new defaults on the reconcile pass (topic overrides still win)."""
+        takes the new defaults on the reconcile pass (topic overrides still win); new
+        advertised listeners are written to this broker's registration."""
+        re_register = config.advertised_listeners != self.config.advertised_listeners
         self.config = config
+        if re_register and self.broker_epoch >= 0:
+            task = asyncio.get_running_loop().create_task(
+                self._update_registration(), name="update-registration"
+            )
+            self._background.append(task)
         self.default_log_config = _default_log_config(config)
         self.log_manager.default_config = self.default_log_config
         self._mark_pending(None)

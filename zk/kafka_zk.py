@@ -141,6 +141,11 @@ class KafkaZk(ReassignmentZkMixin, LogDirZkMixin):
             raise BrokerIdInUseError(f"registration {path} vanished right after creation", path)
         return stat.czxid
 
+    async def update_broker_registration(self, reg: BrokerRegistration) -> None:
+        """Rewrite this broker's /brokers/ids/<id> in place (new endpoints); the broker epoch,
+        the znode's czxid, stays."""
+        await self.client.set(BrokerIdZNode.path(reg.broker_id), BrokerIdZNode.encode(reg))
+
     async def _own_ephemeral_stat(self, path: str) -> ZnodeStat | None:
         found = await self.client.get(path)
         if found is None or found[1].ephemeral_owner != self.client.session_id:

@@ -32,6 +32,7 @@ TIMEOUT_S = 30.0
 MESSAGE_TOO_LARGE = 10
 INVALID_REQUEST = 42
 DESCRIBE_CONFIGS = 32
+INCREMENTAL_ALTER_CONFIGS = 44
 
 
 @pytest.fixture(scope="module")
@@ -191,3 +192,47 @@ def test_legacy_alter_configs_replaces_the_broker_set(admin: AdminClient, zk: Ka
     cleared = ConfigResource(ConfigResource.Type.BROKER, "3", set_config={})
     admin.alter_configs([cleared])[cleared].result(TIMEOUT_S)
     assert json.loads(zk.get("/config/brokers/3")[0])["config"] == {}
+
+
+def _registered_endpoints(zk: KazooClient, broker_id: int) -> list[str]:
+    endpoints: list[str] = json.loads(zk.get(f"/brokers/ids/{broker_id}")[0])["endpoints"]
+    return endpoints
+
+
+def test_advertised_listeners_change_per_broker_and_reach_the_registration(
+    admin: AdminClient, cluster: ClusterHandle, zk: KazooClient
+) -> None:
+    port = cluster.broker_port(2)
+    assert not _describe(admin, 2)["advertised.listeners"].is_read_only
+    # The cluster-wide default takes the wire: librdkafka refuses the resource name "".
+    config = {"name": "advertised.listeners", "config_operation": 0, "value": "PLAINTEXT://h:1"}
+    resource = {"resource_type": 4, "resource_name": "", "configs": [config]}
+    with WireClient.to(f"127.0.0.1:{cluster.broker_port(1)}") as client:
+        fields = {"resources": [resource], "validate_only": False}
+        (refused,) = client.request(INCREMENTAL_ALTER_CONFIGS, 0, fields).responses
+    assert int(refused.error_code) == INVALID_REQUEST
+    assert "broker id must be specified: advertised.listeners" in (refused.error_message or "")
+    with pytest.raises(KafkaException, match="listeners does not define"):
+        _set(admin, "2", "advertised.listeners", f"OTHER://localhost:{port}")
+
+    _set(admin, "2", "advertised.listeners", f"PLAINTEXT://localhost:{port}")
+    try:
+        wait_until(
+            lambda: _registered_endpoints(zk, 2) == [f"PLAINTEXT://localhost:{port}"],
+            TIMEOUT_S,
+            "broker 2's registration naming its new advertised listener",
+        )
+        wait_until(
+            lambda: admin.list_topics(timeout=TIMEOUT_S).brokers[2].host == "localhost",
+            TIMEOUT_S,
+            "Metadata answering broker 2's new advertised host",
+        )
+        entry = _describe(admin, 2)["advertised.listeners"]
+        assert ConfigSource(entry.source) == ConfigSource.DYNAMIC_BROKER_CONFIG
+    finally:
+        _set(admin, "2", "advertised.listeners", None)
+    wait_until(
+        lambda: _registered_endpoints(zk, 2) == [f"PLAINTEXT://127.0.0.1:{port}"],
+        TIMEOUT_S,
+        "broker 2's registration back to its static listener",
+    )

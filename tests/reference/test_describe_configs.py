@@ -180,7 +180,7 @@ KNOWN_DIFFERENCES = (
         "read_only",
         "keys Kafka updates dynamically but we only read at start-up (DEVIATIONS: Controller"
         " and ZooKeeper, dynamic broker configs)",
-        names="advertised.listeners listeners listener.security.protocol.map background.threads"
+        names="listeners listener.security.protocol.map background.threads"
         " num.io.threads num.network.threads num.recovery.threads.per.data.dir"
         " num.replica.fetchers log.cleaner.backoff.ms log.cleaner.dedupe.buffer.size"
         " log.cleaner.io.buffer.load.factor log.cleaner.io.buffer.size"
