@@ -3,10 +3,11 @@
 Several log dirs (JBOD, KIP-112/113): a new log goes to the directory AlterReplicaLogDirs asked
 for (its "preferred" dir, remembered until the log is created), else to the directory with the
 fewest logs, future logs included, as Kafka's `nextLogDirs` chooses; the counts are kept as logs
-come and go, so choosing costs the same with 5 logs or 5,000. Paths are absolute, as Kafka
-reports them. A partition may also have a future log (`<t>-<p>.<uuid>-future`) in another
-directory: the copy `replace_current_with_future` swaps in once it has caught up. Checkpoint
-files are per directory and cover both kinds of log.
+come and go (logs being created in a batch count too), so choosing costs the same with 5 logs
+or 5,000. Logs are opened and deleted in batches, one worker-thread round trip each. Paths are
+absolute, as Kafka reports them. A partition may also have a future log
+(`<t>-<p>.<uuid>-future`) in another directory: the copy `replace_current_with_future` swaps in
+once it has caught up. Checkpoint files are per directory and cover both kinds of log.
 
 An I/O error on a log dir (a failed write, flush, checkpoint) is reported with
 `report_failure`, from any thread; the handler set with `on_failure` takes the directory
@@ -516,9 +517,28 @@ class LogManager:
     async def delete_log_off_loop(self, topic: str, partition: int) -> None:
         """`delete_log` with the renames, removal and checkpoint writes on a worker thread.
         The partition's future log, if any, goes too."""
-        for log in self._detach(topic, partition):
-            snapshot = {log.directory.parent: self._snapshot_log_dir(log.directory.parent)}
-            await asyncio.to_thread(self._remove_detached, log, snapshot)
+        await self.delete_logs_off_loop([(topic, partition)])
+
+    async def delete_logs_off_loop(self, keys: Sequence[TopicPartition]) -> None:
+        """Delete the logs (current and future) of `keys` in one worker-thread round trip:
+        every directory renamed for deletion, one fsync and one checkpoint write per log dir
+        after all the renames (as Kafka's batched asyncDelete), then the files removed."""
+        detached = [log for key in keys for log in self._detach(*key)]
+        if not detached:
+            return
+        log_dirs = {log.directory.parent for log in detached}
+        snapshot = {log_dir: self._snapshot_log_dir(log_dir) for log_dir in log_dirs}
+        await asyncio.to_thread(self._remove_all_detached, detached, snapshot)
+
+    def _remove_all_detached(self, logs: list[Log], snapshot: CheckpointSnapshot) -> None:
+        for log in logs:
+            log.close()
+            log.rename_directory(log.directory.with_name(delete_dir_name(log.topic, log.partition)))
+        for log_dir in sorted(snapshot):
+            fsync_directory(log_dir)
+        for log in logs:
+            shutil.rmtree(log.directory, ignore_errors=True)
+        self.write_checkpoints(snapshot)
 
     async def delete_future_log_off_loop(self, topic: str, partition: int) -> None:
         future = self._future_logs.get((topic, partition))

@@ -346,10 +346,14 @@ class ReplicaManager:
         for key in [k for k in self._prepared if k[0] == topic]:
             del self._prepared[key]
         self._offline = {key for key in self._offline if key[0] != topic}
-        for replica_log in self._log_manager.all_logs():
-            if replica_log.topic == topic:
-                await self._log_manager.delete_log_off_loop(topic, replica_log.partition)
-                log.info("deleted log %s-%d", topic, replica_log.partition)
+        keys = [
+            (topic, replica_log.partition)
+            for replica_log in self._log_manager.all_logs()
+            if replica_log.topic == topic
+        ]
+        if keys:
+            await self._log_manager.delete_logs_off_loop(keys)
+            log.info("deleted the logs of %s: partitions %s", topic, sorted(p for _, p in keys))
 
     # -- leader data path ---------------------------------------------------------------
 

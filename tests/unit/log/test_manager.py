@@ -350,3 +350,19 @@ def test_unreadable_recovery_point_checkpoint_recovers_every_log(tmp_path: Path)
     reloaded = loaded.get_log("t", 0)
     assert reloaded is not None and reloaded.log_end_offset == 3  # the bad batch cut
     loaded.shutdown()
+
+
+def test_deleting_many_logs_at_once_checkpoints_each_dir_without_them(tmp_path: Path) -> None:
+    manager = _manager(tmp_path)
+    for partition in range(6):  # d1, d2, d1, ...
+        manager.get_or_create_log("gone", partition).append_as_leader(make_batch(1), 0, 0)
+    kept = manager.get_or_create_log("kept", 0)
+    manager.checkpoint()
+    asyncio.run(manager.delete_logs_off_loop([("gone", p) for p in range(6)]))
+    assert [log.topic for log in manager.all_logs()] == ["kept"]
+    for log_dir in ("d1", "d2"):
+        assert not list((tmp_path / log_dir).glob("gone-*"))
+        checkpoint = read_offset_checkpoint(tmp_path / log_dir / RECOVERY_POINT_CHECKPOINT)
+        assert all(topic != "gone" for topic, _ in checkpoint)
+    assert ("kept", 0) in read_offset_checkpoint(kept.directory.parent / RECOVERY_POINT_CHECKPOINT)
+    manager.shutdown()
