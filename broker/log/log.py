@@ -6,6 +6,7 @@ through its offset index. `recovery_point` is the offset below which data is kno
 
 from __future__ import annotations
 
+import asyncio
 import bisect
 import logging
 import shutil
@@ -22,10 +23,16 @@ from broker.log.batch import (
     set_log_append_time,
     validate_batches,
 )
-from broker.log.checkpoints import LEADER_EPOCH_CHECKPOINT, CheckpointError, fsync_directory
+from broker.log.checkpoints import (
+    LEADER_EPOCH_CHECKPOINT,
+    CheckpointError,
+    fsync_directory,
+    read_leader_epoch_checkpoint,
+)
 from broker.log.config import LOG_APPEND_TIME, LogConfig
 from broker.log.dir_names import is_future_dir, parse_log_dir_name, parse_partition_dir
-from broker.log.epoch_cache import LeaderEpochCache
+from broker.log.epoch_cache import EpochRebuilder, LeaderEpochCache
+from broker.log.epoch_checkpoint_writer import EpochCheckpointWriter
 from broker.log.errors import (
     INVALID_RECORD,
     RECORD_LIST_TOO_LARGE,
@@ -35,6 +42,7 @@ from broker.log.errors import (
     UnexpectedAppendOffsetError,
 )
 from broker.log.log_loader import load_segments
+from broker.log.log_worker import LogWorker
 from broker.log.producer_state import NO_PRODUCER_ID, ProducerStateManager
 from broker.log.record_validation import RecordChecks, check_records
 from broker.log.segment import (
@@ -93,14 +101,17 @@ class Log:
         # checkpointed in replication-offset-checkpoint, so a restart neither exposes records
         # that were never committed nor hides committed ones.
         self.high_watermark = min(max(high_watermark, self.log_start_offset), self.log_end_offset)
-        self.producer_state = ProducerStateManager()
-        self.leader_epoch_cache = self._load_epoch_cache(directory / LEADER_EPOCH_CHECKPOINT)
-        self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
-        self._rebuild_producer_state()
-        # fsync of file handles from an executor must not race with them being closed.
+        # Worker threads only (never the loop): an fsync or checkpoint write must not race
+        # with the files being closed or renamed.
         self._lifecycle_lock = threading.Lock()
         self._directory_dirty = False
         self._closed = False
+        # The one owner of this log's blocking file work (deleting segments, checkpoints).
+        self.worker = LogWorker(directory.name)
+        self._retired: list[LogSegment] = []  # renamed to `.deleted`, the worker deletes them
+        self.producer_state = ProducerStateManager()
+        self.leader_epoch_cache = LeaderEpochCache(directory / LEADER_EPOCH_CHECKPOINT, [])
+        self._load_state_from_batches()
         # Bumped by every truncation, so the log cleaner can tell that segments it read may
         # have been rewritten meanwhile (same objects, different bytes).
         self.truncation_count = 0
@@ -246,19 +257,53 @@ class Log:
                 INVALID_RECORD, f"expected exactly one record batch, got {len(headers)}"
             )
 
-    def _load_epoch_cache(self, path: Path) -> LeaderEpochCache:
-        """The checkpointed cache, or one rebuilt from the batches' partition leader epochs
-        when the file is unreadable: an empty cache would make truncation guess."""
+    def _load_state_from_batches(self) -> None:
+        """One pass over the batches rebuilds the producer state and checks the epoch
+        checkpoint, completing or replacing it (`EpochRebuilder`): an unreadable or stale file
+        must not make truncation guess."""
+        path = self.leader_epoch_cache.path
+        checkpointed: list[tuple[int, int]] | None
         try:
-            return LeaderEpochCache(path)
+            checkpointed = read_leader_epoch_checkpoint(path)
         except CheckpointError as error:
             logger.warning("%s; rebuilding it from the log", error)
-        cache = LeaderEpochCache(path, entries=[])
+            checkpointed = None
+        rebuilder = EpochRebuilder(checkpointed, self.log_start_offset, self.log_end_offset)
+        self.producer_state.rebuild(())
         for segment in self._segments:
             for _, header in segment.iter_batches(0):
-                cache.assign(header.partition_leader_epoch, header.base_offset, persist=False)
-        cache.persist()
-        return cache
+                rebuilder.see(header.partition_leader_epoch, header.base_offset, header.last_offset)
+                if header.producer_id != NO_PRODUCER_ID:
+                    self.producer_state.update(header, header.base_offset)
+        entries = rebuilder.result()
+        if rebuilder.contradiction is not None and checkpointed:
+            logger.warning("%s: %s; rebuilt it from the log", path, rebuilder.contradiction)
+        self.leader_epoch_cache = LeaderEpochCache(
+            path, entries=entries, on_change=self._epoch_cache_changed
+        )
+        if entries != checkpointed:
+            self.leader_epoch_cache.version += 1  # the file is behind: write it
+            self._epoch_cache_changed()
+
+    def _epoch_cache_changed(self) -> None:
+        """On the loop, the per-broker writer writes the checkpoint soon, off the loop;
+        elsewhere (loading, tools) it is written at once."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.write_epoch_checkpoint_if_dirty()
+            return
+        EpochCheckpointWriter.for_loop(loop).mark_dirty(self)
+
+    def write_epoch_checkpoint_if_dirty(self) -> None:
+        """Write leader-epoch-checkpoint if the cache changed since (blocking: not the loop)."""
+        with self._lifecycle_lock:
+            if not self._closed:
+                self._write_epoch_checkpoint_locked()
+
+    def _write_epoch_checkpoint_locked(self) -> None:
+        if self.leader_epoch_cache.dirty:
+            self.leader_epoch_cache.write_checkpoint()
 
     def update_high_watermark(self, offset: int) -> int:
         """Set the high watermark, kept within [log start, log end]; returns it."""
@@ -401,45 +446,47 @@ class Log:
             if self._directory_dirty:
                 self._directory_dirty = False
                 fsync_directory(self.directory)
+            # Kafka's order: the epochs of everything below the new recovery point are on
+            # disk before it moves (recovery re-derives only the epochs above it).
+            self._write_epoch_checkpoint_locked()
         # A truncation while fsync ran may have moved the end below what was flushed.
         self.recovery_point = min(max(self.recovery_point, end_offset), self.log_end_offset)
 
     # ---- truncation ------------------------------------------------------------------------
 
     def truncate_to(self, offset: int) -> None:
-        """Remove everything from `offset` on (a follower diverging from its leader)."""
+        """Remove everything from `offset` on (a follower diverging from its leader). On the
+        loop this only cuts the active segment (ftruncate) and renames the later segments to
+        `.deleted`; closing and deleting their files is the log worker's job."""
         if offset >= self.log_end_offset:
             return
         if offset < self._segments[0].base_offset:
             self.truncate_fully_and_start_at(offset)
             return
         self.truncation_count += 1
-        with self._lifecycle_lock:
-            doomed = [segment for segment in self._segments if segment.base_offset > offset]
-            for segment in doomed:
-                segment.delete()
-            self._segments = self._segments[: len(self._segments) - len(doomed)]
-            self._bases = self._bases[: len(self._segments)]
-            self.active_segment.truncate_to(offset)
+        kept = bisect.bisect_right(self._bases, offset)
+        doomed = self._segments[kept:]
+        self._segments = self._segments[:kept]
+        self._bases = self._bases[:kept]
+        self._retire_segments(doomed)
+        self.active_segment.truncate_to(offset)
         self.log_end_offset = self.active_segment.next_offset
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
         self.log_start_offset = min(self.log_start_offset, self.log_end_offset)
         self.high_watermark = min(self.high_watermark, self.log_end_offset)
         self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
-        self._rebuild_producer_state()
+        if self.producer_state.has_batches_from(self.log_end_offset):
+            self._rebuild_producer_state()
 
     def truncate_fully_and_start_at(self, offset: int, now_ms: int | None = None) -> None:
         """Drop all data; the log restarts empty at `offset`."""
         self.truncation_count += 1
-        with self._lifecycle_lock:
-            for segment in self._segments:
-                segment.delete()
-            self._clear_stale_files(offset)
-            now_ms = _now_ms() if now_ms is None else now_ms
-            segment = LogSegment(self.directory, offset, self.config, now_ms)
-            self._segments = [segment]
-            self._bases = [offset]
-            self._directory_dirty = True
+        doomed = self._segments
+        self._retire_segments(doomed)
+        self._clear_stale_files(offset)
+        now_ms = _now_ms() if now_ms is None else now_ms
+        self._segments = [LogSegment(self.directory, offset, self.config, now_ms)]
+        self._bases = [offset]
         self.log_end_offset = self.log_start_offset = self.recovery_point = offset
         self.high_watermark = offset
         self.leader_epoch_cache.clear()
@@ -454,17 +501,34 @@ class Log:
             self.leader_epoch_cache.truncate_from_start(offset)
 
     def delete_oldest_segments(self, count: int) -> int:
-        """Delete up to `count` oldest segments (never the active one); returns how many."""
+        """Delete up to `count` oldest segments (never the active one); returns how many.
+        As in `truncate_to`, their files are renamed here and deleted by the log worker."""
         count = min(count, len(self._segments) - 1)
         if count <= 0:
             return 0
-        with self._lifecycle_lock:
-            doomed, self._segments = self._segments[:count], self._segments[count:]
-            self._bases = self._bases[count:]
-            for segment in doomed:
-                segment.delete()
+        doomed, self._segments = self._segments[:count], self._segments[count:]
+        self._bases = self._bases[count:]
+        self._retire_segments(doomed)
         self.increment_log_start_offset(self._segments[0].base_offset)
         return count
+
+    def _retire_segments(self, doomed: list[LogSegment]) -> None:
+        """Segments just taken out of the log: rename their files to `.deleted` (cheap; a
+        crash before the deletion leaves leftovers that loading removes, and a new segment
+        may reuse the base offset at once), then have the worker close and delete them."""
+        if not doomed:
+            return
+        for segment in doomed:
+            segment.change_file_suffixes("", DELETED_SUFFIX)
+        self._directory_dirty = True
+        self._retired = [*self._retired, *doomed]
+        self.worker.submit(lambda: self._delete_retired(doomed))
+
+    def _delete_retired(self, doomed: list[LogSegment]) -> None:
+        with self._lifecycle_lock:
+            for segment in doomed:
+                segment.delete()
+            self._retired = [s for s in self._retired if all(s is not d for d in doomed)]
 
     def detach_segments_below_log_start(self) -> list[LogSegment]:
         """Take the segments wholly below the log start offset (never the active one) out of
@@ -545,9 +609,11 @@ class Log:
     # ---- lifecycle -------------------------------------------------------------------------
 
     def close(self) -> None:
+        """Close the files, writing a dirty epoch checkpoint first (blocking: not the loop)."""
         with self._lifecycle_lock:
             if self._closed:
                 return
+            self._write_epoch_checkpoint_locked()
             self._closed = True
             for segment in self._segments:
                 segment.close()
@@ -568,7 +634,7 @@ class Log:
         with self._lifecycle_lock:
             self.directory.rename(directory)
             self.directory = directory
-            for segment in self._segments:
+            for segment in [*self._segments, *self._retired]:
                 segment.move_to(directory)
             self.leader_epoch_cache.path = directory / LEADER_EPOCH_CHECKPOINT
 

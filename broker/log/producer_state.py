@@ -78,6 +78,14 @@ class ProducerStateManager:
             if entry.batches
         }
 
+    def has_batches_from(self, offset: int) -> bool:
+        """Whether any producer's latest batch ends at or after `offset`: only then does a
+        truncation there change this state (the batches are recorded in offset order)."""
+        return any(
+            entry.batches and entry.batches[-1].last_offset >= offset
+            for entry in self._producers.values()
+        )
+
     def check(self, header: BatchHeader) -> BatchRange | None:
         """Validate a client batch before it is written.
 

@@ -256,8 +256,7 @@ class ReplicaAlterLogDirs:
     def _swap(self, key: TopicPartition, partition: Partition, current: Log, future: Log) -> None:
         if future.leader_epoch_cache.entries != current.leader_epoch_cache.entries:
             # Epochs a leader began without writing a batch exist only in the replica's log.
-            future.leader_epoch_cache.entries = list(current.leader_epoch_cache.entries)
-            future.leader_epoch_cache.persist()
+            future.leader_epoch_cache.set_entries(current.leader_epoch_cache.entries)
         old = self._log_manager.replace_current_with_future(*key)
         partition.replace_log(future)
         self._forget(key)
