@@ -40,6 +40,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -303,7 +304,8 @@ class LogCleaner:
         self._retired = [retired for retired in self._retired if retired.due_s > now_s]
         for retired in due:
             try:
-                await asyncio.to_thread(retired.log.release_replaced_segments, retired.segments)
+                release = partial(retired.log.release_replaced_segments, retired.segments)
+                await retired.log.worker.run(release)  # after the log's earlier file work
             except OSError as error:
                 logger.warning("deleting replaced segments of %s failed: %s", retired.log, error)
 

@@ -74,6 +74,11 @@ class AppendInfo:
     log_start_offset: int
 
 
+# Producer batches appended while the worker rebuilds the producer state after a truncation
+# (seconds at most); beyond this the loop rebuilds it itself rather than buffer more.
+MAX_PRODUCER_BATCHES_DURING_REBUILD = 10_000
+
+
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -110,6 +115,11 @@ class Log:
         self.worker = LogWorker(directory.name)
         self._retired: list[LogSegment] = []  # renamed to `.deleted`, the worker deletes them
         self.producer_state = ProducerStateManager()
+        # While a rebuild after a truncation reads the log on the worker: the producer batches
+        # appended since, replayed on top of its result (`_finish_producer_rebuild`).
+        self._producer_batches_since_truncation: list[tuple[BatchHeader, int]] | None = None
+        self._producer_rebuild: asyncio.Task[None] | None = None
+        self._producer_rebuild_generation = 0  # a newer truncation voids an older rebuild
         self.leader_epoch_cache = LeaderEpochCache(directory / LEADER_EPOCH_CHECKPOINT, [])
         self._load_state_from_batches()
         # Bumped by every truncation, so the log cleaner can tell that segments it read may
@@ -203,7 +213,7 @@ class Log:
         spans = batch_spans(headers, first_offset, log_append_time_ms)
         self._write(data, spans, first_offset, now_ms)
         self.leader_epoch_cache.assign(leader_epoch, first_offset)
-        self.producer_state.update(headers[0], first_offset)
+        self._record_producer_batch(headers[0], first_offset)
         max_timestamp = max(span[2] for span in spans)
         return AppendInfo(
             first_offset, last_offset, max_timestamp, log_append_time_ms, self.log_start_offset
@@ -227,7 +237,7 @@ class Log:
         for header in headers:
             # As on the leader: a follower that becomes leader must recognise retried batches.
             self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
-            self.producer_state.update(header, header.base_offset)
+            self._record_producer_batch(header, header.base_offset)
         return AppendInfo(
             headers[0].base_offset,
             headers[-1].last_offset,
@@ -317,6 +327,69 @@ class Log:
             for _, header in segment.iter_batches(0)
             if header.producer_id != NO_PRODUCER_ID
         )
+
+    def _record_producer_batch(self, header: BatchHeader, first_offset: int) -> None:
+        self.producer_state.update(header, first_offset)
+        pending = self._producer_batches_since_truncation
+        if pending is not None and header.producer_id != NO_PRODUCER_ID:
+            pending.append((header, first_offset))
+            if len(pending) > MAX_PRODUCER_BATCHES_DURING_REBUILD:
+                self._rebuild_producer_state()  # the worker is far behind: finish it here
+                self._producer_batches_since_truncation = None
+                self._producer_rebuild_generation += 1  # and discard what the worker brings
+
+    def _rebuild_producer_state_after_truncation(self) -> None:
+        """The producer state without the truncated batches: at once, those batches are
+        dropped from it; the exact state (the older batches they had pushed out) is read
+        from the log by the worker and replaces it, with what was appended meanwhile."""
+        self.producer_state.remove_batches_from(self.log_end_offset)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._rebuild_producer_state()  # not on the loop: loading, tools
+            return
+        self._producer_rebuild_generation += 1
+        generation, segments = self._producer_rebuild_generation, list(self._segments)
+        end_offset = self.log_end_offset
+        self._producer_batches_since_truncation = []
+        self._producer_rebuild = loop.create_task(
+            self._finish_producer_rebuild(generation, segments, end_offset)
+        )
+
+    async def _finish_producer_rebuild(
+        self, generation: int, segments: list[LogSegment], end_offset: int
+    ) -> None:
+        rebuilt: ProducerStateManager | None = None
+        try:
+            rebuilt = await self.worker.run(lambda: self._read_producer_state(segments, end_offset))
+        except (OSError, RecordError, LogCorruptError) as error:
+            logger.warning("%s: rebuilding producer state off the loop failed: %s", self, error)
+        if generation != self._producer_rebuild_generation:
+            return  # truncated again meanwhile: that truncation rebuilds
+        replay = self._producer_batches_since_truncation or []
+        self._producer_batches_since_truncation = None
+        if rebuilt is None:
+            self._rebuild_producer_state()
+            return
+        for header, first_offset in replay:
+            rebuilt.update(header, first_offset)
+        self.producer_state = rebuilt
+
+    def _read_producer_state(
+        self, segments: list[LogSegment], end_offset: int
+    ) -> ProducerStateManager:
+        """(The log worker.) The producer state of the batches below `end_offset`."""
+        state = ProducerStateManager()
+        with self._lifecycle_lock:
+            if self._closed:
+                raise LogCorruptError(f"log {self.directory} is closed")
+            for segment in segments:
+                for _, header in segment.iter_batches(0):
+                    if header.base_offset >= end_offset:
+                        return state
+                    if header.producer_id != NO_PRODUCER_ID:
+                        state.update(header, header.base_offset)
+        return state
 
     def _check_open(self) -> None:
         if self._closed:
@@ -475,8 +548,9 @@ class Log:
         self.log_start_offset = min(self.log_start_offset, self.log_end_offset)
         self.high_watermark = min(self.high_watermark, self.log_end_offset)
         self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
-        if self.producer_state.has_batches_from(self.log_end_offset):
-            self._rebuild_producer_state()
+        rebuilding = self._producer_batches_since_truncation is not None
+        if rebuilding or self.producer_state.has_batches_from(self.log_end_offset):
+            self._rebuild_producer_state_after_truncation()
 
     def truncate_fully_and_start_at(self, offset: int, now_ms: int | None = None) -> None:
         """Drop all data; the log restarts empty at `offset`."""
@@ -491,6 +565,8 @@ class Log:
         self.high_watermark = offset
         self.leader_epoch_cache.clear()
         self.producer_state.rebuild(())
+        self._producer_batches_since_truncation = None
+        self._producer_rebuild_generation += 1
 
     def increment_log_start_offset(self, offset: int) -> None:
         """Move the log start forward (DeleteRecords, retention); never past the log end."""

@@ -86,6 +86,19 @@ class ProducerStateManager:
             for entry in self._producers.values()
         )
 
+    def remove_batches_from(self, offset: int) -> None:
+        """Forget the batches at and after `offset` (a truncation there). What remains is
+        exact for the batches it keeps, but a producer whose every retained batch went is
+        forgotten, and its older history is not restored: a rebuild from the log is."""
+        for producer_id, entry in list(self._producers.items()):
+            if not entry.batches or entry.batches[-1].last_offset < offset:
+                continue
+            kept = [batch for batch in entry.batches if batch.last_offset < offset]
+            if kept:
+                entry.batches = deque(kept, maxlen=BATCHES_RETAINED_PER_PRODUCER)
+            else:
+                del self._producers[producer_id]
+
     def check(self, header: BatchHeader) -> BatchRange | None:
         """Validate a client batch before it is written.
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 
 from kio.schema.errors import ErrorCode
 
@@ -134,7 +135,7 @@ async def release_deleted_records(log_manager: LogManager, logs: list[Log]) -> N
     log.flush.start.offset.checkpoint.interval.ms; writing at once costs one small file)."""
     for replica_log in logs:
         doomed = replica_log.detach_segments_below_log_start()
-        if doomed:
-            await asyncio.to_thread(replica_log.release_replaced_segments, doomed)
+        if doomed:  # on the log's worker: after the file work queued on it before
+            await replica_log.worker.run(partial(replica_log.release_replaced_segments, doomed))
     snapshot = log_manager.checkpoint_snapshot()
     await asyncio.to_thread(log_manager.write_checkpoints, snapshot)

@@ -17,6 +17,7 @@ from broker.log.checkpoints import LEADER_EPOCH_CHECKPOINT, read_leader_epoch_ch
 from broker.log.epoch_checkpoint_writer import EpochCheckpointWriter
 from broker.log.log import Log
 from broker.log.log_worker import LogWorker
+from broker.log.record_codec import SimpleRecord, build_batch
 
 from .support import SMALL_CONFIG, all_values, make_batch, open_log
 
@@ -172,3 +173,43 @@ def test_truncate_queued_after_an_append_sees_it(tmp_path: Path) -> None:
         log.close()
 
     asyncio.run(scenario())
+
+
+def _idempotent_batch(sequence: int) -> bytearray:
+    records = [SimpleRecord(None, b"v%d" % sequence, (), 1000)]
+    return bytearray(build_batch(records, producer_id=7, producer_epoch=0, base_sequence=sequence))
+
+
+def test_producer_state_after_a_truncation_is_rebuilt_by_the_worker(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        log = open_log(tmp_path)
+        for sequence in range(10):  # offsets 0-9; the state keeps the last five batches
+            log.append_as_leader(_idempotent_batch(sequence), leader_epoch=0, now_ms=0)
+        log.truncate_to(7)
+        entry = log.producer_state.entry(7)
+        assert entry is not None
+        assert [b.first_sequence for b in entry.batches] == [5, 6]  # at once: what remains
+        log.append_as_follower(_follower_batch(7, base_offset=7))  # appended meanwhile
+        await log.worker.idle()
+        await _wait_for(lambda: log._producer_batches_since_truncation is None)
+        entry = log.producer_state.entry(7)
+        assert entry is not None
+        assert [b.first_sequence for b in entry.batches] == [3, 4, 5, 6, 7]  # read from the log
+        # A retry of a batch the rebuild restored is recognised as a duplicate.
+        retried = log.append_as_leader(_idempotent_batch(3), leader_epoch=0, now_ms=0)
+        assert retried.first_offset == 3
+        log.close()
+
+    asyncio.run(scenario())
+
+
+def _follower_batch(sequence: int, base_offset: int) -> bytes:
+    records = [SimpleRecord(None, b"v%d" % sequence, (), 1000)]
+    return build_batch(
+        records,
+        base_offset=base_offset,
+        producer_id=7,
+        producer_epoch=0,
+        base_sequence=sequence,
+        partition_leader_epoch=1,
+    )
