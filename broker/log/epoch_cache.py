@@ -135,10 +135,10 @@ class EpochRebuilder:
     The file may be stale: its writes lag the changes (they happen off the event loop), so a
     crash can lose the newest epochs, or keep entries a truncation removed. Epochs newer than
     the file's latest are taken from the batches from its last entry on (as Kafka re-derives
-    them while recovering segments); a batch whose epoch contradicts the file means the file
-    cannot be trusted, and the cache is rebuilt from the batches alone (as for a corrupt file).
-    Entries the batches cannot show (epochs whose batches compaction removed) come only from
-    a file that agrees with the log.
+    them while recovering segments). A batch whose epoch contradicts the file means the file
+    cannot be trusted: the cache is then rebuilt from the batches alone (`epochs_from_batches`,
+    a second pass), as for a corrupt file. Entries the batches cannot show (epochs whose
+    batches compaction removed) come only from a file that agrees with the log.
     """
 
     def __init__(
@@ -146,7 +146,6 @@ class EpochRebuilder:
     ) -> None:
         """`checkpointed`: the file's entries, None if it did not parse."""
         self._log_start_offset = log_start_offset
-        self._derived = _scratch_cache()
         self._checkpointed: EpochEntries = []
         self.contradiction: str | None = "the checkpoint is unreadable"
         if checkpointed is not None:
@@ -161,11 +160,8 @@ class EpochRebuilder:
 
     def see(self, epoch: int, base_offset: int, last_offset: int) -> None:
         """A batch of the log, in offset order."""
-        if epoch < 0 or last_offset < self._log_start_offset:
+        if self.contradiction is not None or epoch < 0 or last_offset < self._log_start_offset:
             return  # message format v0/v1 carries no epoch; below the log start is gone
-        self._derived.assign(epoch, base_offset)
-        if self.contradiction is not None:
-            return
         if base_offset >= self._latest_start and epoch >= self._newer.latest_epoch:
             self._newer.assign(epoch, base_offset)
             return
@@ -183,12 +179,20 @@ class EpochRebuilder:
         return entries[self._next_slot - 1][0] if self._next_slot else UNDEFINED_EPOCH
 
     def result(self) -> EpochEntries:
-        """The entries to use: the checkpoint's plus newer epochs, or, if it contradicted the
-        batches, the batches' alone."""
-        if self.contradiction is not None:
-            self._derived.truncate_from_start(self._log_start_offset)
-            return list(self._derived.entries)
+        """The checkpoint's entries plus the newer epochs (with no contradiction)."""
         return list(self._newer.entries)
+
+
+def epochs_from_batches(
+    batches: Iterable[tuple[int, int, int]], log_start_offset: int
+) -> EpochEntries:
+    """The cache the batches imply: (epoch, base offset, last offset) in offset order."""
+    derived = _scratch_cache()
+    for epoch, base_offset, last_offset in batches:
+        if last_offset >= log_start_offset:
+            derived.assign(epoch, base_offset)
+    derived.truncate_from_start(log_start_offset)
+    return derived.entries
 
 
 def _scratch_cache(entries: EpochEntries | None = None) -> LeaderEpochCache:

@@ -30,8 +30,7 @@ class EpochCheckpointed(Protocol):
 class EpochCheckpointWriter:
     """The per-loop writer; get it with `for_loop`."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
+    def __init__(self) -> None:
         self._dirty: dict[int, EpochCheckpointed] = {}  # by id: at most one entry per log
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -41,7 +40,7 @@ class EpochCheckpointWriter:
     def for_loop(cls, loop: asyncio.AbstractEventLoop) -> EpochCheckpointWriter:
         writer = _writers.get(loop)
         if writer is None:
-            writer = _writers[loop] = cls(loop)
+            writer = _writers[loop] = cls()  # holds no reference to `loop`: the key stays weak
         return writer
 
     def mark_dirty(self, log: EpochCheckpointed) -> None:
@@ -49,7 +48,8 @@ class EpochCheckpointWriter:
         self._dirty[id(log)] = log
         self._wake.set()
         if self._task is None or self._task.done():
-            self._task = self._loop.create_task(self._run(), name="epoch-checkpoint-writer")
+            loop = asyncio.get_running_loop()
+            self._task = loop.create_task(self._run(), name="epoch-checkpoint-writer")
 
     @property
     def pending(self) -> int:

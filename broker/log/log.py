@@ -31,7 +31,7 @@ from broker.log.checkpoints import (
 )
 from broker.log.config import LOG_APPEND_TIME, LogConfig
 from broker.log.dir_names import is_future_dir, parse_log_dir_name, parse_partition_dir
-from broker.log.epoch_cache import EpochRebuilder, LeaderEpochCache
+from broker.log.epoch_cache import EpochRebuilder, LeaderEpochCache, epochs_from_batches
 from broker.log.epoch_checkpoint_writer import EpochCheckpointWriter
 from broker.log.errors import (
     INVALID_RECORD,
@@ -286,8 +286,15 @@ class Log:
                 if header.producer_id != NO_PRODUCER_ID:
                     self.producer_state.update(header, header.base_offset)
         entries = rebuilder.result()
-        if rebuilder.contradiction is not None and checkpointed:
-            logger.warning("%s: %s; rebuilt it from the log", path, rebuilder.contradiction)
+        if rebuilder.contradiction is not None:
+            if checkpointed is not None:
+                logger.warning("%s: %s; rebuilding it from the log", path, rebuilder.contradiction)
+            batches = (
+                (header.partition_leader_epoch, header.base_offset, header.last_offset)
+                for segment in self._segments
+                for _, header in segment.iter_batches(0)
+            )
+            entries = epochs_from_batches(batches, self.log_start_offset)
         self.leader_epoch_cache = LeaderEpochCache(
             path, entries=entries, on_change=self._epoch_cache_changed
         )

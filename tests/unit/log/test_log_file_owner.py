@@ -13,7 +13,11 @@ from types import TracebackType
 import pytest
 
 from broker.log import epoch_cache
-from broker.log.checkpoints import LEADER_EPOCH_CHECKPOINT, read_leader_epoch_checkpoint
+from broker.log.checkpoints import (
+    LEADER_EPOCH_CHECKPOINT,
+    read_leader_epoch_checkpoint,
+    write_leader_epoch_checkpoint,
+)
 from broker.log.epoch_checkpoint_writer import EpochCheckpointWriter
 from broker.log.log import Log
 from broker.log.log_worker import LogWorker
@@ -213,3 +217,25 @@ def _follower_batch(sequence: int, base_offset: int) -> bytes:
         base_sequence=sequence,
         partition_leader_epoch=1,
     )
+
+
+def test_a_checkpoint_that_agrees_keeps_epochs_whose_batches_are_gone(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.append_as_follower(_follower_batch(0, base_offset=0))  # epoch 1
+    later = build_batch(
+        [SimpleRecord(None, b"x", (), 1000)], base_offset=4, partition_leader_epoch=3
+    )
+    log.append_as_follower(later)
+    log.close()
+    # Epoch 2 ran over offsets 1-3, which compaction removed: only the file still knows it.
+    write_leader_epoch_checkpoint(log.directory / LEADER_EPOCH_CHECKPOINT, [(1, 0), (2, 1), (3, 4)])
+    assert open_log(tmp_path).leader_epoch_cache.entries == [(1, 0), (2, 1), (3, 4)]
+
+
+def test_a_missing_checkpoint_is_rebuilt_from_the_batches(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    for epoch in (0, 0, 2, 5):
+        log.append_as_leader(make_batch(1), leader_epoch=epoch, now_ms=0)
+    log.close()
+    (log.directory / LEADER_EPOCH_CHECKPOINT).unlink()
+    assert open_log(tmp_path).leader_epoch_cache.entries == [(0, 0), (2, 2), (5, 3)]
