@@ -24,7 +24,8 @@ MAX_LOGS_PER_BATCH = 1000  # bounds each worker-thread call, so shutdown waits l
 
 class EpochCheckpointed(Protocol):
     def write_epoch_checkpoint_if_dirty(self) -> None:
-        """(A worker thread.) Write the checkpoint if it changed since the last write."""
+        """(A worker thread.) Write the checkpoint if it changed since the last write;
+        report, not raise, an I/O error."""
 
 
 class EpochCheckpointWriter:
@@ -80,7 +81,7 @@ def _write_all(logs: list[EpochCheckpointed]) -> None:
     for log in logs:
         try:
             log.write_epoch_checkpoint_if_dirty()
-        except OSError:
+        except Exception:  # one log's failure must not stop the others' writes
             logger.exception("writing the leader-epoch checkpoint of %s failed", log)
 
 

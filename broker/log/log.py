@@ -12,7 +12,7 @@ import logging
 import shutil
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -113,6 +113,9 @@ class Log:
         self._closed = False
         # The one owner of this log's blocking file work (deleting segments, checkpoints).
         self.worker = LogWorker(directory.name)
+        self.worker.on_io_error = self._report_io_error
+        # Set by the log manager: takes the log dir offline (any thread).
+        self.on_io_error: Callable[[OSError], None] | None = None
         self._retired: list[LogSegment] = []  # renamed to `.deleted`, the worker deletes them
         self.producer_state = ProducerStateManager()
         # While a rebuild after a truncation reads the log on the worker: the producer batches
@@ -313,10 +316,19 @@ class Log:
         EpochCheckpointWriter.for_loop(loop).mark_dirty(self)
 
     def write_epoch_checkpoint_if_dirty(self) -> None:
-        """Write leader-epoch-checkpoint if the cache changed since (blocking: not the loop)."""
-        with self._lifecycle_lock:
-            if not self._closed:
-                self._write_epoch_checkpoint_locked()
+        """Write leader-epoch-checkpoint if the cache changed since (blocking: not the loop);
+        an I/O error is reported (as Kafka's checkpoint files take their log dir offline)."""
+        try:
+            with self._lifecycle_lock:
+                if not self._closed:
+                    self._write_epoch_checkpoint_locked()
+        except OSError as error:
+            logger.error("writing %s failed: %s", self.leader_epoch_cache.path, error)
+            self._report_io_error(error)
+
+    def _report_io_error(self, error: OSError) -> None:
+        if self.on_io_error is not None:
+            self.on_io_error(error)
 
     def _write_epoch_checkpoint_locked(self) -> None:
         if self.leader_epoch_cache.dirty:
@@ -696,7 +708,11 @@ class Log:
         with self._lifecycle_lock:
             if self._closed:
                 return
-            self._write_epoch_checkpoint_locked()
+            try:
+                self._write_epoch_checkpoint_locked()
+            except OSError as error:  # the files must still be closed (a failed disk)
+                logger.error("writing %s failed: %s", self.leader_epoch_cache.path, error)
+                self._report_io_error(error)
             self._closed = True
             for segment in self._segments:
                 segment.close()

@@ -24,6 +24,9 @@ T = TypeVar("T")
 class LogWorker:
     def __init__(self, name: str) -> None:
         self.name = name
+        # Told of an I/O error in submitted work (any thread), e.g. to take the log dir
+        # offline; `run` raises it to its caller instead.
+        self.on_io_error: Callable[[OSError], None] | None = None
         # Each item is one step of work on this log; the queue holds at most what the loop
         # handed over since the worker last ran (a few segment releases and checkpoint writes).
         self._queue: deque[tuple[Callable[[], Any], asyncio.Future[Any] | None]] = deque()
@@ -33,7 +36,7 @@ class LogWorker:
         """Run `work` after everything submitted before it; a failure is logged."""
         loop = _running_loop()
         if loop is None:
-            _run_logged(self.name, work)
+            self._run_logged(work)
             return
         self._queue.append((work, None))
         self._ensure_drainer(loop)
@@ -50,6 +53,14 @@ class LogWorker:
         """Wait until everything submitted so far has run."""
         await self.run(_nothing)
 
+    def _run_logged(self, work: Callable[[], object]) -> None:
+        try:
+            work()
+        except Exception as error:
+            logger.exception("file-system work on log %s failed", self.name)
+            if isinstance(error, OSError) and self.on_io_error is not None:
+                self.on_io_error(error)
+
     @property
     def pending(self) -> int:
         return len(self._queue)
@@ -62,7 +73,7 @@ class LogWorker:
         while self._queue:
             work, done = self._queue.popleft()
             if done is None:
-                await asyncio.to_thread(_run_logged, self.name, work)
+                await asyncio.to_thread(self._run_logged, work)
                 continue
             try:
                 result = await asyncio.to_thread(work)
@@ -79,13 +90,6 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
-
-
-def _run_logged(name: str, work: Callable[[], object]) -> None:
-    try:
-        work()
-    except Exception:
-        logger.exception("file-system work on log %s failed", name)
 
 
 def _nothing() -> None:

@@ -24,6 +24,7 @@ import shutil
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Generic, TypeVar
 
@@ -349,6 +350,8 @@ class LogManager:
 
     def _add(self, log: Log) -> None:
         key = (log.topic, log.partition)
+        # The log's own background file work (deletes, epoch checkpoints) reports here too.
+        log.on_io_error = partial(self.report_failure, log.directory.parent)
         if log.is_future:
             self._future_logs[key] = log
             self._future_logs_in_dir[log.directory.parent][key] = log

@@ -239,3 +239,19 @@ def test_a_missing_checkpoint_is_rebuilt_from_the_batches(tmp_path: Path) -> Non
     log.close()
     (log.directory / LEADER_EPOCH_CHECKPOINT).unlink()
     assert open_log(tmp_path).leader_epoch_cache.entries == [(0, 0), (2, 2), (5, 3)]
+
+
+def test_a_failed_background_epoch_checkpoint_write_is_reported(tmp_path: Path) -> None:
+    reported: list[OSError] = []
+
+    async def scenario() -> None:
+        log = open_log(tmp_path)
+        log.on_io_error = reported.append
+        log.leader_epoch_cache.path = tmp_path / "missing-dir" / LEADER_EPOCH_CHECKPOINT
+        log.leader_epoch_cache.assign(2, 0)
+        await EpochCheckpointWriter.for_loop(asyncio.get_running_loop()).flush()
+        assert len(reported) == 1 and isinstance(reported[0], FileNotFoundError)
+        log.close()  # still closes its files, reporting the write it could not do
+        assert log.closed and len(reported) == 2
+
+    asyncio.run(scenario())
