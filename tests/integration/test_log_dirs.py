@@ -219,7 +219,13 @@ def test_replica_moves_to_the_other_dir_with_all_its_records(broker: TwoDirBroke
         )
     finally:
         admin.close()
-    assert not list(Path(source).glob(f"{topic}-0*"))
+    # The old copy is renamed `-delete` and removed by its log's worker, as Kafka does it
+    # asynchronously: wait for it to go.
+    wait_until(
+        lambda: not list(Path(source).glob(f"{topic}-0*")),
+        MOVE_WAIT_S,
+        f"the old copy of {topic}-0 removed from {source}",
+    )
     assert [p.name for p in Path(destination).glob(f"{topic}-0*")] == [f"{topic}-0"]
     values = consume_all(broker.cluster.bootstrap, topic, MOVED_RECORDS)
     assert [value[:6] for value in values] == [b"%06d" % i for i in range(MOVED_RECORDS)]
