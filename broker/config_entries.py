@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from broker.config import CONFIG_DEFS, KafkaConfig
 from broker.config_synonym import Synonym
 from broker.dynamic_config import DYNAMIC_CONFIGS, DynamicOverrides
-from controller.topic_configs import TOPIC_CONFIGS
+from broker.topic_defaults import broker_default
+from controller.topic_config_defs import TOPIC_CONFIGS
 
 # Kafka's ConfigSource values (DescribeConfigs v1+).
 TOPIC_CONFIG_SOURCE = 1
@@ -40,44 +41,8 @@ _CONFIG_TYPE_CODES = {
     "CLASS": 8,
     "PASSWORD": 9,
 }
-_LONG_MAX = str(2**63 - 1)
 # Java prints a double in plain notation only within [10^-3, 10^7).
 _JAVA_PLAIN_DOUBLE_RANGE = (1e-3, 1e7)
-
-# topic config -> (broker config that sets its default, Kafka's default if that is unset)
-TOPIC_DEFAULTS: dict[str, tuple[str, str]] = {
-    "cleanup.policy": ("log.cleanup.policy", "delete"),
-    "compression.type": ("compression.type", "producer"),
-    "delete.retention.ms": ("log.cleaner.delete.retention.ms", "86400000"),
-    "file.delete.delay.ms": ("log.segment.delete.delay.ms", "60000"),
-    "flush.messages": ("log.flush.interval.messages", _LONG_MAX),
-    "flush.ms": ("log.flush.interval.ms", _LONG_MAX),
-    "index.interval.bytes": ("log.index.interval.bytes", "4096"),
-    "max.compaction.lag.ms": ("log.cleaner.max.compaction.lag.ms", _LONG_MAX),
-    "max.message.bytes": ("message.max.bytes", "1048588"),
-    "message.downconversion.enable": ("log.message.downconversion.enable", "true"),
-    "message.format.version": ("log.message.format.version", "3.0-IV1"),
-    "message.timestamp.after.max.ms": ("log.message.timestamp.after.max.ms", _LONG_MAX),
-    "message.timestamp.before.max.ms": ("log.message.timestamp.before.max.ms", _LONG_MAX),
-    "message.timestamp.difference.max.ms": (
-        "log.message.timestamp.difference.max.ms",
-        _LONG_MAX,
-    ),
-    "message.timestamp.type": ("log.message.timestamp.type", "CreateTime"),
-    "min.cleanable.dirty.ratio": ("log.cleaner.min.cleanable.ratio", "0.5"),
-    "min.compaction.lag.ms": ("log.cleaner.min.compaction.lag.ms", "0"),
-    "min.insync.replicas": ("min.insync.replicas", "1"),
-    "preallocate": ("log.preallocate", "false"),
-    "retention.bytes": ("log.retention.bytes", "-1"),
-    "retention.ms": ("log.retention.ms", "604800000"),
-    "segment.bytes": ("log.segment.bytes", "1073741824"),
-    "segment.index.bytes": ("log.index.size.max.bytes", "10485760"),
-    "segment.jitter.ms": ("log.roll.jitter.ms", "0"),
-    "segment.ms": ("log.roll.ms", "604800000"),
-    "unclean.leader.election.enable": ("unclean.leader.election.enable", "false"),
-    "leader.replication.throttled.replicas": ("", ""),
-    "follower.replication.throttled.replicas": ("", ""),
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,24 +77,11 @@ def java_double_text(value: float) -> str:
     if value == 0 or low <= abs(value) < high:
         return repr(value)  # the shortest digits, with ".0" for whole numbers, like Java
     sign, digits, exponent = decimal.Decimal(repr(value)).normalize().as_tuple()
-    assert isinstance(exponent, int)
+    if not isinstance(exponent, int):  # "n", "N" or "F": NaN and infinities returned above
+        raise ValueError(f"not a finite double: {value!r}")
     text = "".join(str(digit) for digit in digits)
     mantissa = f"{text[0]}.{text[1:] or '0'}"
     return f"{'-' if sign else ''}{mantissa}E{len(text) - 1 + exponent}"
-
-
-def _broker_value(config: KafkaConfig, name: str) -> str | None:
-    """A broker-level default as the broker applies it: retention, roll, roll jitter and flush
-    interval fall back to their coarser synonyms."""
-    if name == "log.retention.ms":
-        return str(config.log_retention_ms)
-    if name == "log.roll.ms":
-        return str(config.log_roll_ms)
-    if name == "log.roll.jitter.ms" and config[name] is None:
-        return str(int(config["log.roll.jitter.hours"]) * 3600000)
-    if name == "log.flush.interval.ms" and config[name] is None:
-        return _text(config["log.flush.scheduler.interval.ms"])
-    return _text(config[name])
 
 
 def topic_entries(
@@ -138,21 +90,22 @@ def topic_entries(
     dynamic = dynamic or DynamicOverrides()
     entries = []
     for name in sorted(TOPIC_CONFIGS):
-        broker_name, kafka_default = TOPIC_DEFAULTS[name]
+        definition = TOPIC_CONFIGS[name]
+        broker_name = definition.server_default
         synonyms = _broker_chain(config, dynamic, broker_name) if broker_name else []
         if synonyms:
             value: str | None = synonyms[0].value
-        elif broker_name in CONFIG_DEFS:
-            value = _broker_value(config, broker_name)
+        elif broker_name is not None:
+            value = _text(broker_default(config, broker_name))
         else:
             value = None
         if value is None:
-            value = kafka_default
+            value = definition.default
         if name in overrides:
             value = overrides[name]
             synonyms.insert(0, Synonym(name, value, TOPIC_CONFIG_SOURCE))
         source = synonyms[0].source if synonyms else DEFAULT_CONFIG_SOURCE
-        code = _CONFIG_TYPE_CODES.get(TOPIC_CONFIGS[name].config_type.value, 0)
+        code = _CONFIG_TYPE_CODES.get(definition.config_type.value, 0)
         entries.append(ConfigEntry(name, value, source, False, code, synonyms))
     return entries
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from kio.schema.errors import ErrorCode
 
 from broker.config import CONFIG_DEFS, ConfigError, KafkaConfig, build_config
+from controller.topic_config_defs import DYNAMIC_SERVER_DEFAULTS
 from zk.client import ZkClient
 from zk.errors import NodeExistsError, NoNodeError, ZkError
 from zk.znodes import (
@@ -39,38 +40,13 @@ log = logging.getLogger(__name__)
 BROKERS_ENTITY_TYPE = "brokers"
 DEFAULT_ENTITY = "<default>"  # ZooKeeper's name for the cluster-wide default ("" in requests)
 
-# The topic-config defaults each log takes unless its topic overrides them (applied by
-# rebuilding the default LogConfig and every log's config) and the ones read per request.
-DYNAMIC_CONFIGS = frozenset(
-    {
-        "log.segment.bytes",
-        "log.roll.ms",
-        "log.index.interval.bytes",
-        "log.index.size.max.bytes",
-        "message.max.bytes",
-        "log.message.timestamp.type",
-        "log.message.timestamp.difference.max.ms",
-        "log.message.timestamp.before.max.ms",
-        "log.message.timestamp.after.max.ms",
-        "log.retention.ms",
-        "log.retention.bytes",
-        "log.cleanup.policy",
-        "log.cleaner.delete.retention.ms",
-        "log.cleaner.min.cleanable.ratio",
-        "log.cleaner.min.compaction.lag.ms",
-        "log.cleaner.max.compaction.lag.ms",
-        "log.segment.delete.delay.ms",
-        "min.insync.replicas",
-        # Broker-level defaults of topic configs that are accepted but inert here (Kafka's
-        # DynamicLogConfig updates them too): storing them is all there is to apply.
-        "compression.type",
-        "log.flush.interval.messages",
-        "log.flush.interval.ms",
-        "log.message.downconversion.enable",
-        "log.preallocate",
-        "log.roll.jitter.ms",
-    }
-)
+# The broker-level defaults of topic configs (the topic config table says which): each log
+# takes them unless its topic overrides them (applied by rebuilding the default LogConfig and
+# every log's config), or they are read per request (min.insync.replicas), or they are inert
+# here (compression.type, log.flush.*, log.preallocate, log.roll.jitter.ms,
+# log.message.downconversion.enable) and storing them is all there is to apply, as Kafka's
+# DynamicLogConfig updates them too.
+DYNAMIC_CONFIGS = DYNAMIC_SERVER_DEFAULTS
 # Dynamic only per broker (Kafka's DynamicBrokerConfig.PerBrokerConfigs): a cluster-wide
 # default of these is refused. A new advertised.listeners is written to /brokers/ids/<id>.
 PER_BROKER_CONFIGS = frozenset({"advertised.listeners"})

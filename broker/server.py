@@ -36,6 +36,7 @@ from broker.replication.fetcher import FetcherConfig, ReplicaFetcherManager
 from broker.replication.isr import IsrWriter
 from broker.replication.replica_manager import ReplicaManager
 from broker.topic_config import TopicConfigs
+from broker.topic_defaults import default_log_config
 from controller.config import ControllerConfig
 from controller.controller import Controller
 from zk.client import ZkClient
@@ -67,7 +68,7 @@ class KafkaServer:
             connection_timeout_ms=config.zookeeper_connection_timeout_ms,
         )
         self.kafka_zk = KafkaZk(self.zk_client)
-        self.default_log_config = _default_log_config(config)
+        self.default_log_config = default_log_config(config)
         self.log_manager = LogManager(config.log_dirs, self.default_log_config)
         self.log_cleaner = LogCleaner(CleanerConfig.from_broker_config(config))
         self.replica_manager = ReplicaManager(
@@ -286,7 +287,7 @@ class KafkaServer:
                 self._update_registration(), name="update-registration"
             )
             self._background.append(task)
-        self.default_log_config = _default_log_config(config)
+        self.default_log_config = default_log_config(config)
         self.log_manager.default_config = self.default_log_config
         self._mark_pending(None)
 
@@ -637,27 +638,4 @@ def _fetcher_config(config: KafkaConfig) -> FetcherConfig:
         partition_max_bytes=config["replica.fetch.max.bytes"],
         backoff_ms=config["replica.fetch.backoff.ms"],
         socket_timeout_ms=config["replica.socket.timeout.ms"],
-    )
-
-
-def _default_log_config(config: KafkaConfig) -> LogConfig:
-    return LogConfig(
-        segment_bytes=config["log.segment.bytes"],
-        segment_ms=config.log_roll_ms,
-        index_interval_bytes=config["log.index.interval.bytes"],
-        segment_index_bytes=config["log.index.size.max.bytes"],
-        max_message_bytes=config["message.max.bytes"],
-        message_timestamp_type=config["log.message.timestamp.type"],
-        message_timestamp_difference_max_ms=config["log.message.timestamp.difference.max.ms"],
-        message_timestamp_before_max_ms=config["log.message.timestamp.before.max.ms"],
-        message_timestamp_after_max_ms=config["log.message.timestamp.after.max.ms"],
-        retention_ms=config.log_retention_ms,
-        retention_bytes=config["log.retention.bytes"],
-        max_decompressed_bytes=config["message.max.decompressed.bytes"],
-        cleanup_policy=config["log.cleanup.policy"],
-        delete_retention_ms=config["log.cleaner.delete.retention.ms"],
-        min_cleanable_dirty_ratio=config["log.cleaner.min.cleanable.ratio"],
-        min_compaction_lag_ms=config["log.cleaner.min.compaction.lag.ms"],
-        max_compaction_lag_ms=config["log.cleaner.max.compaction.lag.ms"],
-        file_delete_delay_ms=config["log.segment.delete.delay.ms"],
     )

@@ -15,7 +15,8 @@ from kio.schema.errors import ErrorCode
 
 from broker.dynamic_config import alter_broker_config
 from controller.errors import INVALID_CONFIG, INVALID_REQUEST, ApiError
-from controller.topic_configs import TOPIC_CONFIGS, ConfigType, validate_topic_configs
+from controller.topic_config_defs import TOPIC_CONFIGS, ConfigType
+from controller.topic_configs import validate_topic_configs
 
 if TYPE_CHECKING:
     from broker.server import KafkaServer
@@ -104,8 +105,8 @@ def _apply(configs: dict[str, str | None], name: str, operation: int, value: str
     elif operation == DELETE:
         configs.pop(name, None)
     elif operation in (APPEND, SUBTRACT):
-        key = TOPIC_CONFIGS.get(name)
-        if key is None or key.config_type is not ConfigType.LIST:
+        definition = TOPIC_CONFIGS.get(name)
+        if definition is None or definition.config_type is not ConfigType.LIST:
             raise ApiError(INVALID_CONFIG, f"Config value append is not allowed for config {name}")
         items = [i for i in (configs.get(name) or "").split(",") if i]
         given = [i.strip() for i in (value or "").split(",") if i.strip()]

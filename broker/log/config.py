@@ -1,12 +1,13 @@
-"""Per-log settings, named after Kafka's topic-level configs (broker-level names in comments)."""
+"""Per-log settings, named after Kafka's topic-level configs."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from broker.log.compression import MAX_DECOMPRESSED_BYTES_DEFAULT
+from controller.topic_config_defs import TOPIC_CONFIGS, ConfigType
 
 CREATE_TIME = "CreateTime"
 LOG_APPEND_TIME = "LogAppendTime"
@@ -15,39 +16,77 @@ DELETE_POLICY = "delete"
 LONG_MAX = 2**63 - 1
 
 
+def policy_items(policy: str) -> list[str]:
+    """ "compact, delete" -> ["compact", "delete"] (Kafka's LIST type: comma separated)."""
+    return [item.strip() for item in policy.split(",") if item.strip()]
+
+
+def log_value(name: str, text: str) -> int | float | str:
+    """A topic config's text as a LogConfig field holds it: integers, doubles, trimmed strings
+    and lists as "a,b" (no range checks: validating values is the controller's job)."""
+    config_type = TOPIC_CONFIGS[name].config_type
+    if config_type in (ConfigType.INT, ConfigType.LONG):
+        return int(text.strip())
+    if config_type is ConfigType.DOUBLE:
+        return float(text)
+    if config_type is ConfigType.LIST:
+        return ",".join(policy_items(text))
+    if config_type is ConfigType.STRING:
+        return text.strip()
+    raise TypeError(f"no LogConfig field holds {config_type.value} config {name}")
+
+
+def _int_default(name: str) -> int:
+    value = log_value(name, TOPIC_CONFIGS[name].default)
+    if not isinstance(value, int):
+        raise TypeError(f"{name}'s default {value!r} is not an integer")
+    return value
+
+
+def _float_default(name: str) -> float:
+    value = log_value(name, TOPIC_CONFIGS[name].default)
+    if not isinstance(value, float):
+        raise TypeError(f"{name}'s default {value!r} is not a double")
+    return value
+
+
+def _text_default(name: str) -> str:
+    return str(log_value(name, TOPIC_CONFIGS[name].default))
+
+
 @dataclass(frozen=True, slots=True)
 class LogConfig:
-    segment_bytes: int = 1073741824  # log.segment.bytes / segment.bytes
-    segment_ms: int = 604800000  # log.roll.ms / segment.ms
-    index_interval_bytes: int = 4096  # log.index.interval.bytes / index.interval.bytes
-    segment_index_bytes: int = 10485760  # log.index.size.max.bytes / segment.index.bytes
-    max_message_bytes: int = 1048588  # message.max.bytes / max.message.bytes
-    message_timestamp_type: str = CREATE_TIME  # log.message.timestamp.type
-    retention_ms: int = 604800000  # log.retention.ms / retention.ms (-1: unlimited)
-    retention_bytes: int = -1  # log.retention.bytes / retention.bytes (-1: unlimited)
+    """The topic configs a log applies, each field named after its topic config (dots as
+    underscores); defaults are Kafka's (controller/topic_config_defs.py)."""
+
+    segment_bytes: int = _int_default("segment.bytes")
+    segment_ms: int = _int_default("segment.ms")
+    index_interval_bytes: int = _int_default("index.interval.bytes")
+    segment_index_bytes: int = _int_default("segment.index.bytes")
+    max_message_bytes: int = _int_default("max.message.bytes")
+    message_timestamp_type: str = _text_default("message.timestamp.type")
+    retention_ms: int = _int_default("retention.ms")  # -1: unlimited
+    retention_bytes: int = _int_default("retention.bytes")  # -1: unlimited
     # message.max.decompressed.bytes (broker only, not a Kafka key): the most a client's
     # compressed batch may expand to; bounds the memory a decompression bomb can take.
     max_decompressed_bytes: int = MAX_DECOMPRESSED_BYTES_DEFAULT
-    # log.cleanup.policy / cleanup.policy: "delete", "compact" or "compact,delete".
-    cleanup_policy: str = DELETE_POLICY
-    # log.cleaner.delete.retention.ms / delete.retention.ms: how long tombstones survive
-    # cleaning (from the last-modified time of the segment holding them).
-    delete_retention_ms: int = 86400000
-    # log.cleaner.min.cleanable.ratio / min.cleanable.dirty.ratio
-    min_cleanable_dirty_ratio: float = 0.5
-    # log.cleaner.min.compaction.lag.ms / min.compaction.lag.ms
-    min_compaction_lag_ms: int = 0
-    # log.cleaner.max.compaction.lag.ms / max.compaction.lag.ms
-    max_compaction_lag_ms: int = LONG_MAX
-    # log.segment.delete.delay.ms / file.delete.delay.ms: how long segments the cleaner
-    # replaced stay open (renamed `.deleted`), so reads that already hold them can finish.
-    file_delete_delay_ms: int = 60000
-    # log.message.timestamp.before.max.ms / .after.max.ms (KIP-937) and the deprecated
-    # log.message.timestamp.difference.max.ms they fall back to while left at their default:
-    # how far a CreateTime record's timestamp may lie behind or ahead of the broker's clock.
-    message_timestamp_difference_max_ms: int = LONG_MAX
-    message_timestamp_before_max_ms: int = LONG_MAX
-    message_timestamp_after_max_ms: int = LONG_MAX
+    # "delete", "compact" or "compact,delete".
+    cleanup_policy: str = _text_default("cleanup.policy")
+    # How long tombstones survive cleaning (from the last-modified time of the segment
+    # holding them).
+    delete_retention_ms: int = _int_default("delete.retention.ms")
+    min_cleanable_dirty_ratio: float = _float_default("min.cleanable.dirty.ratio")
+    min_compaction_lag_ms: int = _int_default("min.compaction.lag.ms")
+    max_compaction_lag_ms: int = _int_default("max.compaction.lag.ms")
+    # How long segments the cleaner replaced stay open (renamed `.deleted`), so reads that
+    # already hold them can finish.
+    file_delete_delay_ms: int = _int_default("file.delete.delay.ms")
+    # KIP-937's before/after bounds and the deprecated difference.max.ms they fall back to
+    # while left at their default: how far a CreateTime record's timestamp may lie behind or
+    # ahead of the broker's clock.
+    message_timestamp_difference_max_ms: int = _int_default("message.timestamp.difference.max.ms")
+    message_timestamp_before_max_ms: int = _int_default("message.timestamp.before.max.ms")
+    message_timestamp_after_max_ms: int = _int_default("message.timestamp.after.max.ms")
 
     @property
     def compact(self) -> bool:
@@ -81,50 +120,20 @@ class LogConfig:
     def with_overrides(self, topic_configs: Mapping[str, str]) -> LogConfig:
         """Apply topic-level overrides (Kafka's topic config names, string values).
 
-        Unknown names are ignored here; validating them is the caller's job.
+        Names no log applies are ignored here; validating them is the caller's job.
         """
         changes: dict[str, object] = {}
         for name, value in topic_configs.items():
             field_name = TOPIC_CONFIG_FIELDS.get(name)
-            if field_name is None:
-                continue
-            changes[field_name] = _FIELD_PARSERS.get(field_name, int)(value)
+            if field_name is not None:
+                changes[field_name] = log_value(name, value)
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
 
 
-def policy_items(policy: str) -> list[str]:
-    """ "compact, delete" -> ["compact", "delete"] (Kafka's LIST type: comma separated)."""
-    return [item.strip() for item in policy.split(",") if item.strip()]
-
-
-def _normalize_policy(policy: str) -> str:
-    return ",".join(policy_items(policy))
-
-
-# Fields that are not plain integers; the rest parse with int().
-_FIELD_PARSERS: dict[str, Callable[[str], object]] = {
-    "message_timestamp_type": str,
-    "cleanup_policy": _normalize_policy,
-    "min_cleanable_dirty_ratio": float,
-}
-
-# Kafka topic config name -> LogConfig field.
-TOPIC_CONFIG_FIELDS = {
-    "segment.bytes": "segment_bytes",
-    "segment.ms": "segment_ms",
-    "index.interval.bytes": "index_interval_bytes",
-    "segment.index.bytes": "segment_index_bytes",
-    "max.message.bytes": "max_message_bytes",
-    "message.timestamp.type": "message_timestamp_type",
-    "retention.ms": "retention_ms",
-    "retention.bytes": "retention_bytes",
-    "cleanup.policy": "cleanup_policy",
-    "delete.retention.ms": "delete_retention_ms",
-    "min.cleanable.dirty.ratio": "min_cleanable_dirty_ratio",
-    "min.compaction.lag.ms": "min_compaction_lag_ms",
-    "max.compaction.lag.ms": "max_compaction_lag_ms",
-    "file.delete.delay.ms": "file_delete_delay_ms",
-    "message.timestamp.difference.max.ms": "message_timestamp_difference_max_ms",
-    "message.timestamp.before.max.ms": "message_timestamp_before_max_ms",
-    "message.timestamp.after.max.ms": "message_timestamp_after_max_ms",
+# Kafka topic config name -> LogConfig field: the topic configs a log applies.
+TOPIC_CONFIG_FIELDS: dict[str, str] = {
+    name: field.name
+    for name in TOPIC_CONFIGS
+    for field in dataclasses.fields(LogConfig)
+    if field.name == name.replace(".", "_")
 }
