@@ -62,7 +62,7 @@ async def alter_resource(
     try:
         updated = validate_topic_configs(change(dict(current)))
     except ApiError as error:
-        return AlterResult(ErrorCode(error.error_code), error.message)
+        return AlterResult(error.error_code, error.message)
     if not validate_only:
         await server.kafka_zk.change_topic_configs(topic, updated)
     return AlterResult(ErrorCode.none)

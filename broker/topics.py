@@ -42,7 +42,7 @@ async def auto_create_topic(server: KafkaServer, topic: str) -> ErrorCode:
         if error.error_code == TOPIC_ALREADY_EXISTS:
             return ErrorCode.leader_not_available  # created meanwhile; leaders on their way
         log.info("not auto-creating topic %r: %r", topic, error.message)
-        return ErrorCode(error.error_code)
+        return error.error_code
     try:
         await server.kafka_zk.create_topic(topic, plan.assignment, plan.configs, new_kafka_uuid())
         log.info("auto-created topic %s with assignment %s", topic, plan.assignment)

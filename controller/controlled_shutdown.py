@@ -21,17 +21,17 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from kio.schema.errors import ErrorCode
+
 from controller.context import ControllerContext, TopicPartition
 from controller.election import LeaderAndIsr
-from controller.errors import NONE
+from controller.errors import BROKER_NOT_AVAILABLE, NONE, STALE_BROKER_EPOCH
 from controller.partition_state_machine import PartitionStateMachine
 from controller.request_queue import RequestQueue
 from controller.state_change_log import ChangeReason
 
 log = logging.getLogger(__name__)
 
-BROKER_NOT_AVAILABLE = 8
-STALE_BROKER_EPOCH = 77
 UNKNOWN_BROKER_EPOCH = -1  # ControlledShutdown v0-v1 cannot name the broker epoch
 # Requests waiting for the controller's event task. Each broker sends one at a time, so this
 # is far above any real cluster; beyond it a request is answered NOT_CONTROLLER at once.
@@ -44,7 +44,7 @@ MAX_LOGGED_PARTITIONS = 20
 class ShutdownResult:
     """The answer: an error code and the partitions the broker still leads."""
 
-    error_code: int
+    error_code: ErrorCode
     remaining_partitions: list[TopicPartition] = field(default_factory=list)
 
 
@@ -61,7 +61,7 @@ def shutdown_requests() -> RequestQueue[ShutdownRequest, ShutdownResult]:
 
 
 def _error_result(
-    _request: ShutdownRequest, error_code: int, _message: str | None
+    _request: ShutdownRequest, error_code: ErrorCode, _message: str | None
 ) -> ShutdownResult:
     return ShutdownResult(error_code)
 

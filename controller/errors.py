@@ -1,44 +1,48 @@
 """Kafka error codes the controller answers with, and the exception carrying one.
 
-The numbers are Kafka's (the wire protocol's); the controller cannot import the broker's
-protocol package (layering), so it keeps the few it needs here.
+The codes are kio's `ErrorCode` members (the one enum of Kafka's error codes), named here as
+Kafka's Errors are for the controller's modules.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-NONE = 0
-UNKNOWN_TOPIC_OR_PARTITION = 3
-INVALID_TOPIC_EXCEPTION = 17
-TOPIC_ALREADY_EXISTS = 36
-INVALID_PARTITIONS = 37
-INVALID_REPLICATION_FACTOR = 38
-INVALID_REPLICA_ASSIGNMENT = 39
-INVALID_CONFIG = 40
-NOT_CONTROLLER = 41
-INVALID_REQUEST = 42
-REASSIGNMENT_IN_PROGRESS = 60
-TOPIC_DELETION_DISABLED = 73
-PREFERRED_LEADER_NOT_AVAILABLE = 80
-ELIGIBLE_LEADERS_NOT_AVAILABLE = 83
-ELECTION_NOT_NEEDED = 84
-NO_REASSIGNMENT_IN_PROGRESS = 85
-UNKNOWN_SERVER_ERROR = -1
+from kio.schema.errors import ErrorCode
+
+NONE = ErrorCode.none
+UNKNOWN_TOPIC_OR_PARTITION = ErrorCode.unknown_topic_or_partition
+INVALID_TOPIC_EXCEPTION = ErrorCode.invalid_topic_exception
+TOPIC_ALREADY_EXISTS = ErrorCode.topic_already_exists
+INVALID_PARTITIONS = ErrorCode.invalid_partitions
+INVALID_REPLICATION_FACTOR = ErrorCode.invalid_replication_factor
+INVALID_REPLICA_ASSIGNMENT = ErrorCode.invalid_replica_assignment
+INVALID_CONFIG = ErrorCode.invalid_config
+NOT_CONTROLLER = ErrorCode.not_controller
+INVALID_REQUEST = ErrorCode.invalid_request
+REASSIGNMENT_IN_PROGRESS = ErrorCode.reassignment_in_progress
+TOPIC_DELETION_DISABLED = ErrorCode.topic_deletion_disabled
+PREFERRED_LEADER_NOT_AVAILABLE = ErrorCode.preferred_leader_not_available
+ELIGIBLE_LEADERS_NOT_AVAILABLE = ErrorCode.eligible_leaders_not_available
+ELECTION_NOT_NEEDED = ErrorCode.election_not_needed
+NO_REASSIGNMENT_IN_PROGRESS = ErrorCode.no_reassignment_in_progress
+UNKNOWN_SERVER_ERROR = ErrorCode.unknown_server_error
+BROKER_NOT_AVAILABLE = ErrorCode.broker_not_available
+STALE_BROKER_EPOCH = ErrorCode.stale_broker_epoch
 
 
 @dataclass(frozen=True, slots=True)
 class TopicError:
     """Per-topic outcome of an admin request: a Kafka error code and an optional message."""
 
-    error_code: int
+    error_code: ErrorCode
     message: str | None = None
 
 
 class ApiError(Exception):
     """A validation failure that maps onto one Kafka error code."""
 
-    def __init__(self, error_code: int, message: str) -> None:
+    def __init__(self, error_code: ErrorCode, message: str) -> None:
         super().__init__(message)
         self.error_code = error_code
         self.message = message

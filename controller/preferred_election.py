@@ -21,6 +21,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum, StrEnum
 
+from kio.schema.errors import ErrorCode
+
 from controller.context import ControllerContext, TopicPartition
 from controller.election import (
     NO_LEADER,
@@ -81,7 +83,7 @@ _FAILED = {
 class ElectionResult:
     """One partition's outcome: a Kafka error code (NONE: elected) and message."""
 
-    error_code: int
+    error_code: ErrorCode
     message: str | None = None
     leader: int = NO_LEADER
 
@@ -293,7 +295,7 @@ async def serve_election_request(
 
 
 def _error_results(
-    request: ElectionRequest, error_code: int, message: str | None
+    request: ElectionRequest, error_code: ErrorCode, message: str | None
 ) -> ElectionResults:
     return dict.fromkeys(request.partitions, ElectionResult(error_code, message))
 

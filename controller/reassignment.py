@@ -26,6 +26,8 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from kio.schema.errors import ErrorCode
+
 from controller.context import ControllerContext, TopicPartition
 from controller.election import NO_LEADER, LeaderAndIsr
 from controller.errors import (
@@ -480,7 +482,7 @@ class PendingAlters:
                     future.set_result(NOT_CONTROLLER)
             raise
 
-    def fail_all(self, error_code: int) -> None:
+    def fail_all(self, error_code: ErrorCode) -> None:
         """Answer every waiting request with a top-level error (the controller resigned)."""
         for _request, future in self.take():
             future.set_result(error_code)

@@ -11,6 +11,8 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
+from kio.schema.errors import ErrorCode
+
 from controller.errors import NOT_CONTROLLER, UNKNOWN_SERVER_ERROR
 from zk.errors import ControllerMovedError
 
@@ -18,7 +20,7 @@ RequestT = TypeVar("RequestT")
 AnswerT = TypeVar("AnswerT")
 
 # The answer to a request that could not be served: from a Kafka error code and a message.
-ErrorAnswer = Callable[[RequestT, int, str | None], AnswerT]
+ErrorAnswer = Callable[[RequestT, ErrorCode, str | None], AnswerT]
 
 
 class RequestQueue(Generic[RequestT, AnswerT]):
@@ -55,7 +57,7 @@ class RequestQueue(Generic[RequestT, AnswerT]):
             if not future.done():
                 future.set_result(answer)
 
-    def fail_all(self, error_code: int) -> None:
+    def fail_all(self, error_code: ErrorCode) -> None:
         """Answer every waiting request with `error_code` (NOT_CONTROLLER on resignation)."""
         waiting, self._pending = self._pending, []
         self._answer_errors(waiting, error_code, None)
@@ -63,7 +65,7 @@ class RequestQueue(Generic[RequestT, AnswerT]):
     def _answer_errors(
         self,
         requests: list[tuple[RequestT, asyncio.Future[AnswerT]]],
-        error_code: int,
+        error_code: ErrorCode,
         message: str | None,
     ) -> None:
         for request, future in requests:
@@ -71,7 +73,7 @@ class RequestQueue(Generic[RequestT, AnswerT]):
                 future.set_result(self._error_answer(request, error_code, message))
 
 
-def _error_code_and_message(error: BaseException) -> tuple[int, str | None]:
+def _error_code_and_message(error: BaseException) -> tuple[ErrorCode, str | None]:
     if isinstance(error, Exception) and not isinstance(error, ControllerMovedError):
         return UNKNOWN_SERVER_ERROR, f"{type(error).__name__}: {error}"
     # Moved, or cancelled because the controller is stopping: another broker will answer.

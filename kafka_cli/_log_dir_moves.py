@@ -17,6 +17,7 @@ from typing import Any
 
 from kafka import TopicPartitionReplica
 from kafka.errors import NoError, ReplicaNotAvailableError
+from kio.schema.errors import ErrorCode
 
 from kafka_cli.common import ToolError
 
@@ -111,7 +112,7 @@ def replica_dirs(admin: Any, moves: Moves) -> dict[tuple[str, int, int], Replica
         future: dict[tuple[str, int], str] = {}
         for described in admin.describe_log_dirs(wanted, brokers=[broker]):
             for log_dir in described["log_dirs"]:
-                if int(log_dir["error_code"]) != 0:
+                if log_dir["error_code"] != ErrorCode.none:
                     continue
                 for topic in log_dir["topics"]:
                     for partition in topic["partitions"]:

@@ -17,14 +17,15 @@ import json
 from typing import Any
 
 from kafka import KafkaAdminClient
+from kio.schema.errors import ErrorCode
 
 from kafka_cli._client import ensure_reachable, load_properties
 from kafka_cli.common import ToolArgumentParser, ToolError, bootstrap_servers, run_tool
 
 # Java exception classes of the errors DescribeLogDirs can carry per directory.
-ERROR_CLASSES = {
-    56: "org.apache.kafka.common.errors.KafkaStorageException",
-    57: "org.apache.kafka.common.errors.LogDirNotFoundException",
+ERROR_CLASSES: dict[int, str] = {
+    ErrorCode.kafka_storage_error: "org.apache.kafka.common.errors.KafkaStorageException",
+    ErrorCode.log_dir_not_found: "org.apache.kafka.common.errors.LogDirNotFoundException",
 }
 UNKNOWN_ERROR_CLASS = "org.apache.kafka.common.errors.UnknownServerException"
 # kafka-python takes these admin client properties from --command-config (Kafka's names).
@@ -78,7 +79,7 @@ def format_as_json(described: list[dict[str, Any]], topics: set[str]) -> str:
                 if not topics or topic["name"] in topics
                 for partition in sorted(topic["partitions"], key=lambda p: p["partition_index"])
             ]
-            error = None if code == 0 else ERROR_CLASSES.get(code, UNKNOWN_ERROR_CLASS)
+            error = None if code == ErrorCode.none else ERROR_CLASSES.get(code, UNKNOWN_ERROR_CLASS)
             log_dirs.append(
                 {"logDir": log_dir["log_dir"], "error": error, "partitions": partitions}
             )

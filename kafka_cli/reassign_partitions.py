@@ -22,6 +22,7 @@ from typing import Any
 from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaConnectionError, NodeNotReadyError, RequestTimedOutError
+from kio.schema.errors import ErrorCode
 
 from controller.assignment import assign_replicas_to_brokers
 from controller.errors import ApiError
@@ -397,7 +398,7 @@ def _current_assignment(admin: Any, topics: list[str], allow_missing: bool = Fal
         return {}
     assignment: Assignment = {}
     for topic in admin.describe_topics(topics):
-        if topic["error_code"] != 0 or not topic["partitions"]:
+        if topic["error_code"] != ErrorCode.none or not topic["partitions"]:
             if allow_missing:
                 continue
             raise ToolError(f"Topic {topic['name']} not found.")

@@ -55,7 +55,7 @@ def _by_topic(outcome: dict[tuple[str, int], TopicError]) -> list[dict[str, Any]
         topics.setdefault(topic, []).append(
             {
                 "partition_index": partition,
-                "error_code": ErrorCode(error.error_code),
+                "error_code": error.error_code,
                 "error_message": error.message,
             }
         )

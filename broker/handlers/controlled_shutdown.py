@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from kio.schema.errors import ErrorCode
-
 from broker.network.context import RequestContext
 from broker.protocol import adapter
 from broker.protocol.registry import response_class
@@ -30,6 +28,4 @@ async def handle(context: RequestContext, request: Any) -> Any:
         for topic, partition in result.remaining_partitions
     ]
     cls = response_class(CONTROLLED_SHUTDOWN_KEY, context.api_version)
-    return adapter.build(
-        cls, {"error_code": ErrorCode(result.error_code), "remaining_partitions": remaining}
-    )
+    return adapter.build(cls, {"error_code": result.error_code, "remaining_partitions": remaining})

@@ -25,7 +25,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
     requests = [_new_partitions(topic) for topic in request.topics]
     validate_only = bool(request.validate_only)
     results = await context.server.controller.create_partitions(requests, validate_only)
-    added = {r.topic: r.count for r in requests if results[r.topic].error_code == 0}
+    added = {r.topic: r.count for r in requests if results[r.topic].error_code == ErrorCode.none}
     timed_out: set[str] = set()
     if added and not validate_only:
         timeout_s = adapter.millis(request.timeout) / 1000
@@ -77,6 +77,6 @@ def _result(name: str, result: TopicError, timed_out: bool) -> dict[str, Any]:
         return {"name": name, "error_code": ErrorCode.request_timed_out, "error_message": None}
     return {
         "name": name,
-        "error_code": ErrorCode(result.error_code),
+        "error_code": result.error_code,
         "error_message": result.message,
     }

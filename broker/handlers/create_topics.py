@@ -23,7 +23,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
     new_topics = [_new_topic(t) for t in request.topics]
     validate_only = bool(getattr(request, "validate_only", False))
     results = await server.controller.create_topics(new_topics, validate_only)
-    created = [t.name for t in new_topics if results[t.name].error_code == 0]
+    created = [t.name for t in new_topics if results[t.name].error_code == ErrorCode.none]
     timed_out: set[str] = set()
     if created and not validate_only:
         timeout_s = adapter.millis(request.timeout) / 1000
@@ -63,7 +63,7 @@ async def _wait_for_leaders(
 def _result(
     context: RequestContext, topic: NewTopic, result: TopicError, timed_out: bool
 ) -> dict[str, Any]:
-    error = ErrorCode(result.error_code)
+    error = result.error_code
     message = result.message
     if timed_out:
         error, message = ErrorCode.request_timed_out, "timed out waiting for partition leaders"
@@ -95,7 +95,7 @@ def _details(
         "topic_id": topic_id,
         "error_code": error,
         "error_message": message,
-        "topic_config_error_code": 0,
+        "topic_config_error_code": ErrorCode.none,
         "num_partitions": num_partitions,
         "replication_factor": replication_factor,
         "configs": None,

@@ -24,7 +24,7 @@ from controller.preferred_election import ElectionResult, ElectionType
 API_KEY = 43
 
 TopicPartition = tuple[str, int]
-_TIMED_OUT = ElectionResult(ErrorCode.request_timed_out.value)
+_TIMED_OUT = ElectionResult(ErrorCode.request_timed_out)
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
@@ -35,14 +35,12 @@ async def handle(context: RequestContext, request: Any) -> Any:
     top_error = ErrorCode.none
     if election_type not in (ElectionType.PREFERRED, ElectionType.UNCLEAN):
         top_error = ErrorCode.invalid_request
-        results = dict.fromkeys(
-            partitions, ElectionResult(top_error.value, "unknown election type")
-        )
+        results = dict.fromkeys(partitions, ElectionResult(top_error, "unknown election type"))
     else:
         timeout_s = max(adapter.millis(request.timeout), 0) / 1000
         results = await _elect(context, partitions, ElectionType(election_type), timeout_s)
     if every_partition:
-        not_needed = ErrorCode.election_not_needed.value
+        not_needed = ErrorCode.election_not_needed
         results = {tp: r for tp, r in results.items() if r.error_code != not_needed}
     return adapter.build(
         cls,
@@ -114,7 +112,7 @@ def _by_topic(results: dict[TopicPartition, ElectionResult]) -> list[dict[str, A
         topics.setdefault(topic, []).append(
             {
                 "partition_id": partition,
-                "error_code": ErrorCode(result.error_code),
+                "error_code": result.error_code,
                 "error_message": result.message,
             }
         )

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from broker.network.context import RequestContext
 from broker.protocol import adapter
 from broker.protocol.registry import response_class
@@ -21,7 +23,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
     membership = context.server.group_coordinator.membership
     result = membership.leave_group(request.group_id, leaving, reasons)
     error = result.error
-    if not hasattr(request, "members") and result.members and error == 0:
+    if not hasattr(request, "members") and result.members and error == ErrorCode.none:
         error = result.members[0].error  # v0-v2 have one member and one error
     members = [
         {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "error_code": m.error}

@@ -71,5 +71,5 @@ def _converted(
     try:
         records = down_convert(result.records, to_magic, fetch_offset, limit_bytes)
     except RecordError as error:
-        return ReadResult(ErrorCode(error.error_code))
+        return ReadResult(error.error_code)
     return dataclasses.replace(result, records=records)

@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
-# Kafka's error codes (the numbers clients know); only the ones the log layer raises.
-CORRUPT_MESSAGE = 2
-MESSAGE_TOO_LARGE = 10
-RECORD_LIST_TOO_LARGE = 18
-UNSUPPORTED_FOR_MESSAGE_FORMAT = 43
-UNSUPPORTED_COMPRESSION_TYPE = 76
-INVALID_RECORD = 87
-INVALID_TIMESTAMP = 32
-OFFSET_OUT_OF_RANGE = 1
+from kio.schema.errors import ErrorCode
+
+# The Kafka error codes the log layer raises.
+CORRUPT_MESSAGE = ErrorCode.corrupt_message
+MESSAGE_TOO_LARGE = ErrorCode.message_too_large
+RECORD_LIST_TOO_LARGE = ErrorCode.record_list_too_large
+UNSUPPORTED_FOR_MESSAGE_FORMAT = ErrorCode.unsupported_for_message_format
+UNSUPPORTED_COMPRESSION_TYPE = ErrorCode.unsupported_compression_type
+INVALID_RECORD = ErrorCode.invalid_record
+INVALID_TIMESTAMP = ErrorCode.invalid_timestamp
+OFFSET_OUT_OF_RANGE = ErrorCode.offset_out_of_range
+OUT_OF_ORDER_SEQUENCE_NUMBER = ErrorCode.out_of_order_sequence_number
+INVALID_PRODUCER_EPOCH = ErrorCode.invalid_producer_epoch
 
 
 class RecordError(Exception):
     """A record batch the broker must refuse; `error_code` is what the client is told."""
 
-    def __init__(self, error_code: int, message: str) -> None:
+    def __init__(self, error_code: ErrorCode, message: str) -> None:
         super().__init__(message)
         self.error_code = error_code
 
@@ -44,7 +48,7 @@ class RecordValidationError(RecordError):
     """Records of a batch that fail a per-record check (KIP-467): the whole batch is refused
     and each failing record is named by its index in the batch, with a message."""
 
-    def __init__(self, error_code: int, record_errors: list[tuple[int, str]]) -> None:
+    def __init__(self, error_code: ErrorCode, record_errors: list[tuple[int, str]]) -> None:
         shown = "; ".join(f"record {index}: {message}" for index, message in record_errors[:3])
         super().__init__(
             error_code, f"{len(record_errors)} record(s) rejected, the first ones: {shown}"

@@ -34,6 +34,7 @@ from broker.log.batch import Buffer, read_batch_header
 from broker.log.errors import (
     CORRUPT_MESSAGE,
     INVALID_RECORD,
+    INVALID_TIMESTAMP,
     UNSUPPORTED_COMPRESSION_TYPE,
     RecordError,
 )
@@ -52,7 +53,6 @@ _I64 = struct.Struct(">q")
 _MIN_MESSAGE_BYTES = {0: 14, 1: 22}
 _LZ4_FRAME_MAGIC = b"\x04\x22\x4d\x18"
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-INVALID_TIMESTAMP = 32  # Kafka's error code
 
 
 @dataclass(frozen=True, slots=True)

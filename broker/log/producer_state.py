@@ -19,15 +19,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from broker.log.batch import BatchHeader
-from broker.log.errors import RecordError
+from broker.log.errors import INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER, RecordError
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 BATCHES_RETAINED_PER_PRODUCER = 5  # Kafka's NumBatchesToRetain; clients keep 5 in flight
 MAX_PRODUCERS_PER_PARTITION = 100_000  # least recently used producer ids beyond this are forgotten
 MAX_SEQUENCE = 2**31 - 1
-OUT_OF_ORDER_SEQUENCE_NUMBER = 45
-INVALID_PRODUCER_EPOCH = 47
 
 
 @dataclass(frozen=True, slots=True)
