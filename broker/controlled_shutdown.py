@@ -25,8 +25,8 @@ from kio.schema.errors import ErrorCode
 
 from broker.network.broker_client import BrokerClient, BrokerClientError
 from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import request_class
-from broker.protocol.zk_broker_apis import CONTROLLED_SHUTDOWN_KEY
 from zk.cluster_watch import ClusterView
 
 log = logging.getLogger(__name__)
@@ -107,7 +107,7 @@ class ControlledShutdown:
             return _Outcome(controller_id, f"controller {controller_id} is not registered")
         timeout_ms = self.config.socket_timeout_ms
         request = adapter.build(
-            request_class(CONTROLLED_SHUTDOWN_KEY, CONTROLLED_SHUTDOWN_VERSION),
+            request_class(ApiKey.CONTROLLED_SHUTDOWN, CONTROLLED_SHUTDOWN_VERSION),
             {"broker_id": self.config.broker_id, "broker_epoch": self.broker_epoch()},
         )
         client = BrokerClient(

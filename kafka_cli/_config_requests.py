@@ -17,6 +17,7 @@ from kio.schema.errors import ErrorCode
 from broker.config_synonym import Synonym
 from broker.network.broker_client import BrokerClient, BrokerClientError
 from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import request_class
 from kafka_cli.common import ToolError
 
@@ -24,10 +25,10 @@ TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
 SET, DELETE = 0, 1
 # Versions every Kafka since 2.3 serves; v1 of DescribeConfigs is the first with synonyms.
-METADATA = (3, 1)
-DESCRIBE_CONFIGS = (32, 1)
-ALTER_CONFIGS = (33, 0)
-INCREMENTAL_ALTER_CONFIGS = (44, 0)
+METADATA = (ApiKey.METADATA, 1)
+DESCRIBE_CONFIGS = (ApiKey.DESCRIBE_CONFIGS, 1)
+ALTER_CONFIGS = (ApiKey.ALTER_CONFIGS, 0)
+INCREMENTAL_ALTER_CONFIGS = (ApiKey.INCREMENTAL_ALTER_CONFIGS, 0)
 REQUEST_TIMEOUT_MS = 60_000
 CLIENT_ID = "kafka-configs"
 # Kafka's ConfigEntry.ConfigSource names by DescribeConfigs code, as ConfigCommand prints them.

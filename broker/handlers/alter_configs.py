@@ -6,15 +6,14 @@ from typing import Any
 
 from broker.network.context import RequestContext
 from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
 from broker.topic_config_admin import alter_resources, replace_all
-
-ALTER_CONFIGS_KEY = 33
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
     responses = await alter_resources(
         context.server, request.resources, replace_all, request.validate_only
     )
-    cls = response_class(ALTER_CONFIGS_KEY, context.api_version)
+    cls = response_class(ApiKey.ALTER_CONFIGS, context.api_version)
     return adapter.build(cls, {"throttle_time": 0, "responses": responses})

@@ -15,14 +15,13 @@ from kio.schema.errors import ErrorCode
 
 from broker.network.context import RequestContext
 from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
 from controller.errors import TopicError
 
-API_KEY = 45
-
 
 async def handle(context: RequestContext, request: Any) -> Any:
-    cls = response_class(API_KEY, context.api_version)
+    cls = response_class(ApiKey.ALTER_PARTITION_REASSIGNMENTS, context.api_version)
     wanted: dict[tuple[str, int], list[int] | None] = {}
     for topic in request.topics:
         for partition in topic.partitions:

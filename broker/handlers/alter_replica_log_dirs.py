@@ -15,9 +15,8 @@ from kio.schema.errors import ErrorCode
 
 from broker.network.context import RequestContext
 from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
-
-ALTER_REPLICA_LOG_DIRS_KEY = 34
 
 TopicPartition = tuple[str, int]
 
@@ -30,7 +29,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
             for partition in topic.partitions:
                 wanted[(topic.name, int(partition))] = log_dir.path
     errors = {key: await mover.alter(key, path) for key, path in wanted.items()}
-    cls = response_class(ALTER_REPLICA_LOG_DIRS_KEY, context.api_version)
+    cls = response_class(ApiKey.ALTER_REPLICA_LOG_DIRS, context.api_version)
     return adapter.build(cls, {"throttle_time": 0, "results": _by_topic(errors)})
 
 

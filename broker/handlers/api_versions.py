@@ -13,6 +13,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.network.context import RequestContext
 from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import Registry, response_class
 
 
@@ -31,7 +32,7 @@ def unsupported_version_response(registry: Registry) -> Any:
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
-    cls = response_class(18, context.api_version)
+    cls = response_class(ApiKey.API_VERSIONS, context.api_version)
     return adapter.build(
         cls,
         {

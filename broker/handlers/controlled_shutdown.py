@@ -14,8 +14,9 @@ from typing import Any
 
 from broker.network.context import RequestContext
 from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
-from broker.protocol.zk_broker_apis import CONTROLLED_SHUTDOWN_KEY, UNKNOWN_BROKER_EPOCH
+from broker.protocol.zk_broker_apis import UNKNOWN_BROKER_EPOCH
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
@@ -27,5 +28,5 @@ async def handle(context: RequestContext, request: Any) -> Any:
         {"topic_name": topic, "partition_index": partition}
         for topic, partition in result.remaining_partitions
     ]
-    cls = response_class(CONTROLLED_SHUTDOWN_KEY, context.api_version)
+    cls = response_class(ApiKey.CONTROLLED_SHUTDOWN, context.api_version)
     return adapter.build(cls, {"error_code": result.error_code, "remaining_partitions": remaining})

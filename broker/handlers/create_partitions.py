@@ -14,11 +14,10 @@ from kio.schema.errors import ErrorCode
 
 from broker.network.context import RequestContext
 from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
 from controller.errors import TopicError
 from controller.partition_modification import NewPartitions
-
-API_KEY = 37
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
@@ -32,7 +31,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
         timed_out = (
             set(added) if timeout_s <= 0 else await _wait_for_leaders(context, added, timeout_s)
         )
-    cls = response_class(API_KEY, context.api_version)
+    cls = response_class(ApiKey.CREATE_PARTITIONS, context.api_version)
     return adapter.build(
         cls,
         {

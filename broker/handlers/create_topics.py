@@ -13,6 +13,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.network.context import RequestContext
 from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
 from controller.errors import TopicError
 from controller.topic_creation import NewTopic
@@ -29,7 +30,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
         timeout_s = adapter.millis(request.timeout) / 1000
         timed_out = await _wait_for_leaders(context, created, timeout_s)
     topics = [_result(context, t, results[t.name], t.name in timed_out) for t in new_topics]
-    cls = response_class(19, context.api_version)
+    cls = response_class(ApiKey.CREATE_TOPICS, context.api_version)
     return adapter.build(cls, {"throttle_time": 0, "topics": topics})
 
 

@@ -9,9 +9,8 @@ from kio.schema.errors import ErrorCode
 
 from broker.network.context import RequestContext
 from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
-
-API_KEY = 42
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
@@ -27,5 +26,5 @@ async def handle(context: RequestContext, request: Any) -> Any:
         if error == ErrorCode.none:
             error = await coordinator.offsets.delete_group(group_id)
         results.append({"group_id": group_id, "error_code": error})
-    cls = response_class(API_KEY, context.api_version)
+    cls = response_class(ApiKey.DELETE_GROUPS, context.api_version)
     return adapter.build(cls, {"throttle_time": 0, "results": results})

@@ -19,6 +19,7 @@ from kio.schema.errors import ErrorCode
 from broker.handlers.metadata import INTERNAL_TOPICS
 from broker.network.context import RequestContext
 from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
 from broker.replication.delete_records import (
     DeleteRecordsResult,
@@ -30,7 +31,6 @@ from broker.replication.delete_records import (
 )
 
 log = logging.getLogger(__name__)
-DELETE_RECORDS_KEY = 21
 # Segment releases under way; held so the tasks are not garbage-collected mid-run.
 _releases: set[asyncio.Task[None]] = set()
 
@@ -62,7 +62,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
         results = await wait_for_low_watermarks(
             server.replica_manager, results, lambda: _alive(context), timeout_s
         )
-    cls = response_class(DELETE_RECORDS_KEY, context.api_version)
+    cls = response_class(ApiKey.DELETE_RECORDS, context.api_version)
     return adapter.build(cls, {"throttle_time": 0, "topics": _topics(results)})
 
 

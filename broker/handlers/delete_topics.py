@@ -12,6 +12,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.network.context import RequestContext
 from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
 
 
@@ -46,5 +47,5 @@ async def handle(context: RequestContext, request: Any) -> Any:
                 "error_message": "deleting topics by id is not supported",
             }
         )
-    cls = response_class(20, context.api_version)
+    cls = response_class(ApiKey.DELETE_TOPICS, context.api_version)
     return adapter.build(cls, {"throttle_time": 0, "responses": responses})

@@ -24,9 +24,9 @@ from broker.config_entries import (
 )
 from broker.network.context import RequestContext
 from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
 
-DESCRIBE_CONFIGS_KEY = 32
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
 
@@ -34,7 +34,7 @@ BROKER_RESOURCE = 4
 async def handle(context: RequestContext, request: Any) -> Any:
     synonyms = bool(getattr(request, "include_synonyms", False))
     results = [await _describe(context, resource, synonyms) for resource in request.resources]
-    cls = response_class(DESCRIBE_CONFIGS_KEY, context.api_version)
+    cls = response_class(ApiKey.DESCRIBE_CONFIGS, context.api_version)
     return adapter.build(cls, {"throttle_time": 0, "results": results})
 
 

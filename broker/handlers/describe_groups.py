@@ -7,16 +7,16 @@ from typing import Any
 
 from broker.network.context import RequestContext
 from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
 
-API_KEY = 15
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
     membership = context.server.group_coordinator.membership
     groups = [_described(membership.describe_group(group_id)) for group_id in request.groups]
-    cls = response_class(API_KEY, context.api_version)
+    cls = response_class(ApiKey.DESCRIBE_GROUPS, context.api_version)
     return adapter.build(cls, {"throttle_time": 0, "groups": groups})
 
 

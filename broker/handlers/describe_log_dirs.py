@@ -25,10 +25,10 @@ from broker.log.log import Log
 from broker.log.manager import LogManager
 from broker.network.context import RequestContext
 from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
 from broker.replication.replica_manager import ReplicaManager
 
-DESCRIBE_LOG_DIRS_KEY = 35
 INVALID_OFFSET_LAG = -1  # DescribeLogDirsResponse.INVALID_OFFSET_LAG
 # The first version whose results carry the file system's total and usable bytes.
 SPACE_VERSION = 4
@@ -45,7 +45,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
         _describe_dir(log_dir, log_manager, wanted, server.replica_manager, with_space)
         for log_dir in log_manager.log_dirs
     ]
-    cls = response_class(DESCRIBE_LOG_DIRS_KEY, context.api_version)
+    cls = response_class(ApiKey.DESCRIBE_LOG_DIRS, context.api_version)
     return adapter.build(
         cls, {"throttle_time": 0, "error_code": ErrorCode.none, "results": results}
     )

@@ -18,17 +18,16 @@ from kio.schema.errors import ErrorCode
 
 from broker.network.context import RequestContext
 from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
 from controller.preferred_election import ElectionResult, ElectionType
-
-API_KEY = 43
 
 TopicPartition = tuple[str, int]
 _TIMED_OUT = ElectionResult(ErrorCode.request_timed_out)
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
-    cls = response_class(API_KEY, context.api_version)
+    cls = response_class(ApiKey.ELECT_LEADERS, context.api_version)
     every_partition = request.topic_partitions is None
     partitions = _requested(context, request)
     election_type = int(getattr(request, "election_type", ElectionType.PREFERRED))

@@ -17,9 +17,9 @@ from kio.schema.errors import ErrorCode
 from broker.coordinator.group.coordinator import CoordinatorAddress
 from broker.network.context import RequestContext
 from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
 
-API_KEY = 10
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
 SHARE_KEY_TYPE = 2
@@ -27,7 +27,7 @@ FIRST_VERSION_WITH_SHARE_KEYS = 6
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
-    cls = response_class(API_KEY, context.api_version)
+    cls = response_class(ApiKey.FIND_COORDINATOR, context.api_version)
     key_type = int(getattr(request, "key_type", GROUP_KEY_TYPE))
     if hasattr(request, "coordinator_keys"):
         coordinators = [

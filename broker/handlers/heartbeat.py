@@ -6,9 +6,8 @@ from typing import Any
 
 from broker.network.context import RequestContext
 from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
-
-API_KEY = 12
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
@@ -18,5 +17,5 @@ async def handle(context: RequestContext, request: Any) -> Any:
         getattr(request, "group_instance_id", None),
         request.generation_id,
     )
-    cls = response_class(API_KEY, context.api_version)
+    cls = response_class(ApiKey.HEARTBEAT, context.api_version)
     return adapter.build(cls, {"throttle_time": 0, "error_code": error})

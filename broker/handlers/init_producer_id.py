@@ -14,14 +14,13 @@ from kio.schema.errors import ErrorCode
 
 from broker.network.context import RequestContext
 from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
 from zk.errors import ZkError
 
-INIT_PRODUCER_ID_KEY = 22
-
 
 async def handle(context: RequestContext, request: Any) -> Any:
-    cls = response_class(INIT_PRODUCER_ID_KEY, context.api_version)
+    cls = response_class(ApiKey.INIT_PRODUCER_ID, context.api_version)
     if request.transactional_id is not None:
         return _response(cls, ErrorCode.coordinator_not_available, -1, -1)
     try:

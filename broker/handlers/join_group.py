@@ -14,9 +14,9 @@ from typing import Any
 
 from broker.network.context import RequestContext
 from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
 
-API_KEY = 11
 FIRST_VERSION_REQUIRING_MEMBER_ID = 4
 FIRST_VERSION_WITH_SKIP_ASSIGNMENT = 9
 
@@ -43,7 +43,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
         {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "metadata": m.metadata}
         for m in result.members
     ]
-    cls = response_class(API_KEY, context.api_version)
+    cls = response_class(ApiKey.JOIN_GROUP, context.api_version)
     return adapter.build(
         cls,
         {

@@ -9,9 +9,8 @@ from kio.schema.errors import ErrorCode
 
 from broker.network.context import RequestContext
 from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
-
-API_KEY = 13
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
@@ -29,5 +28,5 @@ async def handle(context: RequestContext, request: Any) -> Any:
         {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "error_code": m.error}
         for m in result.members
     ]
-    cls = response_class(API_KEY, context.api_version)
+    cls = response_class(ApiKey.LEAVE_GROUP, context.api_version)
     return adapter.build(cls, {"throttle_time": 0, "error_code": error, "members": members})

@@ -15,15 +15,15 @@ from kio.schema.errors import ErrorCode
 
 from broker.network.context import RequestContext
 from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
 
-API_KEY = 16
 EMPTY_STATE = "Empty"
 CLASSIC_GROUP_TYPE = "classic"
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
-    cls = response_class(API_KEY, context.api_version)
+    cls = response_class(ApiKey.LIST_GROUPS, context.api_version)
     types = [str(t).lower() for t in getattr(request, "types_filter", ())]
     if types and CLASSIC_GROUP_TYPE not in types:
         return adapter.build(cls, {"throttle_time": 0, "error_code": ErrorCode.none, "groups": []})

@@ -17,6 +17,7 @@ from kio.schema.errors import ErrorCode
 from broker.handlers import list_offsets_v0
 from broker.network.context import RequestContext
 from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
 from broker.replication.partition import Partition
 
@@ -51,7 +52,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
         }
         for topic in request.topics
     ]
-    cls = response_class(2, context.api_version)
+    cls = response_class(ApiKey.LIST_OFFSETS, context.api_version)
     return adapter.build(cls, {"throttle_time": 0, "topics": topics})
 
 

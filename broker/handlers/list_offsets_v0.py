@@ -19,6 +19,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.network.context import RequestContext
 from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
 from broker.replication.partition import Partition
 
@@ -39,7 +40,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
         }
         for topic in request.topics
     ]
-    return adapter.build(response_class(2, 0), {"topics": topics})
+    return adapter.build(response_class(ApiKey.LIST_OFFSETS, 0), {"topics": topics})
 
 
 def _list_partition(

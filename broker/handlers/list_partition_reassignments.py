@@ -14,13 +14,12 @@ from kio.schema.errors import ErrorCode
 
 from broker.network.context import RequestContext
 from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
-
-API_KEY = 46
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
-    cls = response_class(API_KEY, context.api_version)
+    cls = response_class(ApiKey.LIST_PARTITION_REASSIGNMENTS, context.api_version)
     partitions = None
     if request.topics is not None:
         partitions = [(t.name, int(p)) for t in request.topics for p in t.partition_indexes]

@@ -17,6 +17,7 @@ from kio.schema.errors import ErrorCode
 from broker.metadata_cache import MetadataCache, PartitionMetadata
 from broker.network.context import RequestContext
 from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
 from broker.topics import auto_create_topic
 from controller.assignment import validate_topic_name
@@ -30,7 +31,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
     topics = [_unknown_topic_id_entry(topic_id) for topic_id in unknown_ids]
     topics += [await _topic(context, cache, name, allow_auto_create) for name in names]
     brokers = _brokers(cache, context.listener_name)
-    cls = response_class(3, context.api_version)
+    cls = response_class(ApiKey.METADATA, context.api_version)
     return adapter.build(
         cls,
         {

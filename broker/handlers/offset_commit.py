@@ -20,14 +20,14 @@ from kio.schema.errors import ErrorCode
 from broker.coordinator.group.records import NO_LEADER_EPOCH, OffsetValue
 from broker.network.context import RequestContext
 from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
 
-API_KEY = 8
 NO_GENERATION = -1
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
-    cls = response_class(API_KEY, context.api_version)
+    cls = response_class(ApiKey.OFFSET_COMMIT, context.api_version)
     # As Kafka: partitions the broker's metadata does not know get UNKNOWN_TOPIC_OR_PARTITION
     # whatever the group's state; the rest go to the group coordinator.
     cache = context.server.metadata_cache

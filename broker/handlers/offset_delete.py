@@ -12,13 +12,12 @@ from broker.coordinator.group.state import GroupState
 from broker.coordinator.group.subscriptions import CONSUMER_PROTOCOL_TYPE, is_subscribed_to
 from broker.network.context import RequestContext
 from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
-
-API_KEY = 47
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
-    cls = response_class(API_KEY, context.api_version)
+    cls = response_class(ApiKey.OFFSET_DELETE, context.api_version)
     requested = [(t.name, int(p.partition_index)) for t in request.topics for p in t.partitions]
     error, per_partition = _decide(context, request.group_id, requested)
     deletable = [tp for tp, e in per_partition.items() if e == ErrorCode.none]

@@ -17,14 +17,14 @@ from kio.schema.errors import ErrorCode
 from broker.coordinator.group.records import NO_LEADER_EPOCH, OffsetValue
 from broker.network.context import RequestContext
 from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
 
-API_KEY = 9
 NO_OFFSET = -1
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
-    cls = response_class(API_KEY, context.api_version)
+    cls = response_class(ApiKey.OFFSET_FETCH, context.api_version)
     if hasattr(request, "groups"):
         groups = [
             {"group_id": group.group_id, **_group(context, group.group_id, group.topics)}

@@ -16,9 +16,9 @@ from kio.schema.errors import ErrorCode
 
 from broker.network.context import RequestContext
 from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
 
-API_KEY = 23
 UNDEFINED = -1
 
 
@@ -30,7 +30,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
         }
         for topic in request.topics
     ]
-    cls = response_class(API_KEY, context.api_version)
+    cls = response_class(ApiKey.OFFSET_FOR_LEADER_EPOCH, context.api_version)
     return adapter.build(cls, {"throttle_time": 0, "topics": topics})
 
 

@@ -7,9 +7,8 @@ from typing import Any
 
 from broker.network.context import RequestContext
 from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
-
-API_KEY = 14
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
@@ -22,7 +21,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
         protocol_name=getattr(request, "protocol_name", None),
         assignments={a.member_id: bytes(a.assignment) for a in request.assignments},
     )
-    cls = response_class(API_KEY, context.api_version)
+    cls = response_class(ApiKey.SYNC_GROUP, context.api_version)
     return adapter.build(
         cls,
         {

@@ -28,8 +28,9 @@ from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.bounds import BoundsError, check_body
-from broker.protocol.header import API_VERSIONS_KEY, MalformedRequestError, skip_tagged_fields
+from broker.protocol.header import MalformedRequestError, skip_tagged_fields
 from broker.protocol.registry import ApiSpec, request_class, response_class
 
 log = logging.getLogger(__name__)
@@ -46,7 +47,6 @@ DEFAULT_MAX_RESPONSE_BYTES = 100 * 1024 * 1024 + 1024 * 1024
 # while a big Fetch response arrives.
 READ_BUFFER_BYTES = 1024 * 1024
 API_VERSIONS_VERSION = 3
-PRODUCE_KEY = 0
 CLIENT_SOFTWARE_NAME = "pykafka-classic"
 CLIENT_SOFTWARE_VERSION = "0.1.0"
 _MAX_CORRELATION_ID = 2**31 - 1
@@ -171,7 +171,7 @@ class BrokerClient:
 
     async def api_versions(self) -> dict[int, tuple[int, int]]:
         """The broker's supported (min, max) version per API key (ApiVersions v3)."""
-        request = request_class(API_VERSIONS_KEY, API_VERSIONS_VERSION)(
+        request = request_class(ApiKey.API_VERSIONS, API_VERSIONS_VERSION)(
             client_software_name=CLIENT_SOFTWARE_NAME,
             client_software_version=CLIENT_SOFTWARE_VERSION,
         )
@@ -285,7 +285,7 @@ def _request_identity(request: Any) -> tuple[int, int, bool]:
     if getattr(cls, "__type__", None) is not EntityType.request:
         raise TypeError(f"{cls.__qualname__} is not a kio request entity")
     api_key, version = int(cls.__api_key__), int(cls.__version__)
-    if api_key == PRODUCE_KEY and request.acks == 0:
+    if api_key == ApiKey.PRODUCE and request.acks == 0:
         # Kafka sends no response to acks=0; waiting for one would only time out.
         raise ValueError("Produce with acks=0 gets no response; BrokerClient cannot send it")
     return api_key, version, bool(cls.__flexible__)

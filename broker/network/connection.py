@@ -15,6 +15,7 @@ from kio.serial import entity_reader
 from broker.network.context import RequestContext
 from broker.network.errors import CloseConnectionError
 from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.bounds import check_body
 from broker.protocol.framing import (
     SIZE_PREFIX_BYTES,
@@ -24,7 +25,6 @@ from broker.protocol.framing import (
     read_frame_size,
 )
 from broker.protocol.header import (
-    API_VERSIONS_KEY,
     MalformedRequestError,
     RequestHeader,
     encode_response_header,
@@ -100,7 +100,7 @@ class Connection:
         if spec is None:
             raise CloseConnectionError(f"unknown API key {header.api_key}")
         if not spec.is_advertised(header.api_version):
-            if header.api_key == API_VERSIONS_KEY:
+            if header.api_key == ApiKey.API_VERSIONS:
                 return self._unsupported_api_versions(header)
             raise CloseConnectionError(
                 f"unsupported version {header.api_version} of {spec.name}"
@@ -123,7 +123,7 @@ class Connection:
         if response is None:
             return None
         flexible_header = is_flexible(header.api_key, header.api_version) and (
-            header.api_key != API_VERSIONS_KEY
+            header.api_key != ApiKey.API_VERSIONS
         )
         return frame_parts(
             encode_response_header(header.correlation_id, flexible_header),

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 _FIXED = struct.Struct(">hhih")
 _CORRELATION = struct.Struct(">i")
-API_VERSIONS_KEY = 18
 
 
 class MalformedRequestError(Exception):

@@ -20,6 +20,8 @@ from typing import Any
 from kio.index import load_request_schema, load_response_schema
 from kio.static.primitive import i16, i32, i64
 
+from broker.protocol.api_keys import ApiKey
+
 
 @dataclass(frozen=True, slots=True)
 class AddedField:
@@ -53,7 +55,7 @@ _FETCH_V1_V2 = (
 LEGACY_VERSIONS: dict[tuple[int, int], tuple[Derivation, Derivation]] = {
     # OffsetCommit v0 has no generation or member (Kafka stored these in ZooKeeper); v1 adds
     # them and a per-partition commit timestamp; v2 replaced that by a retention time.
-    (8, 0): (
+    (ApiKey.OFFSET_COMMIT, 0): (
         Derivation(
             2,
             drop={
@@ -64,7 +66,7 @@ LEGACY_VERSIONS: dict[tuple[int, int], tuple[Derivation, Derivation]] = {
         ),
         _SAME_AS_V2,
     ),
-    (8, 1): (
+    (ApiKey.OFFSET_COMMIT, 1): (
         Derivation(
             2,
             drop={"OffsetCommitRequest": frozenset({"retention_time"})},
@@ -77,14 +79,14 @@ LEGACY_VERSIONS: dict[tuple[int, int], tuple[Derivation, Derivation]] = {
         _SAME_AS_V2,
     ),
     # OffsetFetch v0 is v1's schema (v0 read from ZooKeeper in Kafka).
-    (9, 0): (_SAME_AS_V1, _SAME_AS_V1),
+    (ApiKey.OFFSET_FETCH, 0): (_SAME_AS_V1, _SAME_AS_V1),
     # AlterReplicaLogDirs v0 and DescribeLogDirs v0 are their v1's schemas (v1 only changed
     # when throttling happens).
-    (34, 0): (_SAME_AS_V1, _SAME_AS_V1),
-    (35, 0): (_SAME_AS_V1, _SAME_AS_V1),
+    (ApiKey.ALTER_REPLICA_LOG_DIRS, 0): (_SAME_AS_V1, _SAME_AS_V1),
+    (ApiKey.DESCRIBE_LOG_DIRS, 0): (_SAME_AS_V1, _SAME_AS_V1),
     # OffsetForLeaderEpoch v0-v1 have no current leader epoch, no throttle time; v0 answers
     # no leader epoch.
-    (23, 0): (
+    (ApiKey.OFFSET_FOR_LEADER_EPOCH, 0): (
         Derivation(2, drop={"OffsetForLeaderPartition": frozenset({"current_leader_epoch"})}),
         Derivation(
             2,
@@ -94,12 +96,12 @@ LEGACY_VERSIONS: dict[tuple[int, int], tuple[Derivation, Derivation]] = {
             },
         ),
     ),
-    (23, 1): (
+    (ApiKey.OFFSET_FOR_LEADER_EPOCH, 1): (
         Derivation(2, drop={"OffsetForLeaderPartition": frozenset({"current_leader_epoch"})}),
         Derivation(2, drop={"OffsetForLeaderEpochResponse": frozenset({"throttle_time"})}),
     ),
     # CreateTopics v0 has no validate_only and answers no error message.
-    (19, 0): (
+    (ApiKey.CREATE_TOPICS, 0): (
         Derivation(2, drop={"CreateTopicsRequest": frozenset({"validate_only"})}),
         Derivation(
             2,
@@ -109,18 +111,18 @@ LEGACY_VERSIONS: dict[tuple[int, int], tuple[Derivation, Derivation]] = {
             },
         ),
     ),
-    (19, 1): (
+    (ApiKey.CREATE_TOPICS, 1): (
         _SAME_AS_V2,
         Derivation(2, drop={"CreateTopicsResponse": frozenset({"throttle_time"})}),
     ),
     # DeleteTopics v0 answers without a throttle time.
-    (20, 0): (
+    (ApiKey.DELETE_TOPICS, 0): (
         _SAME_AS_V1,
         Derivation(1, drop={"DeleteTopicsResponse": frozenset({"throttle_time"})}),
     ),
     # Produce v0-v2 carry no transactional id; responses gained a throttle time in v1 and a
     # log append time in v2 (v2 answers as v3 does).
-    (0, 0): (
+    (ApiKey.PRODUCE, 0): (
         Derivation(3, drop={"ProduceRequest": frozenset({"transactional_id"})}),
         Derivation(
             3,
@@ -130,14 +132,17 @@ LEGACY_VERSIONS: dict[tuple[int, int], tuple[Derivation, Derivation]] = {
             },
         ),
     ),
-    (0, 1): (
+    (ApiKey.PRODUCE, 1): (
         Derivation(3, drop={"ProduceRequest": frozenset({"transactional_id"})}),
         Derivation(3, drop={"PartitionProduceResponse": frozenset({"log_append_time"})}),
     ),
-    (0, 2): (Derivation(3, drop={"ProduceRequest": frozenset({"transactional_id"})}), _SAME_AS_V3),
+    (ApiKey.PRODUCE, 2): (
+        Derivation(3, drop={"ProduceRequest": frozenset({"transactional_id"})}),
+        _SAME_AS_V3,
+    ),
     # Fetch v0-v3 have no isolation level (v0-v2 no response size limit either) and answer no
     # last stable offset or aborted transactions; v0 answers no throttle time.
-    (1, 0): (
+    (ApiKey.FETCH, 0): (
         Derivation(4, drop={"FetchRequest": frozenset({"isolation_level", "max_bytes"})}),
         Derivation(
             4,
@@ -147,14 +152,14 @@ LEGACY_VERSIONS: dict[tuple[int, int], tuple[Derivation, Derivation]] = {
             },
         ),
     ),
-    (1, 1): _FETCH_V1_V2,
-    (1, 2): _FETCH_V1_V2,
-    (1, 3): (
+    (ApiKey.FETCH, 1): _FETCH_V1_V2,
+    (ApiKey.FETCH, 2): _FETCH_V1_V2,
+    (ApiKey.FETCH, 3): (
         Derivation(4, drop={"FetchRequest": frozenset({"isolation_level"})}),
         Derivation(4, drop={"PartitionData": _FETCH_V4_PARTITION_FIELDS}),
     ),
     # ListOffsets v0 asks for up to max_num_offsets offsets and answers them as an array.
-    (2, 0): (
+    (ApiKey.LIST_OFFSETS, 0): (
         Derivation(
             1,
             add={
@@ -174,7 +179,7 @@ LEGACY_VERSIONS: dict[tuple[int, int], tuple[Derivation, Derivation]] = {
         ),
     ),
     # DescribeConfigs v0 has no synonyms and answers is_default instead of a config source.
-    (32, 0): (
+    (ApiKey.DESCRIBE_CONFIGS, 0): (
         Derivation(1, drop={"DescribeConfigsRequest": frozenset({"include_synonyms"})}),
         Derivation(
             1,

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.index import load_request_schema, load_response_schema
 
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.legacy import legacy_request_class, legacy_response_class
 from broker.protocol.zk_broker_apis import zk_broker_request_class, zk_broker_response_class
 
@@ -28,7 +29,7 @@ Handler = Callable[["RequestContext", Any], Awaitable[Any | None]]
 
 @dataclass(frozen=True, slots=True)
 class ApiSpec:
-    api_key: int
+    api_key: ApiKey
     name: str
     min_version: int
     max_version: int
@@ -66,7 +67,7 @@ def is_flexible(api_key: int, version: int) -> bool:
 
 class Registry:
     def __init__(self, specs: list[ApiSpec]) -> None:
-        self._specs = {spec.api_key: spec for spec in specs}
+        self._specs: dict[int, ApiSpec] = {spec.api_key: spec for spec in specs}
         if len(self._specs) != len(specs):
             raise ValueError("two handlers registered for one API key")
 

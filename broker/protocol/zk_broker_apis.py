@@ -24,7 +24,8 @@ from kio.schema.errors import ErrorCode
 from kio.static.constants import EntityType
 from kio.static.primitive import i16, i32, i64
 
-CONTROLLED_SHUTDOWN_KEY = 7
+from broker.protocol.api_keys import ApiKey
+
 FIRST_DECODABLE_VERSION = 1
 LAST_VERSION = 3
 FIRST_FLEXIBLE_VERSION = 3  # "flexibleVersions": "3+"
@@ -37,7 +38,7 @@ def _namespace(version: int, kind: EntityType, header: type) -> dict[str, Any]:
         "__type__": kind,
         "__version__": i16(version),
         "__flexible__": version >= FIRST_FLEXIBLE_VERSION,
-        "__api_key__": i16(CONTROLLED_SHUTDOWN_KEY),
+        "__api_key__": i16(ApiKey.CONTROLLED_SHUTDOWN),
         "__header_schema__": header,
         "__module__": f"{__name__}.v{version}",
     }
@@ -84,7 +85,7 @@ def controlled_shutdown_response(version: int) -> type:
 
 
 def zk_broker_request_class(api_key: int, version: int) -> type | None:
-    if api_key != CONTROLLED_SHUTDOWN_KEY:
+    if api_key != ApiKey.CONTROLLED_SHUTDOWN:
         return None
     if not FIRST_DECODABLE_VERSION <= version <= LAST_VERSION:
         return None
@@ -92,7 +93,7 @@ def zk_broker_request_class(api_key: int, version: int) -> type | None:
 
 
 def zk_broker_response_class(api_key: int, version: int) -> type | None:
-    if api_key != CONTROLLED_SHUTDOWN_KEY:
+    if api_key != ApiKey.CONTROLLED_SHUTDOWN:
         return None
     if not FIRST_DECODABLE_VERSION <= version <= LAST_VERSION:
         return None

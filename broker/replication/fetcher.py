@@ -25,6 +25,7 @@ from broker.java_hash import java_abs, java_string_hash, to_int32
 from broker.log.errors import RecordError, UnexpectedAppendOffsetError
 from broker.network.broker_client import BrokerClient, BrokerClientError
 from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import request_class
 from broker.replication.fetch_session import FetchPosition
 from broker.replication.fetch_session_handler import FetchSessionHandler, SessionRequest
@@ -32,8 +33,6 @@ from broker.replication.partition import Partition
 
 log = logging.getLogger(__name__)
 
-FETCH_KEY = 1
-OFFSET_FOR_LEADER_EPOCH_KEY = 23
 # The versions one broker of this project sends another (Kafka pins them with
 # inter.broker.protocol.version): Fetch v12 still names topics, OffsetForLeaderEpoch v4 is
 # the last one.
@@ -223,7 +222,7 @@ class ReplicaFetcher:
                     "leader_epoch": epoch,
                 }
             )
-        cls = request_class(OFFSET_FOR_LEADER_EPOCH_KEY, OFFSET_FOR_LEADER_EPOCH_VERSION)
+        cls = request_class(ApiKey.OFFSET_FOR_LEADER_EPOCH, OFFSET_FOR_LEADER_EPOCH_VERSION)
         topics = [{"topic": t, "partitions": p} for t, p in by_topic.items()]
         return adapter.build(cls, {"replica_id": self._config.broker_id, "topics": topics})
 
@@ -326,7 +325,7 @@ class ReplicaFetcher:
             ],
             "rack_id": "",
         }
-        return adapter.build(request_class(FETCH_KEY, FETCH_VERSION), values)
+        return adapter.build(request_class(ApiKey.FETCH, FETCH_VERSION), values)
 
     def _on_partition_data(self, key: TopicPartition, fetch_offset: int, data: Any) -> None:
         state = self.partitions.get(key)

@@ -36,8 +36,8 @@ from kafka.structs import OffsetAndMetadata
 
 from broker.network.broker_client import BrokerClient
 from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import request_class
-from broker.protocol.zk_broker_apis import CONTROLLED_SHUTDOWN_KEY
 
 RECORD_PREFIX = "fuzz-rec-"
 UNUSED_BROKER_ID = 1000  # no test cluster has that many brokers
@@ -203,7 +203,7 @@ def _controlled_shutdown_request(bootstrap: str) -> None:
     controller, NOT_CONTROLLER elsewhere)."""
     host, _, port = bootstrap.split(",")[0].rpartition(":")
     request = adapter.build(
-        request_class(CONTROLLED_SHUTDOWN_KEY, 3),
+        request_class(ApiKey.CONTROLLED_SHUTDOWN, 3),
         {"broker_id": UNUSED_BROKER_ID, "broker_epoch": 0},
     )
 

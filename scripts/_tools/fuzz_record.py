@@ -19,14 +19,14 @@ from typing import Any
 from kio.serial import entity_reader
 
 from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.header import skip_tagged_fields
 from broker.protocol.registry import is_flexible, response_class
 
 from .fuzz_clients import Topics, confluent_steps, kafka_python_steps, kcat_steps, run_steps
 
 PROXY_HOST = "127.0.0.1"
-METADATA, FIND_COORDINATOR, API_VERSIONS = 3, 10, 18
-REWRITTEN_APIS = (METADATA, FIND_COORDINATOR)
+REWRITTEN_APIS = (ApiKey.METADATA, ApiKey.FIND_COORDINATOR)
 START_TIMEOUT_S = 10.0
 MAX_FRAME_BYTES = 256 * 1024 * 1024  # beyond this the stream is not Kafka: drop it
 _SIZE = struct.Struct(">i")
@@ -54,7 +54,7 @@ def _redirect(entity: Any, ports: dict[int, int]) -> Any:
 def rewrite_addresses(payload: bytes, api_key: int, version: int, ports: dict[int, int]) -> bytes:
     """A Metadata or FindCoordinator response payload with broker addresses moved."""
     offset = 4  # correlation id; flexible versions add a tagged-field section (header v1)
-    if is_flexible(api_key, version) and api_key != API_VERSIONS:
+    if is_flexible(api_key, version) and api_key != ApiKey.API_VERSIONS:
         offset = skip_tagged_fields(payload, offset)
     entity: Any
     entity, _size = entity_reader(response_class(api_key, version))(payload, offset)
