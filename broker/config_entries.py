@@ -18,17 +18,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from broker.config import CONFIG_DEFS, KafkaConfig
+from broker.config_protocol import ConfigSource
 from broker.config_synonym import Synonym
 from broker.dynamic_config import DYNAMIC_CONFIGS, DynamicOverrides
 from broker.topic_defaults import broker_default
 from controller.topic_config_defs import TOPIC_CONFIGS
 
-# Kafka's ConfigSource values (DescribeConfigs v1+).
-TOPIC_CONFIG_SOURCE = 1
-DYNAMIC_BROKER_CONFIG_SOURCE = 2
-DYNAMIC_DEFAULT_BROKER_CONFIG_SOURCE = 3
-STATIC_BROKER_CONFIG_SOURCE = 4
-DEFAULT_CONFIG_SOURCE = 5
+TOPIC_CONFIG_SOURCE = ConfigSource.DYNAMIC_TOPIC_CONFIG
+DYNAMIC_BROKER_CONFIG_SOURCE = ConfigSource.DYNAMIC_BROKER_CONFIG
+DYNAMIC_DEFAULT_BROKER_CONFIG_SOURCE = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+STATIC_BROKER_CONFIG_SOURCE = ConfigSource.STATIC_BROKER_CONFIG
+DEFAULT_CONFIG_SOURCE = ConfigSource.DEFAULT_CONFIG
 # Kafka's ConfigType values (DescribeConfigs v3+), by ConfigDef.Type name.
 _CONFIG_TYPE_CODES = {
     "BOOLEAN": 1,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.config_protocol import AlterConfigOp, ConfigResourceType
 from broker.dynamic_config import alter_broker_config
 from controller.errors import INVALID_CONFIG, INVALID_REQUEST, ApiError
 from controller.topic_config_defs import TOPIC_CONFIGS, ConfigType
@@ -21,9 +22,6 @@ from controller.topic_configs import validate_topic_configs
 if TYPE_CHECKING:
     from broker.server import KafkaServer
 
-TOPIC_RESOURCE = 2
-BROKER_RESOURCE = 4
-SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 ConfigChange = Callable[[dict[str, str]], dict[str, str | None]]
 
 
@@ -44,7 +42,7 @@ class AlterResult:
 async def alter_resource(
     server: KafkaServer, resource: Any, change: ConfigChange, validate_only: bool
 ) -> AlterResult:
-    if resource.resource_type == BROKER_RESOURCE:
+    if resource.resource_type == ConfigResourceType.BROKER:
         error_code, message = await alter_broker_config(
             server.zk_client,
             server.dynamic_config.static,
@@ -53,7 +51,7 @@ async def alter_resource(
             validate_only,
         )
         return AlterResult(error_code, message)
-    if resource.resource_type != TOPIC_RESOURCE:
+    if resource.resource_type != ConfigResourceType.TOPIC:
         return AlterResult(ErrorCode.invalid_request, "unsupported resource type")
     topic = resource.resource_name
     if not server.metadata_cache.has_topic(topic):
@@ -100,17 +98,17 @@ def apply_operations(configs: Sequence[Any]) -> ConfigChange:
 
 
 def _apply(configs: dict[str, str | None], name: str, operation: int, value: str | None) -> None:
-    if operation == SET:
+    if operation == AlterConfigOp.SET:
         configs[name] = value
-    elif operation == DELETE:
+    elif operation == AlterConfigOp.DELETE:
         configs.pop(name, None)
-    elif operation in (APPEND, SUBTRACT):
+    elif operation in (AlterConfigOp.APPEND, AlterConfigOp.SUBTRACT):
         definition = TOPIC_CONFIGS.get(name)
         if definition is None or definition.config_type is not ConfigType.LIST:
             raise ApiError(INVALID_CONFIG, f"Config value append is not allowed for config {name}")
         items = [i for i in (configs.get(name) or "").split(",") if i]
         given = [i.strip() for i in (value or "").split(",") if i.strip()]
-        if operation == APPEND:
+        if operation == AlterConfigOp.APPEND:
             items += [i for i in given if i not in items]
         else:
             items = [i for i in items if i not in given]

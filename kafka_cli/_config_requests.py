@@ -14,6 +14,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.config_protocol import ConfigResourceType
 from broker.config_synonym import Synonym
 from broker.network.broker_client import BrokerClient, BrokerClientError
 from broker.protocol import adapter
@@ -21,9 +22,6 @@ from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import request_class
 from kafka_cli.common import ToolError
 
-TOPIC_RESOURCE = 2
-BROKER_RESOURCE = 4
-SET, DELETE = 0, 1
 # Versions every Kafka since 2.3 serves; v1 of DescribeConfigs is the first with synonyms.
 METADATA = (ApiKey.METADATA, 1)
 DESCRIBE_CONFIGS = (ApiKey.DESCRIBE_CONFIGS, 1)
@@ -31,16 +29,6 @@ ALTER_CONFIGS = (ApiKey.ALTER_CONFIGS, 0)
 INCREMENTAL_ALTER_CONFIGS = (ApiKey.INCREMENTAL_ALTER_CONFIGS, 0)
 REQUEST_TIMEOUT_MS = 60_000
 CLIENT_ID = "kafka-configs"
-# Kafka's ConfigEntry.ConfigSource names by DescribeConfigs code, as ConfigCommand prints them.
-SOURCE_NAMES = {
-    0: "UNKNOWN",
-    1: "DYNAMIC_TOPIC_CONFIG",
-    2: "DYNAMIC_BROKER_CONFIG",
-    3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
-    4: "STATIC_BROKER_CONFIG",
-    5: "DEFAULT_CONFIG",
-    6: "DYNAMIC_BROKER_LOGGER_CONFIG",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +79,7 @@ class ConfigAdmin:
         raise ToolError(f"Could not reach any bootstrap server ({'; '.join(failures)})")
 
     def _client_for(self, resource_type: int, name: str) -> BrokerClient:
-        if resource_type != BROKER_RESOURCE or not name:
+        if resource_type != ConfigResourceType.BROKER or not name:
             if self._any is None:
                 raise ToolError("internal error: no connection to the cluster yet")
             return self._any

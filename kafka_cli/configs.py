@@ -18,20 +18,17 @@ import argparse
 import asyncio
 import re
 
-from kafka_cli._config_requests import (
-    BROKER_RESOURCE,
-    DELETE,
-    SET,
-    SOURCE_NAMES,
-    TOPIC_RESOURCE,
-    ConfigAdmin,
-    Entry,
-)
+from broker.config_protocol import AlterConfigOp, ConfigResourceType, ConfigSource
+from kafka_cli._config_requests import ConfigAdmin, Entry
 from kafka_cli.common import ToolArgumentParser, ToolError, bootstrap_servers, run_tool
 
-RESOURCE_TYPES = {"topics": TOPIC_RESOURCE, "brokers": BROKER_RESOURCE}
+RESOURCE_TYPES = {"topics": ConfigResourceType.TOPIC, "brokers": ConfigResourceType.BROKER}
 # The source that marks a config as set dynamically on each kind of entity.
-DYNAMIC_SOURCES = {"topics": 1, "brokers": 2, "": 3}
+DYNAMIC_SOURCES = {
+    "topics": ConfigSource.DYNAMIC_TOPIC_CONFIG,
+    "brokers": ConfigSource.DYNAMIC_BROKER_CONFIG,
+    "": ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
+}
 # ConfigCommand's split: commas and '=' outside square brackets.
 _OUTSIDE_BRACKETS = r"(?=[^\]]*(?:\[|$))"
 
@@ -102,10 +99,18 @@ def _validate_broker_name(name: str) -> None:
 
 def _format(entry: Entry) -> str:
     synonyms = ", ".join(
-        f"{SOURCE_NAMES.get(s.source, 'UNKNOWN')}:{s.name}={_text(s.value)}" for s in entry.synonyms
+        f"{_source_name(s.source)}:{s.name}={_text(s.value)}" for s in entry.synonyms
     )
     sensitive = "true" if entry.sensitive else "false"
     return f"  {entry.name}={_text(entry.value)} sensitive={sensitive} synonyms={{{synonyms}}}"
+
+
+def _source_name(code: int) -> str:
+    """Kafka's ConfigEntry.ConfigSource name, as ConfigCommand prints it."""
+    try:
+        return ConfigSource(code).name
+    except ValueError:
+        return ConfigSource.UNKNOWN.name
 
 
 def _text(value: str | None) -> str:
@@ -154,8 +159,10 @@ async def _alter(
         raise ToolError(f"Invalid config(s): {','.join(invalid)}")
     resource_type = RESOURCE_TYPES[entity_type]
     if entity_type == "topics":
-        operations: list[tuple[str, int, str | None]] = [(k, SET, v) for k, v in added.items()]
-        operations += [(key, DELETE, "") for key in deleted]
+        operations: list[tuple[str, int, str | None]] = [
+            (k, AlterConfigOp.SET, v) for k, v in added.items()
+        ]
+        operations += [(key, AlterConfigOp.DELETE, "") for key in deleted]
         await admin.alter_incrementally(resource_type, name, operations)
     else:
         merged = {k: v for k, v in current.items() if k not in deleted and v is not None}

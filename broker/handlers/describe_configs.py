@@ -22,13 +22,11 @@ from broker.config_entries import (
     cluster_default_entries,
     topic_entries,
 )
+from broker.config_protocol import ConfigResourceType
 from broker.network.context import RequestContext
 from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
-
-TOPIC_RESOURCE = 2
-BROKER_RESOURCE = 4
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
@@ -40,12 +38,12 @@ async def handle(context: RequestContext, request: Any) -> Any:
 
 async def _describe(context: RequestContext, resource: Any, synonyms: bool) -> dict[str, Any]:
     server = context.server
-    if resource.resource_type == TOPIC_RESOURCE:
+    if resource.resource_type == ConfigResourceType.TOPIC:
         if not server.metadata_cache.has_topic(resource.resource_name):
             return _error(resource, ErrorCode.unknown_topic_or_partition, "unknown topic")
         overrides = await server.kafka_zk.get_topic_configs(resource.resource_name)
         entries = topic_entries(server.config, overrides, server.dynamic_config.overrides)
-    elif resource.resource_type == BROKER_RESOURCE:
+    elif resource.resource_type == ConfigResourceType.BROKER:
         dynamic = server.dynamic_config.overrides
         if resource.resource_name == "":
             entries = cluster_default_entries(server.config, dynamic)

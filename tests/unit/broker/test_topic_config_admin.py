@@ -12,12 +12,15 @@ from broker.config_entries import (
     java_double_text,
     topic_entries,
 )
+from broker.config_protocol import AlterConfigOp
 from broker.dynamic_config import DynamicOverrides
-from broker.topic_config_admin import APPEND, DELETE, SET, SUBTRACT, apply_operations
+from broker.topic_config_admin import apply_operations
 from controller.errors import ApiError
 from controller.topic_configs import TOPIC_CONFIGS
 
 BASE = {"broker.id": "1", "zookeeper.connect": "h:1"}
+SET, DELETE = AlterConfigOp.SET, AlterConfigOp.DELETE
+APPEND, SUBTRACT = AlterConfigOp.APPEND, AlterConfigOp.SUBTRACT
 
 
 def _op(name: str, operation: int, value: str | None = None) -> SimpleNamespace:
