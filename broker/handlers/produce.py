@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -35,16 +36,42 @@ VALID_ACKS = (-1, 0, 1)
 CURRENT_LEADER_VERSION = 10  # KIP-951
 
 
+@dataclass(frozen=True, slots=True)
+class PartitionProduceResult:
+    """One partition's outcome; becomes the response's partition entry only when the
+    response is built, so nothing of ours travels inside the protocol object."""
+
+    index: int
+    error_code: ErrorCode
+    base_offset: int = -1
+    log_append_time_ms: int = -1
+    log_start_offset: int = -1
+    # (index in the batch, message) of each record a per-record check refused (KIP-467).
+    record_errors: tuple[tuple[int, str], ...] = ()
+    error_message: str | None = None
+    # The offset after the appended batch: what the high watermark must reach for acks=all
+    # (None when nothing was appended).
+    next_offset: int | None = None
+
+    def failed(self, error: ErrorCode) -> PartitionProduceResult:
+        """This partition answered with `error` after all (acks=all did not complete)."""
+        return _error(self.index, error)
+
+
+# (topic name, its partitions' results), in the request's order.
+TopicResults = list[tuple[str, list[PartitionProduceResult]]]
+
+
 async def handle(context: RequestContext, request: Any) -> Any:
     acks = request.acks
     request, legacy_errors = await legacy_produce.convert_request(context, request)
     checked, compressed_errors = await _check_compressed_off_loop(context, request)
     for (topic_name, index), e in legacy_errors.items():
         compressed_errors[(topic_name, index)] = _error(index, ErrorCode(e.error_code), str(e))
-    responses = [
-        {
-            "name": topic.name,
-            "partition_responses": [
+    results: TopicResults = [
+        (
+            topic.name,
+            [
                 compressed_errors.get((topic.name, data.index))
                 or _produce_partition(
                     context,
@@ -56,32 +83,60 @@ async def handle(context: RequestContext, request: Any) -> Any:
                 )
                 for data in topic.partition_data
             ],
-        }
+        )
         for topic in request.topic_data
     ]
     if acks == -1:
-        await _wait_for_replication(context, request, responses)
+        results = await _wait_for_replication(context, request, results)
     if acks == 0:
         # An acks=0 producer reads no responses; Kafka signals a failed append by closing the
         # connection, so the client refreshes its metadata (e.g. after a leader change).
-        _close_on_error(responses)
+        _close_on_error(results)
         return None
+    return _response(context, results)
+
+
+def _response(context: RequestContext, results: TopicResults) -> Any:
+    """The response for the request's version; from v10 a partition refused for not being
+    led here names its current leader, and the response lists those leaders' endpoints."""
+    leaders = (
+        CurrentLeaders(context.server.metadata_cache, context.listener_name)
+        if context.api_version >= CURRENT_LEADER_VERSION
+        else None
+    )
+    responses = [
+        {
+            "name": topic,
+            "partition_responses": [
+                _partition_response(topic, result, leaders) for result in partitions
+            ],
+        }
+        for topic, partitions in results
+    ]
     values: dict[str, Any] = {"responses": responses, "throttle_time": 0}
-    if context.api_version >= CURRENT_LEADER_VERSION:
-        values["node_endpoints"] = _add_current_leaders(context, responses)
+    if leaders is not None:
+        values["node_endpoints"] = leaders.node_endpoints()
     return adapter.build(response_class(0, context.api_version), values)
 
 
-def _add_current_leaders(
-    context: RequestContext, responses: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """Name the leader of each partition refused for not being led here; its endpoints."""
-    leaders = CurrentLeaders(context.server.metadata_cache, context.listener_name)
-    for topic in responses:
-        for partition in topic["partition_responses"]:
-            if partition["error_code"] == ErrorCode.not_leader_or_follower:
-                partition["current_leader"] = leaders.leader(topic["name"], partition["index"])
-    return leaders.node_endpoints()
+def _partition_response(
+    topic: str, result: PartitionProduceResult, leaders: CurrentLeaders | None
+) -> dict[str, Any]:
+    response: dict[str, Any] = {
+        "index": result.index,
+        "error_code": result.error_code,
+        "base_offset": result.base_offset,
+        "log_append_time": result.log_append_time_ms,
+        "log_start_offset": result.log_start_offset,
+        "record_errors": [
+            {"batch_index": index, "batch_index_error_message": text}
+            for index, text in result.record_errors
+        ],
+        "error_message": result.error_message,
+    }
+    if leaders is not None and result.error_code == ErrorCode.not_leader_or_follower:
+        response["current_leader"] = leaders.leader(topic, result.index)
+    return response
 
 
 def _produce_partition(
@@ -91,7 +146,7 @@ def _produce_partition(
     records: bytes | None,
     acks: int,
     compressed_checked: bool,
-) -> dict[str, Any]:
+) -> PartitionProduceResult:
     if acks not in VALID_ACKS:
         return _error(partition, ErrorCode.invalid_required_acks)
     if topic in INTERNAL_TOPICS:
@@ -109,22 +164,19 @@ def _produce_partition(
     )
     if result.info is None:
         return _error(partition, result.error_code, result.error_message, result.record_errors)
-    return {
-        "index": partition,
-        "error_code": ErrorCode.none,
-        # Where the high watermark must reach for acks=all (dropped before building).
-        "_next_offset": result.info.last_offset + 1,
-        "base_offset": result.info.first_offset,
-        "log_append_time": result.info.log_append_time_ms,
-        "log_start_offset": result.info.log_start_offset,
-        "record_errors": [],
-        "error_message": None,
-    }
+    return PartitionProduceResult(
+        partition,
+        ErrorCode.none,
+        base_offset=result.info.first_offset,
+        log_append_time_ms=result.info.log_append_time_ms,
+        log_start_offset=result.info.log_start_offset,
+        next_offset=result.info.last_offset + 1,
+    )
 
 
 async def _check_compressed_off_loop(
     context: RequestContext, request: Any
-) -> tuple[set[tuple[str, int]], dict[tuple[str, int], dict[str, Any]]]:
+) -> tuple[set[tuple[str, int]], dict[tuple[str, int], PartitionProduceResult]]:
     """Decompress-and-count compressed batches on a worker thread: a batch may take up to
     message.max.decompressed.bytes of codec work, which must not stall the event loop.
     Only partitions led here are checked, so routing errors still come first, as in Kafka.
@@ -165,48 +217,40 @@ def _check_all(
 
 
 async def _wait_for_replication(
-    context: RequestContext, request: Any, responses: list[dict[str, Any]]
-) -> None:
-    """Park every appended partition until its high watermark passes what was appended."""
+    context: RequestContext, request: Any, results: TopicResults
+) -> TopicResults:
+    """Park every appended partition until its high watermark passes what was appended;
+    the results with each partition's outcome of that wait."""
     replica_manager = context.server.replica_manager
     timeout_s = max(adapter.millis(request.timeout), 0) / 1000
-    waits = []
-    for topic in responses:
-        for partition in topic["partition_responses"]:
-            if partition["error_code"] != ErrorCode.none or partition.get("_next_offset") is None:
-                continue
-            min_isr = context.server.topic_config_int(topic["name"], "min.insync.replicas")
-            waits.append(
-                _settle(
-                    partition,
-                    replica_manager.wait_for_replication(
-                        topic["name"],
-                        partition["index"],
-                        partition["_next_offset"],
-                        min_isr,
-                        timeout_s,
-                    ),
-                )
-            )
-    await asyncio.gather(*waits)
-    for topic in responses:
-        for partition in topic["partition_responses"]:
-            partition.pop("_next_offset", None)
+
+    async def settle(topic: str, result: PartitionProduceResult) -> PartitionProduceResult:
+        if result.error_code != ErrorCode.none or result.next_offset is None:
+            return result
+        min_isr = context.server.topic_config_int(topic, "min.insync.replicas")
+        error = await replica_manager.wait_for_replication(
+            topic, result.index, result.next_offset, min_isr, timeout_s
+        )
+        return result if error == ErrorCode.none else result.failed(error)
+
+    settled = await asyncio.gather(
+        *(
+            asyncio.gather(*(settle(topic, result) for result in partitions))
+            for topic, partitions in results
+        )
+    )
+    return [
+        (topic, list(partitions)) for (topic, _), partitions in zip(results, settled, strict=True)
+    ]
 
 
-async def _settle(partition: dict[str, Any], outcome: Awaitable[ErrorCode]) -> None:
-    error = await outcome
-    if error != ErrorCode.none:
-        partition.update(_error(partition["index"], error))
-
-
-def _close_on_error(responses: list[dict[str, Any]]) -> None:
-    for topic in responses:
-        for partition in topic["partition_responses"]:
-            if partition["error_code"] != ErrorCode.none:
+def _close_on_error(results: TopicResults) -> None:
+    for topic, partitions in results:
+        for result in partitions:
+            if result.error_code != ErrorCode.none:
                 raise CloseConnectionError(
-                    f"acks=0 produce to {topic['name']}-{partition['index']} failed:"
-                    f" {ErrorCode(partition['error_code']).name}"
+                    f"acks=0 produce to {topic}-{result.index} failed:"
+                    f" {ErrorCode(result.error_code).name}"
                 )
 
 
@@ -225,21 +269,12 @@ def _error(
     error: ErrorCode,
     message: str | None = None,
     record_errors: Sequence[tuple[int, str]] = (),
-) -> dict[str, Any]:
-    return {
-        "index": partition,
-        "error_code": error,
-        "base_offset": -1,
-        "log_append_time": -1,
-        "log_start_offset": -1,
-        "record_errors": [
-            {"batch_index": index, "batch_index_error_message": text}
-            for index, text in record_errors
-        ],
-        "error_message": message,
-    }
+) -> PartitionProduceResult:
+    return PartitionProduceResult(
+        partition, error, record_errors=tuple(record_errors), error_message=message
+    )
 
 
-def _record_error(partition: int, error: RecordError) -> dict[str, Any]:
+def _record_error(partition: int, error: RecordError) -> PartitionProduceResult:
     record_errors = error.record_errors if isinstance(error, RecordValidationError) else ()
     return _error(partition, ErrorCode(error.error_code), str(error), record_errors)
