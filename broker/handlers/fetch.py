@@ -4,8 +4,10 @@ Consumers read up to the high watermark; followers (`replica_id` >= 0) read up t
 and their fetch offset is how the leader learns how far they have come. The response holds
 whole batches; the first batch is returned even if larger than the limits (KIP-74); the
 broker's `fetch.max.bytes` caps the request's `max_bytes`. Long polling: if fewer than
-`min_bytes` are available the request waits until enough arrive or `max_wait_ms` passes (woken
-by a high-watermark move for consumers, an append for followers). Which partitions are read and
+`min_bytes` are available the request parks as a delayed fetch until enough arrive, a
+partition must answer an error, or `max_wait_ms` passes (woken by a high-watermark move for
+consumers, an append for followers); it judges completion from offsets and reads the logs once,
+when it completes (see `broker.replication.delayed_fetch`). Which partitions are read and
 answered follows the request's session fields (see `broker.replication.fetch_context`).
 
 v13+ names topics by id, resolved from the broker's metadata at each request: an id no topic
@@ -29,6 +31,7 @@ from broker.handlers.current_leader import CurrentLeaders
 from broker.network.context import RequestContext
 from broker.protocol import adapter, fetch_encoding
 from broker.protocol.registry import response_class
+from broker.replication.delayed_fetch import DelayedFetch, FetchRequestPosition
 from broker.replication.fetch_context import new_context
 from broker.replication.fetch_session import (
     INVALID_SESSION_ID,
@@ -55,25 +58,55 @@ async def handle(context: RequestContext, request: Any) -> Any:
         return _response(context, fetch_context.error_code, INVALID_SESSION_ID, [])
     positions = fetch_context.positions
     names = _topic_names(context, positions)
-    # Partitions of unknown topic ids are answered, but only the others are worth waiting for.
-    readable = [(names[topic], p) for (topic, p), _ in positions if topic in names]
     replica_id = _replica_id(request)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + adapter.millis(request.max_wait) / 1000
-    while True:
-        results, total_bytes, any_error = _read_all(context, request, positions, names)
-        remaining_s = deadline - loop.time()
-        if total_bytes >= request.min_bytes or any_error or remaining_s <= 0 or not readable:
-            break
-        await context.server.replica_manager.wait_for_data(
-            readable, remaining_s, follower=replica_id >= 0
-        )
+    deadline_s = asyncio.get_running_loop().time() + adapter.millis(request.max_wait) / 1000
+    results, total_bytes, any_error = _read_all(context, request, positions, names)
+    waits = total_bytes < request.min_bytes and not any_error
+    if waits and await _wait_for_data(context, request, positions, names, deadline_s):
+        # The one read of the delayed fetch, now that it completes.
+        results, _, _ = _read_all(context, request, positions, names)
     session_id, answered = fetch_context.respond(sessions, results, replica_id >= 0, _now_ms())
     if legacy_fetch.needs_conversion(version):
         offsets = {key: position.fetch_offset for key, position in _named(positions)}
         converted = await legacy_fetch.convert(context, _named(answered), offsets)
         answered = list(converted)
     return _response(context, ErrorCode.none, session_id, _by_topic(answered, names))
+
+
+async def _wait_for_data(
+    context: RequestContext,
+    request: Any,
+    positions: list[tuple[FetchKey, FetchPosition]],
+    names: dict[str | uuid.UUID, str],
+    deadline_s: float,
+) -> bool:
+    """Park the fetch until `min_bytes` may be readable, a partition must answer an error,
+    or the deadline (Kafka's DelayedFetch: each wake-up checks offsets only, no log is
+    read). False if there was nothing to wait for."""
+    # Partitions of unknown topic ids are answered, but only the others are worth waiting for.
+    waited_for = [
+        FetchRequestPosition(
+            (names[topic], partition),
+            position.fetch_offset,
+            position.partition_max_bytes,
+            position.current_leader_epoch,
+        )
+        for (topic, partition), position in positions
+        if topic in names
+    ]
+    remaining_s = deadline_s - asyncio.get_running_loop().time()
+    if remaining_s <= 0 or not waited_for:
+        return False
+    replica_manager = context.server.replica_manager
+    # Parked right after the first read (no await between), from the same replica states.
+    delayed = DelayedFetch.park(
+        replica_manager.get_by_key,
+        waited_for,
+        request.min_bytes,
+        follower=_replica_id(request) >= 0,
+    )
+    await replica_manager.wait_for_fetch(delayed, remaining_s)
+    return True
 
 
 def _topic_names(
@@ -192,19 +225,18 @@ def _by_topic(results: Results, names: dict[str | uuid.UUID, str]) -> list[dict[
     """Consecutive partitions of one topic share an entry, as in Kafka's responses. An entry
     carries the topic's name and, from v13, its id (the request's)."""
     responses: list[dict[str, Any]] = []
+    previous_topic: str | uuid.UUID | None = None
     for (topic, partition), result in results:
-        if not responses or responses[-1]["_key"] != topic:
+        if not responses or topic != previous_topic:
             responses.append(
                 {
-                    "_key": topic,
                     "topic": names.get(topic, ""),
                     "topic_id": topic if isinstance(topic, uuid.UUID) else None,
                     "partitions": [],
                 }
             )
+            previous_topic = topic
         responses[-1]["partitions"].append(_partition_data(partition, result))
-    for entry in responses:
-        del entry["_key"]
     return responses
 
 

@@ -23,6 +23,7 @@ from broker.log.log import AppendInfo, Log, LogConfig, OffsetOutOfRangeError
 from broker.log.manager import LogManager
 from broker.log.partition_metadata import read_topic_id, write_topic_id
 from broker.log.records import RecordError
+from broker.replication.delayed_fetch import DelayedFetch
 from broker.replication.fetcher import ReplicaFetcherManager
 from broker.replication.isr import IsrWriter
 from broker.replication.partition import Partition
@@ -182,7 +183,10 @@ class ReplicaManager:
                 log.info(
                     "%s-%d: leader epoch %d, ISR %s", *current.key, state.leader_epoch, state.isr
                 )
-            current.waiters.on_high_watermark(current.high_watermark)
+                # Fetches that named the old epoch must now answer FENCED_LEADER_EPOCH.
+                current.waiters.on_leadership_change()
+            else:
+                current.waiters.on_high_watermark(current.high_watermark)
 
     def _become_follower(
         self, current: Partition, state: PartitionState, zk_version: int, replicas: list[int]
@@ -469,30 +473,42 @@ class ReplicaManager:
     ) -> tuple[Partition | None, ErrorCode]:
         return self._leader(topic, partition, current_leader_epoch)
 
-    async def wait_for_data(
-        self, keys: Iterable[tuple[str, int]], timeout_s: float, follower: bool = False
-    ) -> None:
-        """Return when one of these partitions may have more to give (an append for a
-        follower, a high-watermark move for a consumer, any change of role), or at the
-        timeout."""
+    async def wait_for_fetch(self, delayed: DelayedFetch, timeout_s: float) -> None:
+        """Return once `delayed` can complete or at the timeout. Each wake-up (an append for a
+        follower, a high-watermark move for a consumer, a change of role) only checks
+        offsets; the caller reads the logs once, afterwards."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while not delayed.try_complete(self.get_by_key):
+            remaining_s = deadline - loop.time()
+            if remaining_s <= 0 or not await self._wait_for_data(delayed, remaining_s):
+                return
+
+    def get_by_key(self, key: tuple[str, int]) -> Partition | None:
+        return self._partitions.get(key)
+
+    async def _wait_for_data(self, delayed: DelayedFetch, timeout_s: float) -> bool:
+        """Wait until one of the fetch's partitions may have more to give, or the timeout;
+        False at once if a partition holds too many delayed operations to park another (the
+        fetch then answers with what there is, rather than park more)."""
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         watched = []
-        for key in keys:
-            current = self._partitions.get(key)
-            if current is None:
-                continue
-            try:
-                current.waiters.watch(waiter, follower)
-            except TooManyWaitersError:
-                break  # answer with what is there now rather than park more
-            watched.append(current)
         try:
+            for key in delayed.keys:
+                current = self._partitions.get(key)
+                if current is None:
+                    continue
+                current.waiters.watch(waiter, delayed.follower)
+                watched.append(current)
             await asyncio.wait_for(asyncio.shield(waiter), timeout_s)
+        except TooManyWaitersError:
+            return False
         except TimeoutError:
             pass
         finally:
             for current in watched:
                 current.waiters.unwatch(waiter)
+        return True
 
     async def wait_for_replication(
         self, topic: str, partition: int, required_offset: int, min_isr: int, timeout_s: float

@@ -1,0 +1,155 @@
+"""A fetch waiting for `min_bytes` (Kafka's DelayedFetch): whether it can complete is decided
+from offsets and byte positions the log keeps in memory, so a wake-up reads no log; the handler
+reads the logs once, when it completes.
+
+For each partition the fetch parks on, the bytes available are those between the fetch
+position and the end a fetcher may read to: the log end for a follower, the high watermark for
+a consumer (without transactions the last stable offset is the high watermark, so
+read_committed consumers wait for the same end). As in Kafka, each partition counts at most
+its `partition_max_bytes`, and the fetch completes once they add up to `min_bytes`, or at once
+when a partition can only answer an error or must be read anew:
+
+- the replica is gone from this broker, no longer leads, or leads anew (leadership moved
+  away and back), or its log was swapped by AlterReplicaLogDirs;
+- the request named a leader epoch that is no longer the current one (the read answers
+  FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH); an epoch bump that keeps this broker leader
+  does not complete a fetch that named no epoch, as in Kafka;
+- the end is now below the fetch offset (the log was truncated, or a new leader's high
+  watermark lags behind the consumer);
+- the fetch position and the end lie in different segments (the log rolled, or the fetch is
+  behind on an older segment): Kafka completes there too rather than add up segments.
+
+Byte positions without reading: the log end's position is the active segment's size (exact);
+another offset's is that of the offset index's entry at or below it, a lower bound at most
+about `log.index.interval.bytes` plus one batch short. So a consumer whose high watermark lags
+the log end sees counts off by up to that much (Kafka keeps the high watermark's exact
+position); an end past the fetch offset always counts at least one byte, so `min_bytes=1`
+completes as soon as anything new is readable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from broker.log.log import Log
+from broker.replication.partition import Partition
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class LogPosition:
+    segment_base_offset: int
+    position_bytes: int
+
+
+def position_of(log: Log, offset: int) -> LogPosition:
+    """Where the batch holding `offset` starts (at the log end: where the next one will),
+    from in-memory state only: exact at the log end, else the offset index's lower bound."""
+    if offset >= log.log_end_offset:
+        active = log.active_segment
+        return LogPosition(active.base_offset, active.size_bytes)
+    segment = log.segment_for(offset)
+    _, position_bytes = segment.offset_index.lookup(offset)
+    return LogPosition(segment.base_offset, position_bytes)
+
+
+@dataclass(frozen=True, slots=True)
+class FetchRequestPosition:
+    """What the request asked of one partition."""
+
+    key: TopicPartition
+    fetch_offset: int
+    max_bytes: int
+    current_leader_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class FetchPartitionStatus:
+    """One partition of a parked fetch, as it was when the fetch parked."""
+
+    request: FetchRequestPosition
+    # The replica parked on; another object (or none) later means it was stopped or re-created.
+    partition: Partition | None
+    log: Log | None
+    leadership_generation: int
+    fetch_position: LogPosition
+
+
+class DelayedFetch:
+    def __init__(
+        self, statuses: Sequence[FetchPartitionStatus], min_bytes: int, follower: bool
+    ) -> None:
+        self.statuses = tuple(statuses)
+        self.min_bytes = min_bytes
+        self.follower = follower
+
+    @classmethod
+    def park(
+        cls,
+        lookup: Callable[[TopicPartition], Partition | None],
+        requested: Sequence[FetchRequestPosition],
+        min_bytes: int,
+        follower: bool,
+    ) -> DelayedFetch:
+        """Record each partition's replica and fetch position now (right after the first
+        read, with no await in between)."""
+        statuses = []
+        for request in requested:
+            current = lookup(request.key)
+            if current is None:
+                statuses.append(FetchPartitionStatus(request, None, None, -1, LogPosition(-1, -1)))
+                continue
+            statuses.append(
+                FetchPartitionStatus(
+                    request,
+                    current,
+                    current.log,
+                    current.leadership_generation,
+                    position_of(current.log, request.fetch_offset),
+                )
+            )
+        return cls(statuses, min_bytes, follower)
+
+    @property
+    def keys(self) -> list[TopicPartition]:
+        return [status.request.key for status in self.statuses]
+
+    def try_complete(self, lookup: Callable[[TopicPartition], Partition | None]) -> bool:
+        """Whether the fetch can be answered now; reads no log."""
+        accumulated_bytes = 0
+        for status in self.statuses:
+            available_bytes = self._available_bytes(status, lookup(status.request.key))
+            if available_bytes is None:
+                return True
+            accumulated_bytes += min(available_bytes, status.request.max_bytes)
+        return accumulated_bytes >= self.min_bytes
+
+    def _available_bytes(
+        self, status: FetchPartitionStatus, current: Partition | None
+    ) -> int | None:
+        """Bytes readable past the fetch position, or None if the partition must be answered
+        now (an error, or data that positions alone cannot measure)."""
+        if (
+            current is None
+            or current is not status.partition
+            or current.log is not status.log
+            or not current.is_leader
+            or current.leadership_generation != status.leadership_generation
+        ):
+            return None
+        requested_epoch = status.request.current_leader_epoch
+        if requested_epoch >= 0 and requested_epoch != current.leader_epoch:
+            return None
+        end_offset = current.log.log_end_offset if self.follower else current.high_watermark
+        fetch_offset = status.request.fetch_offset
+        if end_offset < fetch_offset:
+            return None
+        if end_offset == fetch_offset:
+            return 0
+        end_position = position_of(current.log, end_offset)
+        if end_position.segment_base_offset != status.fetch_position.segment_base_offset:
+            return None
+        # Something lies between: at least one batch, whatever the index's lower bounds say.
+        return max(end_position.position_bytes - status.fetch_position.position_bytes, 1)

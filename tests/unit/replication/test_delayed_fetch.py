@@ -1,0 +1,331 @@
+"""A parked fetch (Kafka's DelayedFetch) decides completion from offsets: a wake-up reads no
+log, completing reads each log once, and min_bytes, max_wait_ms, a leader change and a fenced
+epoch complete it as in Kafka. Real logs on a temporary directory, a stand-in server."""
+
+import asyncio
+import datetime
+from collections import Counter
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from kio.schema.errors import ErrorCode
+from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import i8, i32, i32Timedelta, i64
+
+from broker.handlers import fetch
+from broker.log.config import LogConfig
+from broker.log.manager import LogManager
+from broker.log.record_codec import SimpleRecord, build_batch
+from broker.network.context import RequestContext
+from broker.protocol.header import RequestHeader
+from broker.replication.delayed_fetch import DelayedFetch, FetchRequestPosition
+from broker.replication.fetch_session import FetchSessionCache
+from broker.replication.partition import Partition
+from broker.replication.replica_manager import ReplicaManager
+from tests.unit.replication.hosting import prepare_now
+from zk.znodes import PartitionState
+
+ME, FOLLOWER = 1, 2
+CONSUMER = -1
+WAIT_S = 5  # bound on waiting for an outcome; parked fetches ask for 30 s
+
+
+class Broker:
+    """A replica manager leading partitions of topic "t", each log's reads counted."""
+
+    def __init__(self, tmp_path: Path, partitions: int, isr: list[int]) -> None:
+        self.manager = ReplicaManager(ME, LogManager([tmp_path], LogConfig()), lambda t, p: True)
+        self.reads: Counter[int] = Counter()
+        prepare_now(self.manager, "t", "", list(range(partitions)))
+        for index in range(partitions):
+            self.apply(
+                index, PartitionState(leader=ME, leader_epoch=0, isr=isr, controller_epoch=1)
+            )
+            self._count_reads(self.partition(index))
+        server = SimpleNamespace(
+            replica_manager=self.manager,
+            fetch_sessions=FetchSessionCache(max_slots=10),
+            metadata_cache=None,  # topics are named, never by id, at v12
+            config={"fetch.max.bytes": 50 * 1024 * 1024},
+        )
+        header = RequestHeader(api_key=1, api_version=12, correlation_id=1, client_id=None)
+        self.context = RequestContext(header, "127.0.0.1", "PLAINTEXT", server)  # type: ignore[arg-type]
+
+    def apply(self, index: int, state: PartitionState, zk_version: int = 0) -> None:
+        self.manager.apply_state("t", "", index, [ME, FOLLOWER], state, LogConfig(), zk_version)
+
+    def partition(self, index: int) -> Partition:
+        found = self.manager.get("t", index)
+        assert found is not None
+        return found
+
+    def _count_reads(self, partition: Partition) -> None:
+        read = partition.log.read
+
+        def counted(*args: Any, **kwargs: Any) -> bytes:
+            self.reads[partition.partition] += 1
+            return read(*args, **kwargs)
+
+        partition.log.read = counted  # type: ignore[method-assign]
+
+    def append(self, index: int, value_bytes: int = 10) -> int:
+        """Append one batch; its size in bytes."""
+        batch = build_batch([SimpleRecord(None, b"v" * value_bytes, (), 1000)])
+        assert self.manager.append("t", index, batch).error_code == ErrorCode.none
+        return len(batch)
+
+    def fetch(
+        self,
+        offsets: dict[int, int],
+        min_bytes: int = 1,
+        max_wait_ms: int = 30_000,
+        replica_id: int = CONSUMER,
+        leader_epoch: int = -1,
+    ) -> "asyncio.Task[dict[int, dict[str, Any]]]":
+        request = FetchRequest(
+            cluster_id=None,
+            replica_id=BrokerId(replica_id),
+            max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=max_wait_ms)),
+            min_bytes=i32(min_bytes),
+            max_bytes=i32(50 * 1024 * 1024),
+            isolation_level=i8(0),
+            session_id=i32(0),
+            session_epoch=i32(-1),
+            topics=(
+                FetchTopic(
+                    topic=TopicName("t"),
+                    partitions=tuple(
+                        FetchPartition(
+                            partition=i32(index),
+                            current_leader_epoch=i32(leader_epoch),
+                            fetch_offset=i64(offset),
+                            last_fetched_epoch=i32(-1),
+                            log_start_offset=i64(-1),
+                            partition_max_bytes=i32(1024 * 1024),
+                        )
+                        for index, offset in offsets.items()
+                    ),
+                ),
+            ),
+            forgotten_topics_data=(),
+            rack_id="",
+        )
+
+        async def answer() -> dict[int, dict[str, Any]]:
+            response = await fetch.handle(self.context, request)
+            (topic,) = response
+            return {entry["partition_index"]: entry for entry in topic["partitions"]}
+
+        return asyncio.create_task(answer())
+
+
+@pytest.fixture(autouse=True)
+def _responses_as_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The handler's answer as the values it encodes, to look into."""
+    monkeypatch.setattr(fetch, "_response", lambda context, error, session, responses: responses)
+
+
+async def _parked(task: "asyncio.Task[Any]") -> None:
+    """Let the fetch run to where it waits; it must not have answered."""
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert not task.done()
+
+
+def test_a_wake_up_without_new_data_reads_no_log(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        broker = Broker(tmp_path, partitions=1, isr=[ME])
+        waiting = broker.fetch({0: 0})
+        await _parked(waiting)
+        assert broker.reads[0] == 1  # the first read, before parking
+        for _ in range(3):
+            broker.partition(0).waiters.on_high_watermark(0)  # woken, nothing new
+            await _parked(waiting)
+        assert broker.reads[0] == 1
+        broker.append(0)
+        answer = await asyncio.wait_for(waiting, WAIT_S)
+        assert answer[0]["error_code"] == ErrorCode.none and answer[0]["records"]
+        assert broker.reads[0] == 2  # and once when it completes
+
+    asyncio.run(scenario())
+
+
+def test_completing_reads_each_log_once(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        broker = Broker(tmp_path, partitions=2, isr=[ME])
+        batch_bytes = broker.append(0)
+        broker.append(1)
+        waiting = broker.fetch({0: 1, 1: 1}, min_bytes=2 * batch_bytes)
+        await _parked(waiting)
+        broker.append(0)  # half of min_bytes: a wake-up, no read
+        await _parked(waiting)
+        assert broker.reads == Counter({0: 1, 1: 1})
+        broker.append(1)
+        answer = await asyncio.wait_for(waiting, WAIT_S)
+        assert all(answer[index]["records"] for index in (0, 1))
+        assert broker.reads == Counter({0: 2, 1: 2})
+
+    asyncio.run(scenario())
+
+
+def test_min_bytes_waits_until_about_that_many_bytes_are_readable(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        broker = Broker(tmp_path, partitions=1, isr=[ME])
+        waiting = broker.fetch({0: 0}, min_bytes=1000)
+        await _parked(waiting)
+        appended_bytes = 0
+        while appended_bytes < 1000:
+            assert not waiting.done()
+            appended_bytes += broker.append(0, value_bytes=100)
+            await asyncio.sleep(0)
+        answer = await asyncio.wait_for(waiting, WAIT_S)
+        assert len(answer[0]["records"]) == appended_bytes
+
+    asyncio.run(scenario())
+
+
+def test_max_wait_answers_what_there_is_when_min_bytes_never_arrives(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        broker = Broker(tmp_path, partitions=1, isr=[ME])
+        waiting = broker.fetch({0: 0}, min_bytes=1_000_000, max_wait_ms=100)
+        await _parked(waiting)
+        batch_bytes = broker.append(0)
+        answer = await asyncio.wait_for(waiting, WAIT_S)
+        assert len(answer[0]["records"]) == batch_bytes
+        assert broker.reads[0] == 2
+
+    asyncio.run(scenario())
+
+
+def test_a_consumer_waits_for_the_high_watermark_not_the_append(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        broker = Broker(tmp_path, partitions=1, isr=[ME, FOLLOWER])
+        waiting = broker.fetch({0: 0})
+        await _parked(waiting)
+        broker.append(0)  # not committed: the follower has not fetched it
+        await _parked(waiting)
+        assert broker.reads[0] == 1
+        broker.manager.read("t", 0, 1, 1024, True, replica_id=FOLLOWER)
+        answer = await asyncio.wait_for(waiting, WAIT_S)
+        assert answer[0]["records"] and answer[0]["high_watermark"] == 1
+
+    asyncio.run(scenario())
+
+
+def test_a_follower_fetch_completes_on_the_append(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        broker = Broker(tmp_path, partitions=1, isr=[ME, FOLLOWER])
+        waiting = broker.fetch({0: 0}, replica_id=FOLLOWER)
+        await _parked(waiting)
+        broker.append(0)
+        answer = await asyncio.wait_for(waiting, WAIT_S)
+        assert answer[0]["records"]
+
+    asyncio.run(scenario())
+
+
+def test_a_leader_change_completes_the_fetch(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        broker = Broker(tmp_path, partitions=1, isr=[ME, FOLLOWER])
+        waiting = broker.fetch({0: 0})
+        await _parked(waiting)
+        moved = PartitionState(leader=FOLLOWER, leader_epoch=1, isr=[FOLLOWER], controller_epoch=1)
+        broker.apply(0, moved, zk_version=1)
+        answer = await asyncio.wait_for(waiting, WAIT_S)
+        assert answer[0]["error_code"] == ErrorCode.not_leader_or_follower
+
+    asyncio.run(scenario())
+
+
+def test_an_epoch_bump_completes_a_fetch_that_named_the_old_epoch(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        broker = Broker(tmp_path, partitions=1, isr=[ME, FOLLOWER])
+        named = broker.fetch({0: 0}, replica_id=FOLLOWER, leader_epoch=0)
+        unnamed = broker.fetch({0: 0}, replica_id=FOLLOWER)
+        await _parked(named)
+        bumped = PartitionState(leader=ME, leader_epoch=1, isr=[ME], controller_epoch=1)
+        broker.apply(0, bumped, zk_version=1)
+        answer = await asyncio.wait_for(named, WAIT_S)
+        assert answer[0]["error_code"] == ErrorCode.fenced_leader_epoch
+        await _parked(unnamed)  # as in Kafka, an epoch it did not name does not complete it
+        unnamed.cancel()
+
+    asyncio.run(scenario())
+
+
+# -- completion rules on stand-ins for the partition and its log --------------------------
+
+
+class _Segment:
+    def __init__(self, base_offset: int, size_bytes: int) -> None:
+        self.base_offset = base_offset
+        self.size_bytes = size_bytes
+        self.offset_index = SimpleNamespace(lookup=lambda offset: (base_offset, 0))
+
+
+class _Log:
+    """Positions only: reading it fails the test."""
+
+    def __init__(self, log_end_offset: int, active: _Segment) -> None:
+        self.log_end_offset = log_end_offset
+        self.active_segment = active
+
+    def segment_for(self, offset: int) -> _Segment:
+        return self.active_segment
+
+    def read(self, *args: Any) -> bytes:
+        raise AssertionError("a delayed fetch read the log to decide completion")
+
+
+def _stand_in(log_end_offset: int, high_watermark: int) -> Any:
+    log = _Log(log_end_offset, _Segment(0, 100 * log_end_offset))
+    return SimpleNamespace(
+        log=log,
+        high_watermark=high_watermark,
+        is_leader=True,
+        leadership_generation=1,
+        leader_epoch=0,
+    )
+
+
+def _park(partition: Any, fetch_offset: int, min_bytes: int, follower: bool) -> DelayedFetch:
+    request = FetchRequestPosition(("t", 0), fetch_offset, max_bytes=1024 * 1024)
+    return DelayedFetch.park(lambda key: partition, [request], min_bytes, follower)
+
+
+def test_truncation_below_the_fetch_offset_completes_the_fetch() -> None:
+    partition = _stand_in(log_end_offset=10, high_watermark=10)
+    delayed = _park(partition, fetch_offset=10, min_bytes=1, follower=True)
+    assert not delayed.try_complete(lambda key: partition)
+    partition.log.log_end_offset = 7
+    partition.log.active_segment.size_bytes = 700
+    assert delayed.try_complete(lambda key: partition)
+
+
+def test_a_rolled_segment_completes_the_fetch() -> None:
+    partition = _stand_in(log_end_offset=10, high_watermark=10)
+    delayed = _park(partition, fetch_offset=10, min_bytes=1_000_000, follower=True)
+    partition.log.log_end_offset = 11
+    partition.log.active_segment = _Segment(10, 100)
+    assert delayed.try_complete(lambda key: partition)
+
+
+def test_bytes_count_from_the_fetch_position_to_the_end_the_fetcher_may_read() -> None:
+    partition = _stand_in(log_end_offset=10, high_watermark=10)
+    consumer = _park(partition, fetch_offset=10, min_bytes=300, follower=False)
+    follower = _park(partition, fetch_offset=10, min_bytes=300, follower=True)
+    partition.log.log_end_offset = 13
+    partition.log.active_segment.size_bytes = 1300  # three batches of 100 bytes
+    assert follower.try_complete(lambda key: partition)
+    assert not consumer.try_complete(lambda key: partition)  # none committed yet
+    partition.high_watermark = 13
+    assert consumer.try_complete(lambda key: partition)
+
+
+def test_an_unknown_partition_completes_the_fetch() -> None:
+    partition = _stand_in(log_end_offset=10, high_watermark=10)
+    delayed = _park(partition, fetch_offset=10, min_bytes=1, follower=False)
+    assert delayed.try_complete(lambda key: None)
