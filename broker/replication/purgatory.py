@@ -4,9 +4,10 @@ DeleteRecords waiting for every replica's log start offset.
 Each waiter is woken only by the event that can complete it: a produce by the high watermark
 reaching its offset, a consumer fetch by the high watermark moving, a follower fetch by an
 append, a DeleteRecords by a follower reporting a new log start offset; a change of
-leadership (or the replica going away) wakes everyone, because every one of them must then
-answer with an error. Completion itself is decided by the caller from the
-partition's state after waking, so a spurious wake-up is harmless.
+leadership or leader epoch (or the replica going away) wakes everyone, because each may then
+have to answer with an error. Completion itself is decided by the caller from the
+partition's offsets after waking (a fetch by `broker.replication.delayed_fetch`, without
+reading the log), so a spurious wake-up is harmless and cheap.
 """
 
 from __future__ import annotations
