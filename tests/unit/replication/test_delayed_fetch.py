@@ -176,11 +176,10 @@ def test_min_bytes_waits_until_about_that_many_bytes_are_readable(tmp_path: Path
         broker = Broker(tmp_path, partitions=1, isr=[ME])
         waiting = broker.fetch({0: 0}, min_bytes=1000)
         await _parked(waiting)
-        appended_bytes = 0
+        appended_bytes = broker.append(0, value_bytes=100)
         while appended_bytes < 1000:
-            assert not waiting.done()
+            await _parked(waiting)  # woken by each append, short of min_bytes
             appended_bytes += broker.append(0, value_bytes=100)
-            await asyncio.sleep(0)
         answer = await asyncio.wait_for(waiting, WAIT_S)
         assert len(answer[0]["records"]) == appended_bytes
 
