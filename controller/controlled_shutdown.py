@@ -186,14 +186,13 @@ async def _write_until_settled(
     async def decide_one(tp: TopicPartition) -> LeaderAndIsr | None:
         if tp not in context.partition_states:
             return None  # the topic went away
+        if broker_id not in context.shutting_down_brokers:
+            return None  # a retry after the broker stopped or restarted: nothing to move
         return decide(context, tp, broker_id)
 
     outcome = await partitions.decide_and_write(
         pending, decide_one, ChangeReason.CONTROLLED_SHUTDOWN
     )
-    if outcome.unsettled:
-        log.warning(
-            "controlled shutdown of broker %d: partitions kept changing: %s",
-            broker_id,
-            outcome.unsettled,
-        )
+    # Kafka retries until the writes settle; here the retry runs on the controller's timer.
+    # A leader still here is also in the answer, and the broker asks again after its back-off.
+    partitions.retry_later(outcome.unsettled, decide_one, ChangeReason.CONTROLLED_SHUTDOWN)

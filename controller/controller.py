@@ -46,6 +46,7 @@ from controller.events import (
     PreferredReplicaElection,
     Reconcile,
     Resign,
+    RetryUnsettledPartitions,
     Startup,
     TopicChange,
     TopicDeletion,
@@ -74,6 +75,7 @@ from controller.topic_admin import create_topics, delete_topics
 from controller.topic_change import on_topic_change
 from controller.topic_creation import NewTopic
 from controller.topic_deletion import delete_marked_topics, on_topic_deletion
+from controller.unsettled_retry import UnsettledRetryTimer
 from controller.zk_api import ControllerZk
 from zk.errors import ConnectionLossError, ControllerMovedError, SessionExpiredError, ZkError
 from zk.znodes import ControllerZNode
@@ -119,6 +121,8 @@ class Controller:
         # reached ZooKeeper, so the next event also reconciles every partition.
         self._reconcile_pending = False
         self._reconcile_retry = DelayedEvent(self._events.enqueue, sleep)
+        # Partition writes that kept losing races are decided again on this timer.
+        self._unsettled_retry = UnsettledRetryTimer(self._events.enqueue, sleep)
         self._election_requests = election_requests()
         # Topic znode watches (partitions added), and reassignment (one object per term).
         self._topic_watches = TopicWatches(kafka_zk, self._enqueue_partition_modifications)
@@ -235,6 +239,8 @@ class Controller:
                 # Reconcile re-reads brokers too: a failed broker change is seen again (broker
                 # epochs are only recorded once its writes succeeded).
                 await self._on_broker_change(context)
+            case RetryUnsettledPartitions():
+                await self._unsettled_retry.retry(self._require_partitions())
             case TopicChange():
                 machine = self._require_partitions()
                 await on_topic_change(self._zk, context, machine, self._topic_watches)
@@ -339,7 +345,11 @@ class Controller:
         context = await load_context(self._zk, epoch, epoch_zk_version)
         self._context = context
         self._partitions = PartitionStateMachine(
-            self._zk, context, self._config.unclean_leader_election_enable, self.broker_id
+            self._zk,
+            context,
+            self._config.unclean_leader_election_enable,
+            self.broker_id,
+            on_unsettled=self._unsettled_retry.schedule,
         )
         await self._reconcile_all(context, ChangeReason.CONTROLLER_FAILOVER)
         self._topic_watches.watch(context.assignments)
@@ -378,6 +388,7 @@ class Controller:
         # A new failover reconciles everything anyway.
         self._reconcile_pending = False
         self._reconcile_retry.cancel()
+        self._unsettled_retry.cancel()
         self._topic_watches.unwatch_all()
         self._pending_alters.fail_all(NOT_CONTROLLER)
         if self._reassignments is not None:

@@ -64,6 +64,12 @@ class Reconcile(ControllerEvent):
 
 
 @dataclass(frozen=True, slots=True)
+class RetryUnsettledPartitions(ControllerEvent):
+    """The back-off after partition writes that kept losing races to leaders' ISR writes
+    ended: decide those partitions again (see `partition_state_machine.retry_later`)."""
+
+
+@dataclass(frozen=True, slots=True)
 class PreferredReplicaElection(ControllerEvent):
     """/admin/preferred_replica_election was created or deleted: elect what it names."""
 
@@ -113,6 +119,7 @@ ACTIVE_EVENTS: tuple[type[ControllerEvent], ...] = (
     IsrChangeNotification,
     LogDirEventNotification,
     Reconcile,
+    RetryUnsettledPartitions,
     PreferredReplicaElection,
     ElectLeadersRequested,
     AutoLeaderRebalance,

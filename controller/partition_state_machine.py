@@ -7,7 +7,9 @@ A partition is in one of these states (Kafka's PartitionStateMachine, kept impli
 - offline: leader -1 or a dead broker -> `reconcile` elects a leader when one qualifies.
 Every write is conditional on the /controller_epoch zkVersion (a deposed controller gets
 ControllerMovedError) and, for updates, on the partition state's zkVersion. A leader may have
-changed the ISR meanwhile (BadVersionError): re-read the partition and decide again.
+changed the ISR meanwhile (BadVersionError): re-read the partition and decide again. One
+that keeps changing beyond MAX_WRITE_ATTEMPTS is remembered and decided again on a timer (the
+controller's `RetryUnsettledPartitions` event), never left for some later ZooKeeper change.
 """
 
 from __future__ import annotations
@@ -35,8 +37,10 @@ T = TypeVar("T")
 # Writes in flight at once: enough to make a failover of thousands of partitions quick, few
 # enough not to flood ZooKeeper's request queue.
 MAX_WRITES_IN_FLIGHT = 256
-# A partition whose state keeps changing under us is left for the next event.
+# A partition whose state keeps changing under us is retried later, on a timer.
 MAX_WRITE_ATTEMPTS = 3
+# Partitions named in one log line.
+MAX_LOGGED_PARTITIONS = 20
 
 # A partition's new leader and ISR, from its state in the context (None: leave it as it is).
 Decide = Callable[[TopicPartition], Awaitable[LeaderAndIsr | None]]
@@ -50,6 +54,14 @@ class WriteOutcome:
     unsettled: list[TopicPartition]
 
 
+@dataclass(frozen=True, slots=True)
+class _Retry:
+    """How to decide an unsettled partition again: `decide` None is `reconcile`'s decision."""
+
+    decide: Decide | None
+    reason: ChangeReason
+
+
 class PartitionStateMachine:
     def __init__(
         self,
@@ -57,11 +69,16 @@ class PartitionStateMachine:
         context: ControllerContext,
         unclean_default: bool,
         broker_id: int = -1,
+        on_unsettled: Callable[[], None] = lambda: None,
     ) -> None:
         self._zk = kafka_zk
         self._broker_id = broker_id  # the controller's, for the state-change log
         self._context = context
         self._unclean_default = unclean_default
+        # Partitions whose writes kept losing races, to decide again when `on_unsettled` (the
+        # controller's retry timer) says so.
+        self._retries: dict[TopicPartition, _Retry] = {}
+        self._on_unsettled = on_unsettled
 
     async def initialize_partitions(self, partitions: Iterable[TopicPartition]) -> None:
         """Create state znodes for partitions that have none and at least one live replica."""
@@ -117,8 +134,47 @@ class PartitionStateMachine:
 
         known = [tp for tp in partitions if tp in self._context.partition_states]
         outcome = await self.decide_and_write(known, decide, reason)
-        if outcome.unsettled:
-            log.warning("partition states kept changing, left for later: %s", outcome.unsettled)
+        self.retry_later(outcome.unsettled, None, reason)
+
+    def retry_later(
+        self, partitions: Sequence[TopicPartition], decide: Decide | None, reason: ChangeReason
+    ) -> None:
+        """Decide `partitions` again (with `decide`, or as `reconcile` does when None) once the
+        controller's retry timer fires: their states kept changing under our writes."""
+        if not partitions:
+            return
+        log.warning(
+            "partition states kept changing, retried after a back-off: %s%s",
+            list(partitions[:MAX_LOGGED_PARTITIONS]),
+            " ..." if len(partitions) > MAX_LOGGED_PARTITIONS else "",
+        )
+        for tp in partitions:
+            self._retries[tp] = _Retry(decide, reason)
+        self._on_unsettled()
+
+    def has_unsettled(self) -> bool:
+        return bool(self._retries)
+
+    async def retry_unsettled(self) -> None:
+        """Decide again what `retry_later` remembered; what still loses its races is
+        remembered again. On an error everything taken is remembered again too (deciding
+        again a partition that did settle writes nothing)."""
+        retries, self._retries = self._retries, {}
+        groups: dict[_Retry, list[TopicPartition]] = {}
+        for tp, retry in retries.items():
+            groups.setdefault(retry, []).append(tp)
+        try:
+            for retry, partitions in groups.items():
+                if retry.decide is None:
+                    await self.reconcile(partitions, retry.reason)
+                else:
+                    outcome = await self.decide_and_write(partitions, retry.decide, retry.reason)
+                    self.retry_later(outcome.unsettled, retry.decide, retry.reason)
+        except BaseException:
+            for tp, retry in retries.items():
+                self._retries.setdefault(tp, retry)
+            self._on_unsettled()
+            raise
 
     async def decide_and_write(
         self, partitions: Sequence[TopicPartition], decide: Decide, reason: ChangeReason

@@ -220,6 +220,17 @@ async def _elect(
     for tp in outcome.unsettled:
         message = f"The state of partition {_name(tp)} kept changing during the election"
         results[tp] = ElectionResult(_FAILED[election_type], message)
+    if trigger is not ElectionTrigger.ADMIN_CLIENT:
+        # Nobody waits for this answer: carry on on the controller's retry timer, as Kafka's
+        # election loop carries on until the writes settle. An admin client is answered with
+        # the failure and decides itself whether to ask again.
+
+        async def decide_again(tp: TopicPartition) -> LeaderAndIsr | None:
+            if tp[0] in context.topics_queued_for_deletion:
+                return None
+            return await decide(tp)
+
+        machine.retry_later(outcome.unsettled, decide_again, _reason(election_type))
     _log_outcome(results, election_type)
     return results
 

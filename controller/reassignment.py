@@ -291,12 +291,14 @@ class Reassignments:
             await self._write_assignment(tp, reassignment)  # U
             unneeded = [r for r in current.replicas if r not in reassignment.replicas]
             if unneeded:
-                await self._change_state(
-                    tp,
-                    lambda s: without_replicas(
-                        s, unneeded, reassignment.replicas, self._context.live_brokers
-                    ),
-                )
+
+                def remove_unneeded(s: PartitionState) -> LeaderAndIsr | None:
+                    if replica_assignment(self._context, tp) != reassignment:
+                        return None  # a retry after a newer reassignment: it decides
+                    live = self._context.live_brokers
+                    return without_replicas(s, unneeded, reassignment.replicas, live)
+
+                await self._change_state(tp, remove_unneeded)
         if reassignment.is_being_reassigned:
             self._watch_state(tp)
         state = await self._read_state(tp)
@@ -305,8 +307,12 @@ class Reassignments:
         if reassignment.is_being_reassigned and not set(reassignment.target) <= set(state.isr):
             await self._change_state(tp, lambda s: LeaderAndIsr(s.leader, list(s.isr)))  # A
             return
+        # Not retried on the timer: the assignment write must follow it. The races lost were
+        # changes of the state znode, which fire the watch set above, and so a completion check.
         written = await self._change_state(
-            tp, lambda s: completion_decision(reassignment, s, self._context.live_replicas(tp))
+            tp,
+            lambda s: completion_decision(reassignment, s, self._context.live_replicas(tp)),
+            retry_unsettled=False,
         )
         if not written:
             log.info("reassignment of %s-%d cannot complete yet (no target replica can lead)", *tp)
@@ -382,10 +388,15 @@ class Reassignments:
         return found[0]
 
     async def _change_state(
-        self, tp: TopicPartition, decide: Callable[[PartitionState], LeaderAndIsr | None]
+        self,
+        tp: TopicPartition,
+        decide: Callable[[PartitionState], LeaderAndIsr | None],
+        retry_unsettled: bool = True,
     ) -> bool:
         """Write `decide(current state)` (epoch bumped), deciding again after losing a race
-        with the leader's own ISR write. False when `decide` says no or the races go on."""
+        with the leader's own ISR write. False when `decide` says no or the races go on; then
+        the write is retried on the controller's timer, unless `retry_unsettled` is False (a
+        step that must not run alone)."""
 
         async def decide_current(tp: TopicPartition) -> LeaderAndIsr | None:
             versioned = self._context.partition_states.get(tp)
@@ -394,6 +405,10 @@ class Reassignments:
         outcome = await self._partitions.decide_and_write(
             [tp], decide_current, ChangeReason.REASSIGNMENT
         )
+        if retry_unsettled:
+            self._partitions.retry_later(
+                outcome.unsettled, decide_current, ChangeReason.REASSIGNMENT
+            )
         return tp in outcome.written
 
     async def _remove_from_zk_request(
