@@ -35,6 +35,12 @@ class LogCorruptError(Exception):
     """On-disk state that recovery cannot repair (e.g. overlapping segments)."""
 
 
+class LogInvariantError(Exception):
+    """A caller broke one of the log's invariants (e.g. a high watermark outside
+    [log start, log end]): a bug to report, never to hide. Raised explicitly, so that
+    `python -O` cannot strip the check."""
+
+
 class UnexpectedAppendOffsetError(Exception):
     """A replicated append whose first offset is below the log end offset."""
 

@@ -37,6 +37,7 @@ from broker.log.errors import (
     INVALID_RECORD,
     RECORD_LIST_TOO_LARGE,
     LogCorruptError,
+    LogInvariantError,
     OffsetOutOfRangeError,
     RecordError,
     UnexpectedAppendOffsetError,
@@ -104,7 +105,8 @@ class Log:
         self.recovery_point = min(recovery_point, self.log_end_offset)
         # The offset below which every ISR member holds the data (what consumers may read);
         # checkpointed in replication-offset-checkpoint, so a restart neither exposes records
-        # that were never committed nor hides committed ones.
+        # that were never committed nor hides committed ones. The checkpoint may lie beyond
+        # a log whose torn tail recovery cut off (or before a later log start): bound it.
         self.high_watermark = min(max(high_watermark, self.log_start_offset), self.log_end_offset)
         # Worker threads only (never the loop): an fsync or checkpoint write must not race
         # with the files being closed or renamed.
@@ -335,8 +337,15 @@ class Log:
             self.leader_epoch_cache.write_checkpoint()
 
     def update_high_watermark(self, offset: int) -> int:
-        """Set the high watermark, kept within [log start, log end]; returns it."""
-        self.high_watermark = min(max(offset, self.log_start_offset), self.log_end_offset)
+        """Set the high watermark, which must lie within [log start, log end]; returns it.
+        A caller holding a value from elsewhere (a follower taking the leader's) bounds it
+        itself: out of range here is a bug, raised rather than silently clamped."""
+        if not self.log_start_offset <= offset <= self.log_end_offset:
+            raise LogInvariantError(
+                f"{self.topic}-{self.partition}: high watermark {offset} outside"
+                f" [{self.log_start_offset}, {self.log_end_offset}]"
+            )
+        self.high_watermark = offset
         return self.high_watermark
 
     def _rebuild_producer_state(self) -> None:

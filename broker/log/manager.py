@@ -491,11 +491,14 @@ class LogManager:
             raise KafkaStorageError(f"{topic}-{partition} has no current and future log to swap")
         if current.log_end_offset != future.log_end_offset:
             raise LogCorruptError(f"{topic}-{partition}: future log has not caught up")
+        # Before any rename, so that a broken invariant leaves both logs as they were. In
+        # range: the same log end, and the future log's start never passes its high watermark,
+        # which never passes the current log's.
+        future.update_high_watermark(current.high_watermark)
         self._remove(current)
         self._remove(future)
         current.rename_directory(current.directory.with_name(delete_dir_name(topic, partition)))
         future.rename_directory(future.directory.with_name(log_dir_name(topic, partition)))
-        future.update_high_watermark(current.high_watermark)
         self._add(future)
         return current
 

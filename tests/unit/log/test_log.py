@@ -5,7 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from broker.log.errors import MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE, UnexpectedAppendOffsetError
+from broker.log.errors import (
+    MESSAGE_TOO_LARGE,
+    RECORD_LIST_TOO_LARGE,
+    LogInvariantError,
+    UnexpectedAppendOffsetError,
+)
 from broker.log.log import Log, LogConfig, OffsetOutOfRangeError, parse_partition_dir
 from broker.log.records import RecordError, decode_records, validate_batches
 
@@ -253,4 +258,20 @@ def test_max_timestamp_and_offset_finds_first_record_with_largest_timestamp(
     for timestamp in [100, 900, 300, 900, 200]:
         log.append_as_leader(make_batch(1, timestamp_ms=timestamp), 0, 0)
     assert log.max_timestamp_and_offset() == (1, 900)
+    log.close()
+
+
+def test_high_watermark_outside_log_start_and_log_end_is_refused_not_clamped(
+    tmp_path: Path,
+) -> None:
+    log = open_log(tmp_path)
+    log.append_as_leader(make_batch(5), leader_epoch=0, now_ms=0)
+    log.increment_log_start_offset(2)
+    assert log.update_high_watermark(5) == 5
+    assert log.update_high_watermark(2) == 2
+    with pytest.raises(LogInvariantError, match="high watermark 6 outside"):
+        log.update_high_watermark(6)
+    with pytest.raises(LogInvariantError, match="high watermark 1 outside"):
+        log.update_high_watermark(1)
+    assert log.high_watermark == 2  # unchanged by the refused updates
     log.close()
