@@ -17,6 +17,7 @@ from broker.log.checkpoints import (
     read_leader_epoch_checkpoint,
     write_leader_epoch_checkpoint,
 )
+from broker.log.errors import LogInvariantError
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_OFFSET = -1
@@ -56,10 +57,33 @@ class LeaderEpochCache:
         return self.written_version != self.version
 
     def assign(self, epoch: int, start_offset: int) -> None:
-        """Record that `epoch` starts at `start_offset` (no-op if already the latest epoch)."""
-        if epoch < 0 or epoch == self.latest_epoch:
+        """Record that `epoch` starts at `start_offset`, by Kafka's LeaderEpochFileCache rules:
+        nothing changes when `epoch` is the latest and started no later; otherwise the newest
+        entries that conflict (an epoch not below `epoch`, or a start not below
+        `start_offset`) are removed first, so that epochs and their start offsets only grow.
+        A negative epoch or offset is a caller's bug (a batch without an epoch, message
+        format v0/v1, is never assigned)."""
+        if epoch < 0 or start_offset < 0:
+            raise LogInvariantError(
+                f"{self.path}: invalid leader epoch entry (epoch {epoch}, offset {start_offset})"
+            )
+        if self.entries and self.entries[-1][0] == epoch and self.entries[-1][1] <= start_offset:
             return
-        kept = [(e, s) for e, s in self.entries if e < epoch and s < start_offset]
+        kept = list(self.entries)
+        removed: EpochEntries = []
+        while kept and (kept[-1][0] >= epoch or kept[-1][1] >= start_offset):
+            removed.insert(0, kept.pop())
+        if len(removed) > 1 or (removed and removed[0][1] != start_offset):
+            # An entry replaced at the same start offset means no data was written in its
+            # epoch: expected. Anything else drops epochs the log had (Kafka warns too).
+            logger.warning(
+                "%s: new epoch entry (epoch %d, offset %d) caused truncation of conflicting"
+                " entries %s",
+                self.path,
+                epoch,
+                start_offset,
+                removed,
+            )
         self._set([*kept, (epoch, start_offset)])
 
     def set_entries(self, entries: Iterable[tuple[int, int]]) -> None:
@@ -189,7 +213,7 @@ def epochs_from_batches(
     """The cache the batches imply: (epoch, base offset, last offset) in offset order."""
     derived = _scratch_cache()
     for epoch, base_offset, last_offset in batches:
-        if last_offset >= log_start_offset:
+        if epoch != UNDEFINED_EPOCH and last_offset >= log_start_offset:
             derived.assign(epoch, base_offset)
     derived.truncate_from_start(log_start_offset)
     return derived.entries

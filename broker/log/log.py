@@ -31,7 +31,12 @@ from broker.log.checkpoints import (
 )
 from broker.log.config import LOG_APPEND_TIME, LogConfig
 from broker.log.dir_names import is_future_dir, parse_log_dir_name, parse_partition_dir
-from broker.log.epoch_cache import EpochRebuilder, LeaderEpochCache, epochs_from_batches
+from broker.log.epoch_cache import (
+    UNDEFINED_EPOCH,
+    EpochRebuilder,
+    LeaderEpochCache,
+    epochs_from_batches,
+)
 from broker.log.epoch_checkpoint_writer import EpochCheckpointWriter
 from broker.log.errors import (
     INVALID_RECORD,
@@ -241,7 +246,8 @@ class Log:
         self._write(records, spans, headers[0].base_offset, _now_ms() if now_ms is None else now_ms)
         for header in headers:
             # As on the leader: a follower that becomes leader must recognise retried batches.
-            self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
+            if header.partition_leader_epoch != UNDEFINED_EPOCH:
+                self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
             self._record_producer_batch(header, header.base_offset)
         return AppendInfo(
             headers[0].base_offset,

@@ -12,6 +12,7 @@ from broker.log.checkpoints import (
     write_offset_checkpoint,
 )
 from broker.log.epoch_cache import LeaderEpochCache
+from broker.log.errors import LogInvariantError
 from broker.log.meta_properties import (
     InconsistentBrokerIdError,
     InconsistentClusterIdError,
@@ -67,6 +68,38 @@ def test_leader_epoch_cache_answers_end_offsets_like_kafka(tmp_path: Path) -> No
     assert LeaderEpochCache(cache.path).entries == [(1, 0), (3, 10)]
     cache.truncate_from_start(12)
     assert cache.entries == [(3, 12)]
+
+
+def test_leader_epoch_cache_moves_the_latest_epoch_to_an_earlier_start_offset(
+    tmp_path: Path,
+) -> None:
+    cache = LeaderEpochCache(tmp_path / "leader-epoch-checkpoint", entries=[(1, 0), (3, 10)])
+    cache.assign(3, 12)  # same epoch, later start: nothing changes
+    assert cache.entries == [(1, 0), (3, 10)]
+    cache.assign(3, 8)  # same epoch, earlier start: Kafka takes the earlier one
+    assert cache.entries == [(1, 0), (3, 8)]
+
+
+def test_leader_epoch_cache_removes_conflicting_entries_so_epochs_and_offsets_only_grow(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    cache = LeaderEpochCache(
+        tmp_path / "leader-epoch-checkpoint", entries=[(1, 0), (3, 10), (5, 20)]
+    )
+    cache.assign(4, 30)  # a lower epoch than the latest, at a greater start offset
+    assert cache.entries == [(1, 0), (3, 10), (4, 30)]
+    cache.assign(6, 5)  # a higher epoch at an earlier start offset
+    assert cache.entries == [(1, 0), (6, 5)]
+    assert "caused truncation of conflicting entries" in caplog.text
+
+
+def test_leader_epoch_cache_refuses_negative_epochs_and_offsets(tmp_path: Path) -> None:
+    cache = LeaderEpochCache(tmp_path / "leader-epoch-checkpoint", entries=[(1, 0)])
+    with pytest.raises(LogInvariantError):
+        cache.assign(-1, 5)
+    with pytest.raises(LogInvariantError):
+        cache.assign(2, -1)
+    assert cache.entries == [(1, 0)]
 
 
 def test_meta_properties_round_trip(tmp_path: Path) -> None:
