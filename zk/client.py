@@ -241,12 +241,14 @@ class ZkClient:
     def _ensure_chroot_blocking(self) -> None:
         # kazoo applies the chroot to every path but does not create it; like Kafka, create it
         # with a chroot-less session first.
-        assert self.chroot is not None
+        chroot = self.chroot
+        if chroot is None:
+            return  # no chroot to create
         bootstrap = self._new_kazoo(self.hosts)
         self._start_blocking(bootstrap)
         try:
             prefix = ""
-            for name in self.chroot.strip("/").split("/"):
+            for name in chroot.strip("/").split("/"):
                 prefix += f"/{name}"
                 with contextlib.suppress(kazoo_errors.NodeExistsError):
                     bootstrap.create(prefix, None)  # null data, as Kafka creates the chroot
@@ -262,7 +264,8 @@ class ZkClient:
 
     def _bridge(self, async_result: Any, path: str | None) -> asyncio.Future[Any]:
         loop = self._loop
-        assert loop is not None, "ZkClient.start() was not awaited"
+        if loop is None:
+            raise errors.SessionExpiredError("ZkClient.start() was not awaited")
         future: asyncio.Future[Any] = loop.create_future()
 
         def settle(value: Any, exc: BaseException | None) -> None:

@@ -86,6 +86,13 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def _stat_of(result: OpResult) -> ZnodeStat:
+    """The new stat a SetDataOp of a multi returned."""
+    if not isinstance(result, ZnodeStat):
+        raise ZkError(f"a set-data operation answered {result!r} instead of a znode stat")
+    return result
+
+
 def _report_malformed(
     on_malformed: MalformedHandler | None, path: str, error: ZnodeDecodeError
 ) -> None:
@@ -220,9 +227,7 @@ class KafkaZk(ReassignmentZkMixin, LogDirZkMixin):
             )
         except (NodeExistsError, BadVersionError):
             return await self._check_controller_and_epoch(broker_id, new_epoch)
-        stat = results[1]
-        assert isinstance(stat, ZnodeStat)
-        return new_epoch, stat.version
+        return new_epoch, _stat_of(results[1]).version
 
     async def _check_controller_and_epoch(
         self, broker_id: int, new_epoch: int
@@ -357,9 +362,7 @@ class KafkaZk(ReassignmentZkMixin, LogDirZkMixin):
             epoch_zk_version,
             [SetDataOp(TopicZNode.path(topic), TopicZNode.encode(assignment), expected_zk_version)],
         )
-        stat = results[0]
-        assert isinstance(stat, ZnodeStat)
-        return stat.version
+        return _stat_of(results[0]).version
 
     async def get_topic_configs(self, topic: str) -> dict[str, str]:
         found = await self.client.get(ConfigEntityZNode.path("topics", topic))
@@ -491,9 +494,7 @@ class KafkaZk(ReassignmentZkMixin, LogDirZkMixin):
                 )
             ],
         )
-        stat = results[0]
-        assert isinstance(stat, ZnodeStat)
-        return stat.version
+        return _stat_of(results[0]).version
 
     async def conditional_update_partition_state_as_leader(
         self,

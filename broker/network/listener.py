@@ -45,7 +45,8 @@ class Listener:
             writer.close()
             return
         task = asyncio.current_task()
-        assert task is not None
+        if task is None:
+            raise RuntimeError("asyncio.start_server runs each client callback in a task")
         self._connections.add(task)
         try:
             await Connection(self._server, self._endpoint.listener_name, reader, writer).serve()

@@ -29,7 +29,6 @@ from pipeline.connector.options import (
     OptionError,
     SourceOptions,
     Subscribe,
-    SubscribePattern,
 )
 
 logger = logging.getLogger(__name__)
@@ -74,7 +73,6 @@ class KafkaLookup:
         if isinstance(strategy, Subscribe):
             names: Iterable[str] = (t for t in strategy.topics if t in topics)
         else:
-            assert isinstance(strategy, SubscribePattern)
             names = (t for t in topics if strategy.matches(t))
         return sorted((name, p) for name in names for p in topics[name])
 

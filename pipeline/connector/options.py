@@ -189,9 +189,8 @@ def _integer(
 
 
 def _required_integer(options: dict[str, str], name: str, minimum: int, default: int) -> int:
-    value = _integer(options, name, minimum, default)
-    assert value is not None
-    return value
+    value = _integer(options, name, minimum)
+    return default if value is None else value
 
 
 def _boolean(options: dict[str, str], name: str, default: bool) -> bool:

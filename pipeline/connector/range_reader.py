@@ -105,7 +105,8 @@ class _RangeCursor:
                     self._on_error(error)
                     break
                 offset = message.offset()
-                assert offset is not None  # only error events lack an offset
+                if offset is None:
+                    raise RuntimeError("a record without an offset (only error events lack one)")
                 if offset < self.next_offset:
                     continue  # a refetch after a leader move may repeat what we have
                 if offset >= self.range.until_offset:

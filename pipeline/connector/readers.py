@@ -43,7 +43,8 @@ class KafkaInputPartition(InputPartition):
 
 
 def _read(options: SourceOptions, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
-    assert isinstance(partition, KafkaInputPartition)
+    if not isinstance(partition, KafkaInputPartition):
+        raise TypeError(f"expected a KafkaInputPartition from planning, got {partition!r}")
     return read_range(
         options.client_config,
         partition.offset_range,
@@ -71,7 +72,8 @@ class KafkaBatchReader(DataSourceReader):
         lookup = KafkaLookup(options)
         try:
             tps = lookup.partitions()
-            assert options.ending is not None
+            if options.ending is None:
+                raise ValueError("batch options always carry ending offsets (default latest)")
             starting = lookup.resolve(options.starting, tps)
             ending = lookup.resolve(options.ending, tps)
         finally:

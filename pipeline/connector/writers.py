@@ -113,7 +113,9 @@ def produce_rows(options: SinkOptions, columns: ColumnPositions, rows: Iterator[
         raise RuntimeError(f"Failed to send a record to Kafka: {delivery.error}")
     if remaining:
         raise TimeoutError(f"{remaining} records were not acknowledged in {FLUSH_TIMEOUT_S} s")
-    assert delivery.delivered == sent, (delivery.delivered, sent)
+    if delivery.delivered != sent:
+        # flush() returned with nothing queued and no error: every record must be confirmed.
+        raise RuntimeError(f"{sent} records were sent but {delivery.delivered} confirmed")
     return sent
 
 

@@ -86,7 +86,8 @@ def start(directory: Path, broker_id: int | None, server_id: int | None) -> None
     _wait_for_previous_exit(key, state.processes[key])
     if broker_id is not None:
         pid = _start_broker(directory, state, broker_id)
-    else:
-        assert server_id is not None
+    elif server_id is not None:
         pid = _start_zookeeper(directory, state, server_id)
+    else:
+        raise ClusterError("name a broker or a ZooKeeper server")
     print(f"started {key} (pid {pid})")

@@ -90,7 +90,8 @@ def target_key(state: ClusterState, broker_id: int | None, server_id: int | None
         if broker_id not in state.spec.broker_ids:
             raise ClusterError(f"no broker {broker_id} (brokers are {state.spec.broker_ids})")
         return broker_key(broker_id)
-    assert server_id is not None
+    if server_id is None:
+        raise ClusterError("name a broker or a ZooKeeper server")
     if server_id not in state.spec.zookeeper_ids:
         raise ClusterError(
             f"no ZooKeeper server {server_id} (servers are {state.spec.zookeeper_ids})"

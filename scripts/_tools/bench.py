@@ -166,7 +166,8 @@ def compare_replication(args: argparse.Namespace) -> dict[str, object]:
 
 def _produce_rate(case: dict[str, object]) -> float:
     produce_phase = case["produce"]
-    assert isinstance(produce_phase, dict)
+    if not isinstance(produce_phase, dict):
+        raise TypeError(f"a bench case's produce phase is a dict, not {produce_phase!r}")
     return float(produce_phase["records_per_s"])
 
 

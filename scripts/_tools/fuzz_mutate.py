@@ -269,7 +269,8 @@ class Mutator:
         position, encoding = self._random.choice(source.prefixes)
         if encoding == UVARINT_LENGTH:
             return self._wild_uvarint(source.payload, position)
-        assert encoding in (INT16_LENGTH, INT32_LENGTH), encoding
+        if encoding not in (INT16_LENGTH, INT32_LENGTH):
+            raise ValueError(f"unknown length encoding {encoding!r}")
         return self._wild_fixed(
             source.payload, position, _I16 if encoding == INT16_LENGTH else _I32
         )

@@ -23,7 +23,12 @@ from broker.coordinator.group.member import (
     SyncResult,
 )
 from broker.coordinator.group.records import MemberValue
-from broker.coordinator.group.state import GroupState, check_invariant, transition
+from broker.coordinator.group.state import (
+    GroupInvariantError,
+    GroupState,
+    check_invariant,
+    transition,
+)
 
 # One member as GroupMetadataValue v3 stores it: the record's own type, so persisting a group
 # needs no field-by-field copy.
@@ -126,16 +131,14 @@ class Group:
 
     def joined_members(self) -> tuple[JoinedMember, ...]:
         """Every member's metadata for the selected protocol, for the leader's JoinGroup answer."""
-        check_invariant(
-            self.state in (GroupState.COMPLETING_REBALANCE, GroupState.STABLE)
-            and self.protocol_name is not None,
-            f"group {self.group_id!r} has no member metadata in state {self.state.value}",
-        )
-        assert self.protocol_name is not None  # for mypy; checked above
-        return tuple(
-            JoinedMember(
-                member.member_id, member.group_instance_id, member.metadata(self.protocol_name)
+        protocol_name = self.protocol_name
+        settled = self.state in (GroupState.COMPLETING_REBALANCE, GroupState.STABLE)
+        if not settled or protocol_name is None:
+            raise GroupInvariantError(
+                f"group {self.group_id!r} has no member metadata in state {self.state.value}"
             )
+        return tuple(
+            JoinedMember(member.member_id, member.group_instance_id, member.metadata(protocol_name))
             for member in self.members.values()
         )
 
@@ -246,8 +249,8 @@ class Group:
         """A static member came back with a new member id: the old id is fenced, everything
         else stays (Kafka's `replaceStaticMember`)."""
         member = self.members.pop(old_member_id, None)
-        check_invariant(member is not None, f"cannot replace unknown member {old_member_id!r}")
-        assert member is not None  # for mypy; checked above
+        if member is None:
+            raise GroupInvariantError(f"cannot replace unknown member {old_member_id!r}")
         # Whoever still waits with the old id is a zombie of this instance: fence it.
         self.answer_join(member, JoinResult.failure(old_member_id, ErrorCode.fenced_instance_id))
         self.answer_sync(member, SyncResult.failure(ErrorCode.fenced_instance_id))

@@ -57,6 +57,7 @@ from broker.coordinator.group.membership_results import (
 )
 from broker.coordinator.group.rebalance import GroupRebalancer, new_future
 from broker.coordinator.group.state import (
+    GroupInvariantError,
     GroupState,
     check_invariant,
     states_named,
@@ -267,8 +268,8 @@ class GroupMembership(GroupRebalancer):
         on). In a Stable group whose protocol choice does not change, no rebalance: the new id
         is persisted and the member gets the current generation."""
         instance_id = request.group_instance_id
-        check_invariant(instance_id is not None, "only static members are replaced")
-        assert instance_id is not None  # for mypy; checked above
+        if instance_id is None:
+            raise GroupInvariantError("only static members are replaced")
         previous_leader_id = group.leader_id
         member = group.replace_static_member(instance_id, old_member_id, new_member_id)
         undo = StaticRejoin(
