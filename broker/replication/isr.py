@@ -53,9 +53,8 @@ class IsrWriter:
 
     def propose(self, partition: Partition, isr: list[int]) -> None:
         """Write `isr` for `partition` unless a write for it is already on its way."""
-        if partition.isr_write_in_flight or not partition.is_leader:
+        if not partition.begin_isr_write():
             return
-        partition.isr_write_in_flight = True
         task = asyncio.get_running_loop().create_task(
             self._write(partition, isr, partition.leader_epoch, partition.zk_version),
             name=f"isr-{partition.topic}-{partition.partition}",
@@ -81,7 +80,7 @@ class IsrWriter:
             log.warning("%s-%d: writing ISR %s failed: %s", *partition.key, isr, error)
             return
         finally:
-            partition.isr_write_in_flight = False
+            partition.end_isr_write()
         old_isr = list(partition.isr)
         grew = len(isr) > len(old_isr)
         reason = ChangeReason.ISR_EXPAND if grew else ChangeReason.ISR_SHRINK

@@ -124,6 +124,34 @@ class Partition:
             raise InvariantError(f"{self.topic}-{self.partition}: replacement log differs")
         self.log = log
 
+    def update_replicas(self, replicas: list[int]) -> None:
+        """The assignment changed without a newer partition state (a reassignment step): only
+        the replica list follows now; the role and the ISR follow the next state."""
+        self.replicas = list(replicas)
+
+    def stop(self) -> bool:
+        """This broker stops hosting the replica. True if that ends its leadership, which
+        then counts as ended (acks=all waits only within one leadership)."""
+        was_leader = self.is_leader
+        if was_leader:
+            self.leadership_generation += 1
+        self.is_leader = False
+        return was_leader
+
+    # -- the leader's ISR writes ----------------------------------------------------------------
+
+    def begin_isr_write(self) -> bool:
+        """Start an ISR write to ZooKeeper; False (nothing started) while another is on its
+        way, or when this broker no longer leads."""
+        if self.isr_write_in_flight or not self.is_leader:
+            return False
+        self.isr_write_in_flight = True
+        return True
+
+    def end_isr_write(self) -> None:
+        """The ISR write finished, whatever its outcome; the next one may start."""
+        self.isr_write_in_flight = False
+
     def apply_isr(self, isr: list[int], zk_version: int) -> None:
         """The ISR this leader wrote (or re-read) at `zk_version`."""
         self._check_isr(isr, self.replicas)

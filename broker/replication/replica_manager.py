@@ -143,7 +143,7 @@ class ReplicaManager:
         if current.log.config != log_config:
             current.log.update_config(log_config)
         if not current.is_newer(state, zk_version):
-            current.replicas = list(replicas)
+            current.update_replicas(replicas)
             return  # stale, or what this replica already applied
         if state.leader == self._broker_id:
             self._become_leader(current, state, zk_version, replicas)
@@ -313,10 +313,8 @@ class ReplicaManager:
     def stop_replica(self, key: tuple[str, int]) -> None:
         stopped = self._partitions.pop(key, None)
         if stopped is not None:
-            if stopped.is_leader:
-                stopped.leadership_generation += 1
+            if stopped.stop():
                 self._notify_leadership(stopped, False)
-            stopped.is_leader = False
             stopped.waiters.on_leadership_change()
         if self.fetchers is not None:
             self.fetchers.remove_partition(key)

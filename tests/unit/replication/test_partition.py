@@ -100,3 +100,26 @@ def test_epoch_bump_of_an_ongoing_leadership_keeps_follower_positions(tmp_path: 
     assert partition.high_watermark == 3  # THIRD left the ISR; OTHER's position still counts
     assert partition.leader_epoch_start_offset == 3
     assert partition.log.leader_epoch_cache.entries[-1] == (4, 3)
+
+
+def test_one_isr_write_at_a_time_and_only_while_leading(tmp_path: Path) -> None:
+    partition = _leader(tmp_path, isr=[ME, OTHER])
+    assert partition.begin_isr_write()
+    assert not partition.begin_isr_write()  # the first is still on its way
+    partition.end_isr_write()
+    assert partition.begin_isr_write()
+    partition.end_isr_write()
+    assert partition.stop()  # ends this broker's leadership
+    assert not partition.begin_isr_write()
+    partition.log.close()
+
+
+def test_stopping_a_leader_ends_its_leadership_once(tmp_path: Path) -> None:
+    partition = _leader(tmp_path, isr=[ME, OTHER])
+    generation = partition.leadership_generation
+    assert partition.stop()
+    assert not partition.is_leader
+    assert partition.leadership_generation == generation + 1
+    assert not partition.stop()  # no leadership left to end
+    assert partition.leadership_generation == generation + 1
+    partition.log.close()
