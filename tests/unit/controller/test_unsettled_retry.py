@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+from controller.config import ControllerConfig
 from controller.partition_state_machine import MAX_WRITE_ATTEMPTS
 from controller.unsettled_retry import FIRST_RETRY_BACKOFF_S, MAX_RETRY_BACKOFF_S
 from tests.unit.controller.fake_zk import FakeZkStore
@@ -15,6 +16,7 @@ from tests.unit.controller.harness import (
     state,
     wait_until,
 )
+from zk.znodes import PreferredReplicaElectionZNode
 
 TP = ("t", 0)
 
@@ -137,6 +139,26 @@ def test_controlled_shutdown_isr_removal_that_kept_changing_is_retried_on_the_ti
         sleeps.wake(FIRST_RETRY_BACKOFF_S)
         await wait_until(lambda: store.partition_states[TP][0].isr == [1, 2], "ISR without 3")
         assert store.partition_states[TP][0].leader == 1
+        await cluster.stop()
+
+    asyncio.run(scenario())
+
+
+def test_znode_preferred_election_that_kept_changing_is_retried_on_the_timer() -> None:
+    async def scenario() -> None:
+        store = FakeZkStore()
+        add_topic(store, "t", {0: [1, 2]}, {0: state(2, [2, 1])})
+        sleeps = ManualSleeps()
+        config = ControllerConfig(auto_leader_rebalance_enable=False)
+        cluster = await start_cluster(store, [1, 2], config, sleep=sleeps)
+        racing = _RacingLeader(store, races=MAX_WRITE_ATTEMPTS)
+        cluster.sessions[cluster.active().broker_id].before_fenced_write = racing
+        store.request_preferred_replica_election(PreferredReplicaElectionZNode.encode([TP]))
+        await wait_until(lambda: sleeps.waiting(FIRST_RETRY_BACKOFF_S) == 1, "retry")
+        assert store.preferred_replica_election is None  # deleted whatever the outcome
+        assert store.partition_states[TP][0].leader == 2
+        sleeps.wake(FIRST_RETRY_BACKOFF_S)
+        await wait_until(lambda: store.partition_states[TP][0].leader == 1, "preferred leader")
         await cluster.stop()
 
     asyncio.run(scenario())
