@@ -75,9 +75,9 @@ class PartitionStateMachine:
         self._broker_id = broker_id  # the controller's, for the state-change log
         self._context = context
         self._unclean_default = unclean_default
-        # Partitions whose writes kept losing races, to decide again when `on_unsettled` (the
-        # controller's retry timer) says so.
-        self._retries: dict[TopicPartition, _Retry] = {}
+        # Partitions whose writes kept losing races, by how to decide them again, for when
+        # `on_unsettled` (the controller's retry timer) says so. Dicts as ordered sets.
+        self._retries: dict[_Retry, dict[TopicPartition, None]] = {}
         self._on_unsettled = on_unsettled
 
     async def initialize_partitions(self, partitions: Iterable[TopicPartition]) -> None:
@@ -148,8 +148,7 @@ class PartitionStateMachine:
             list(partitions[:MAX_LOGGED_PARTITIONS]),
             " ..." if len(partitions) > MAX_LOGGED_PARTITIONS else "",
         )
-        for tp in partitions:
-            self._retries[tp] = _Retry(decide, reason)
+        self._retries.setdefault(_Retry(decide, reason), {}).update(dict.fromkeys(partitions))
         self._on_unsettled()
 
     def has_unsettled(self) -> bool:
@@ -157,22 +156,21 @@ class PartitionStateMachine:
 
     async def retry_unsettled(self) -> None:
         """Decide again what `retry_later` remembered; what still loses its races is
-        remembered again. On an error everything taken is remembered again too (deciding
-        again a partition that did settle writes nothing)."""
+        remembered again. On an error everything taken is remembered again too (each decision
+        looks at the partition's current state, so one that settled meanwhile changes little
+        or nothing)."""
         retries, self._retries = self._retries, {}
-        groups: dict[_Retry, list[TopicPartition]] = {}
-        for tp, retry in retries.items():
-            groups.setdefault(retry, []).append(tp)
         try:
-            for retry, partitions in groups.items():
+            for retry, pending in retries.items():
+                partitions = list(pending)
                 if retry.decide is None:
                     await self.reconcile(partitions, retry.reason)
                 else:
                     outcome = await self.decide_and_write(partitions, retry.decide, retry.reason)
                     self.retry_later(outcome.unsettled, retry.decide, retry.reason)
         except BaseException:
-            for tp, retry in retries.items():
-                self._retries.setdefault(tp, retry)
+            for retry, pending in retries.items():
+                self._retries.setdefault(retry, {}).update(pending)
             self._on_unsettled()
             raise
 

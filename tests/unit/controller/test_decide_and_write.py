@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from controller.context import ControllerContext, TopicPartition
 from controller.election import LeaderAndIsr
 from controller.partition_state_machine import MAX_WRITE_ATTEMPTS, PartitionStateMachine
 from controller.state_change_log import ChangeReason
 from tests.unit.controller.fake_zk import FakeKafkaZk, FakeZkStore
 from tests.unit.controller.harness import state
+from zk.errors import ConnectionLossError
 from zk.znodes import PartitionState, TopicAssignment
 
 TP: TopicPartition = ("t", 0)
@@ -102,5 +105,32 @@ def test_no_decision_means_no_write() -> None:
         outcome = await machine.decide_and_write([TP], decide, ChangeReason.REASSIGNMENT)
         assert (outcome.written, outcome.unsettled) == ({}, [])
         assert store.state_writes == []
+
+    asyncio.run(scenario())
+
+
+def test_a_retry_cut_short_by_an_error_is_remembered_again() -> None:
+    async def scenario() -> None:
+        store = FakeZkStore()
+        store.partition_states[TP] = (state(1, [1, 2, 3]), 0)
+        kafka_zk = FakeKafkaZk(store)
+        _, context = _machine(kafka_zk, state(1, [1, 2, 3]))
+        scheduled: list[None] = []
+        machine = PartitionStateMachine(
+            kafka_zk, context, unclean_default=False, on_unsettled=lambda: scheduled.append(None)
+        )
+
+        async def decide(_tp: TopicPartition) -> LeaderAndIsr | None:
+            return LeaderAndIsr(2, [1, 2, 3])
+
+        machine.retry_later([TP], decide, ChangeReason.PREFERRED_ELECTION)
+        assert machine.has_unsettled() and len(scheduled) == 1
+        kafka_zk.fail_next("update_partition_state", ConnectionLossError())
+        with pytest.raises(ConnectionLossError):
+            await machine.retry_unsettled()
+        assert machine.has_unsettled() and len(scheduled) == 2  # kept, and the timer re-armed
+        await machine.retry_unsettled()
+        assert not machine.has_unsettled()
+        assert store.partition_states[TP][0].leader == 2
 
     asyncio.run(scenario())
