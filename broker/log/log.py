@@ -450,6 +450,12 @@ class Log:
     def _write(
         self, data: bytes | bytearray, spans: list[BatchSpan], first_offset: int, now_ms: int
     ) -> None:
+        if first_offset < self.log_end_offset or spans[-1][1] < first_offset:
+            # The log end only grows, except by explicit truncation.
+            raise LogInvariantError(
+                f"{self.topic}-{self.partition}: append of offsets {first_offset}-{spans[-1][1]}"
+                f" at log end {self.log_end_offset}"
+            )
         segment = self.active_segment
         max_timestamp = max(span[2] for span in spans)
         if segment.should_roll(self.config, len(data), max_timestamp, spans[-1][1], now_ms):
