@@ -30,6 +30,7 @@ from broker.handlers import legacy_fetch
 from broker.handlers.current_leader import CurrentLeaders
 from broker.network.context import RequestContext
 from broker.protocol import adapter, fetch_encoding
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
 from broker.replication.delayed_fetch import DelayedFetch, FetchRequestPosition
 from broker.replication.fetch_context import new_context
@@ -149,12 +150,12 @@ def _response(
     if version >= CURRENT_LEADER_VERSION and _add_current_leaders(context, values):
         # kio writes the tagged fields; such answers are rare (a leader moved), so their copy
         # of the record sets costs little.
-        return adapter.build(response_class(1, version), values)
+        return adapter.build(response_class(ApiKey.FETCH, version), values)
     # Encoded here rather than built as kio entities: record sets stay uncopied, and building
     # entities cost more than the encoding for the small fetches of a follower keeping up.
     if fetch_encoding.can_encode(version):
         return adapter.Encoded(fetch_encoding.encode_parts(version, values))
-    return adapter.build(response_class(1, version), values)
+    return adapter.build(response_class(ApiKey.FETCH, version), values)
 
 
 def _add_current_leaders(context: RequestContext, values: dict[str, Any]) -> bool:

@@ -29,6 +29,7 @@ from broker.log.record_validation import RecordChecks, check_records
 from broker.network.context import RequestContext
 from broker.network.errors import CloseConnectionError
 from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
 from broker.replication.replica_manager import AppendResult
 
@@ -116,7 +117,7 @@ def _response(context: RequestContext, results: TopicResults) -> Any:
     values: dict[str, Any] = {"responses": responses, "throttle_time": 0}
     if leaders is not None:
         values["node_endpoints"] = leaders.node_endpoints()
-    return adapter.build(response_class(0, context.api_version), values)
+    return adapter.build(response_class(ApiKey.PRODUCE, context.api_version), values)
 
 
 def _partition_response(
