@@ -80,6 +80,11 @@ class Connection:
                 else:
                     self._writer.writelines(response)
                 await self._writer.drain()
+            # A client that pipelines (librdkafka keeps up to a million requests in flight)
+            # has the next frames buffered already, and reading, handling and draining them
+            # may never suspend: without this, one connection holds the loop for as long as
+            # its backlog lasts (seconds of Metadata and Produce answers during a failover).
+            await asyncio.sleep(0)
 
     async def _read_frame(self) -> bytes:
         # readexactly copies a frame once out of the stream's buffer; read() plus a decoder
