@@ -8,9 +8,12 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
+from broker.protocol.metadata_encoding import PartitionEncodings
 from zk.cluster_watch import ClusterView
 from zk.kafka_zk import BrokerRegistration
-from zk.znodes import kafka_string_to_uuid
+from zk.znodes import PartitionState, kafka_string_to_uuid
+
+ENCODINGS_PER_TOPIC = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,9 +37,19 @@ class MetadataCache:
     def __init__(self, view: ClusterView) -> None:
         self._view = view
         self._names_by_id: dict[uuid.UUID, str] = {}
+        self._partition_encodings = PartitionEncodings()
 
     def update(self, view: ClusterView) -> None:
         self._view = view
+
+    @property
+    def partition_encodings(self) -> PartitionEncodings:
+        """Encoded Metadata partition entries, kept for the topics that still exist."""
+        encodings = self._partition_encodings
+        # Kept per response version and topic: a few versions in use per topic at most.
+        if len(encodings) > ENCODINGS_PER_TOPIC * (len(self._view.topics) + 1):
+            encodings.forget_other_topics(self._view.topics)
+        return encodings
 
     @property
     def controller_id(self) -> int:
@@ -95,6 +108,26 @@ class MetadataCache:
                 )
             )
         return result
+
+    def partition_rows(
+        self, topic: str
+    ) -> list[tuple[int, list[int], tuple[PartitionState, int]]] | None:
+        """The topic's partitions in order, each with its replicas and (state, zkVersion), once
+        this broker has read every partition's state; None before that, or for no such topic."""
+        assignment = self._view.topics.get(topic)
+        if assignment is None:
+            return None
+        states = self._view.partition_states
+        rows = []
+        for partition, replicas in sorted(assignment.partitions.items()):
+            entry = states.get((topic, partition))
+            if entry is None:
+                return None
+            rows.append((partition, replicas, entry))
+        return rows
+
+    def live_broker_ids(self) -> frozenset[int]:
+        return frozenset(self._view.brokers)
 
     def leader_and_epoch(self, topic: str, partition: int) -> tuple[int, int]:
         """The partition's leader id and leader epoch as ZooKeeper last said, or (-1, -1)."""

@@ -14,7 +14,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.metadata_cache import MetadataCache, PartitionMetadata
+from broker.metadata_cache import MetadataCache
 from broker.network.context import RequestContext
 from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
@@ -28,21 +28,26 @@ async def handle(context: RequestContext, request: Any) -> Any:
     cache = context.server.metadata_cache
     names, unknown_ids = _requested(context, cache, request)
     allow_auto_create = getattr(request, "allow_auto_topic_creation", True)
-    topics = [_unknown_topic_id_entry(topic_id) for topic_id in unknown_ids]
-    topics += [await _topic(context, cache, name, allow_auto_create) for name in names]
-    brokers = _brokers(cache, context.listener_name)
     cls = response_class(ApiKey.METADATA, context.api_version)
-    return adapter.build(
-        cls,
-        {
-            "throttle_time": 0,
-            "brokers": brokers,
-            "cluster_id": context.server.cluster_id,
-            "controller_id": cache.controller_id,
-            "topics": topics,
-            "cluster_authorized_operations": -2147483648,
-        },
-    )
+    topic_cls = adapter.nested_class(cls, "topics")
+    topics = [
+        _encode_topic(topic_cls, _unknown_topic_id_entry(topic_id), []) for topic_id in unknown_ids
+    ]
+    for name in names:
+        entry, partitions = await _topic(context, cache, name, allow_auto_create, topic_cls)
+        topics.append(_encode_topic(topic_cls, entry, partitions))
+    values = {
+        "throttle_time": 0,
+        "brokers": _brokers(cache, context.listener_name),
+        "cluster_id": context.server.cluster_id,
+        "controller_id": cache.controller_id,
+        "cluster_authorized_operations": -2147483648,
+    }
+    return adapter.Encoded(adapter.encode_with_array(cls, values, "topics", topics))
+
+
+def _encode_topic(topic_cls: type, entry: dict[str, Any], partitions: list[bytes]) -> bytes:
+    return b"".join(adapter.encode_with_array(topic_cls, entry, "partitions", partitions))
 
 
 def _brokers(cache: MetadataCache, listener_name: str) -> list[dict[str, Any]]:
@@ -82,7 +87,7 @@ def _requested_topic_ids(request: Any) -> list[uuid.UUID]:
 
 
 def _unknown_topic_id_entry(topic_id: uuid.UUID) -> dict[str, Any]:
-    return _topic_entry(None, ErrorCode.unknown_topic_id, topic_id, [])
+    return _topic_entry(None, ErrorCode.unknown_topic_id, topic_id)
 
 
 def _requested_topics(context: RequestContext, request: Any) -> list[str] | None:
@@ -97,23 +102,27 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
 async def _topic(
-    context: RequestContext, cache: MetadataCache, name: str, allow_auto_create: bool
-) -> dict[str, Any]:
-    partitions = _partitions_with_state(cache, name)
-    if not partitions:
+    context: RequestContext,
+    cache: MetadataCache,
+    name: str,
+    allow_auto_create: bool,
+    topic_cls: type,
+) -> tuple[dict[str, Any], list[bytes]]:
+    """The topic's entry (without partitions) and its encoded partition entries."""
+    rows = cache.partition_rows(name)
+    if not rows:
         if not _is_legal_name(name):
             # As Kafka 3.9 answers: no such topic can exist, so none is looked up or created.
-            return _topic_entry(name, ErrorCode.invalid_topic_exception, None, [])
+            return _topic_entry(name, ErrorCode.invalid_topic_exception, None), []
         error = ErrorCode.unknown_topic_or_partition
         if allow_auto_create and context.server.config["auto.create.topics.enable"]:
             error = await auto_create_topic(context.server, name)
-        return _topic_entry(name, error, None, [])
-    return _topic_entry(
-        name,
-        ErrorCode.none,
-        cache.topic_id(name),
-        [_partition(cache, p) for p in partitions],
+        return _topic_entry(name, error, None), []
+    partition_cls = adapter.nested_class(topic_cls, "partitions")
+    partitions = cache.partition_encodings.encode(
+        partition_cls, name, rows, cache.live_broker_ids()
     )
+    return _topic_entry(name, ErrorCode.none, cache.topic_id(name)), partitions
 
 
 def _is_legal_name(name: str) -> bool:
@@ -124,46 +133,26 @@ def _is_legal_name(name: str) -> bool:
     return True
 
 
-def _partitions_with_state(cache: MetadataCache, topic: str) -> list[PartitionMetadata]:
-    """The topic's partitions once this broker has read every one's state znode, else none.
+def _listed_topics(cache: MetadataCache) -> list[str]:
+    """Every topic whose partition states this broker has all read.
 
     Kafka's brokers learn a topic's partitions together with their leaders, all at once
     (UpdateMetadata), so a topic whose leaders are not elected yet is not in their cache. Ours
     see the topic znode first and the state znodes one by one: listing a partial set would
     tell a client that a new topic has fewer partitions than it has (librdkafka then fails a
     produce to an explicit partition at once), and listing a partition without its state
-    would answer "no leader" (kafka-python's admin client then raises). So the topic stays
+    would answer "no leader" (kafka-python's admin client then raises). So a topic stays
     unknown until all its states are read; for a topic growing by CreatePartitions that is a
     moment in which clients retry."""
-    partitions = cache.partitions(topic) or []
-    return partitions if all(p.has_state for p in partitions) else []
+    return [name for name in cache.topic_names() if cache.partition_rows(name)]
 
 
-def _listed_topics(cache: MetadataCache) -> list[str]:
-    return [name for name in cache.topic_names() if _partitions_with_state(cache, name)]
-
-
-def _topic_entry(
-    name: str | None, error: ErrorCode, topic_id: Any, partitions: list[dict[str, Any]]
-) -> dict[str, Any]:
+def _topic_entry(name: str | None, error: ErrorCode, topic_id: Any) -> dict[str, Any]:
+    """A topic's entry but for its partitions, which are encoded apart (see _encode_topic)."""
     return {
         "error_code": error,
         "name": name,
         "topic_id": topic_id,
         "is_internal": name in INTERNAL_TOPICS,
-        "partitions": partitions,
         "topic_authorized_operations": -2147483648,
-    }
-
-
-def _partition(cache: MetadataCache, metadata: PartitionMetadata) -> dict[str, Any]:
-    available = cache.is_leader_available(metadata)
-    return {
-        "error_code": ErrorCode.none if available else ErrorCode.leader_not_available,
-        "partition_index": metadata.partition,
-        "leader_id": metadata.leader_id if available else -1,
-        "leader_epoch": metadata.leader_epoch,
-        "replica_nodes": metadata.replicas,
-        "isr_nodes": metadata.isr,
-        "offline_replicas": metadata.offline_replicas,
     }

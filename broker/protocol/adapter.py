@@ -19,6 +19,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_writer
+from kio.serial.writers import write_compact_array_length, write_legacy_array_length
+from kio.static.primitive import i32
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,3 +132,58 @@ def encode_parts(response: Any) -> list[bytes]:
 
 def millis(value: datetime.timedelta) -> int:
     return round(value.total_seconds() * 1000)
+
+
+def nested_class(cls: type, name: str) -> type:
+    """The entity class of `cls`'s field `name` (e.g. a response's topic entries)."""
+    for spec in _specs(cls):
+        if spec.name == name and spec.nested is not None:
+            return spec.nested
+    raise KeyError(f"{cls.__qualname__} has no entity field {name!r}")
+
+
+# Bytes of the fixed-size kinds a field after a spliced array may have.
+_FIXED_SIZES = {"int8": 1, "bool": 1, "int16": 2, "error_code": 2, "int32": 4, "int64": 8}
+
+
+def encode_with_array(
+    cls: type, values: Mapping[str, Any], array_field: str, items: list[bytes]
+) -> list[bytes]:
+    """`cls` built from `values` and encoded, with its array field `array_field` made of
+    `items`, each an entry already encoded (so that entries that did not change are not
+    encoded again): buffers to write in order.
+
+    kio encodes the entity with the array empty, and the items go where the empty array
+    was. That place is found from the end: only fixed-size fields may follow the array, and
+    a flexible entity ends with its (empty) tagged fields."""
+    if any(f.metadata.get("tag") is not None for f in fields(cls)):
+        raise ValueError(f"{cls.__qualname__} has tagged fields: its end is not fixed")
+    encoded = encode(build(cls, {**values, array_field: ()}))
+    flexible = bool(cls.__flexible__)  # type: ignore[attr-defined]
+    tail_bytes = _tail_bytes(cls, array_field) + (1 if flexible else 0)
+    empty = _array_length(0, flexible)
+    start = len(encoded) - tail_bytes - len(empty)
+    if encoded[start : start + len(empty)] != empty:
+        raise ValueError(f"{cls.__qualname__}: no empty {array_field} array where expected")
+    length = _array_length(len(items), flexible)
+    return [encoded[:start], length, *items, encoded[start + len(empty) :]]
+
+
+def _array_length(count: int, flexible: bool) -> bytes:
+    buffer = io.BytesIO()
+    if flexible:
+        write_compact_array_length(buffer, count)
+    else:
+        write_legacy_array_length(buffer, i32(count))
+    return buffer.getvalue()
+
+
+def _tail_bytes(cls: type, array_field: str) -> int:
+    names = [f.name for f in fields(cls)]
+    total = 0
+    for field in fields(cls)[names.index(array_field) + 1 :]:
+        kafka_type = field.metadata.get("kafka_type")
+        if kafka_type not in _FIXED_SIZES or field.metadata.get("tag") is not None:
+            raise ValueError(f"{cls.__qualname__}.{field.name} after {array_field} is not fixed")
+        total += _FIXED_SIZES[kafka_type]
+    return total

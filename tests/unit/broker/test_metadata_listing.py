@@ -3,7 +3,7 @@ znodes one by one, and a partial set would tell clients a new topic has fewer pa
 
 from __future__ import annotations
 
-from broker.handlers.metadata import _listed_topics, _partitions_with_state
+from broker.handlers.metadata import _listed_topics
 from broker.metadata_cache import MetadataCache
 from zk.cluster_watch import ClusterView
 from zk.znodes import PartitionState, TopicAssignment
@@ -17,11 +17,11 @@ def _cache(states_known: list[int]) -> MetadataCache:
 
 def test_a_topic_with_some_partition_states_unread_is_not_listed() -> None:
     cache = _cache([0, 1])
-    assert _partitions_with_state(cache, "t") == []
+    assert cache.partition_rows("t") is None
     assert _listed_topics(cache) == []
 
 
 def test_a_topic_is_listed_with_all_partitions_once_every_state_is_read() -> None:
     cache = _cache([0, 1, 2])
-    assert [p.partition for p in _partitions_with_state(cache, "t")] == [0, 1, 2]
+    assert [row[0] for row in cache.partition_rows("t") or []] == [0, 1, 2]
     assert _listed_topics(cache) == ["t"]
