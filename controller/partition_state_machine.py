@@ -18,7 +18,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from controller.context import ControllerContext, TopicPartition
 from controller.election import (
@@ -189,6 +189,10 @@ class PartitionStateMachine:
                 decision = await decide(tp)
                 if decision is not None:
                     decisions.append((tp, decision))
+            # New leaders first, ISR-only changes after, as Kafka's controller elects leaders
+            # before it takes a failed broker's replicas out of the ISRs: clients wait on the
+            # former, nobody on the latter.
+            decisions.sort(key=lambda item: not self._moves_leader(*item))
             outcomes = await bounded_gather(
                 [self._write(tp, d, self._reason_of(tp, d, reason)) for tp, d in decisions]
             )
@@ -201,6 +205,9 @@ class PartitionStateMachine:
             if not pending:
                 break
         return WriteOutcome(written, pending)
+
+    def _moves_leader(self, tp: TopicPartition, decision: LeaderAndIsr) -> bool:
+        return self._context.partition_states[tp][0].leader != decision.leader
 
     def _reason_of(
         self, tp: TopicPartition, decision: LeaderAndIsr, reason: ChangeReason
@@ -316,30 +323,33 @@ class PartitionStateMachine:
 
 
 async def bounded_gather(awaitables: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
-    """Run coroutines at most MAX_WRITES_IN_FLIGHT at a time. The first error cancels the rest
-    of its chunk and skips later chunks: writes must not run on against a context the
-    controller drops when it handles the error (e.g. resigning on ControllerMovedError)."""
+    """Run coroutines with at most MAX_WRITES_IN_FLIGHT in flight, in order: as one finishes
+    the next starts (a window, not chunks that each wait for their slowest write). The first
+    error cancels those in flight and skips the rest: writes must not run on against a
+    context the controller drops when it handles the error (e.g. resigning on
+    ControllerMovedError)."""
     if len(awaitables) == 1:
         # A lone write (a reassignment step) is awaited as it is: no task, so no extra turn of
         # the event loop between the caller's steps.
         return [await awaitables[0]]
-    results: list[T] = []
-    started = 0
+    results: list[T | None] = [None] * len(awaitables)
+    queue = iter(enumerate(awaitables))
+
+    async def run_in_turn() -> None:
+        for index, coroutine in queue:
+            results[index] = await coroutine
+
     try:
-        for start in range(0, len(awaitables), MAX_WRITES_IN_FLIGHT):
-            chunk = awaitables[start : start + MAX_WRITES_IN_FLIGHT]
-            started = start + len(chunk)
-            try:
-                async with asyncio.TaskGroup() as group:
-                    tasks = [group.create_task(coroutine) for coroutine in chunk]
-            except BaseExceptionGroup as failed:
-                # Callers catch plain errors (ControllerMovedError above all), not groups.
-                raise _first_error(failed) from None
-            results.extend(task.result() for task in tasks)
+        async with asyncio.TaskGroup() as group:
+            for _ in range(min(MAX_WRITES_IN_FLIGHT, len(awaitables))):
+                group.create_task(run_in_turn())
+    except BaseExceptionGroup as failed:
+        # Callers catch plain errors (ControllerMovedError above all), not groups.
+        raise _first_error(failed) from None
     finally:
-        for coroutine in awaitables[started:]:
+        for _index, coroutine in queue:
             coroutine.close()  # never started: close so Python does not warn about it
-    return results
+    return cast(list[T], results)  # every index was filled, or an error was raised
 
 
 def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:

@@ -9,7 +9,12 @@ import pytest
 
 from controller.context import ControllerContext, TopicPartition
 from controller.election import LeaderAndIsr
-from controller.partition_state_machine import MAX_WRITE_ATTEMPTS, PartitionStateMachine
+from controller.partition_state_machine import (
+    MAX_WRITE_ATTEMPTS,
+    MAX_WRITES_IN_FLIGHT,
+    PartitionStateMachine,
+    bounded_gather,
+)
 from controller.state_change_log import ChangeReason
 from tests.unit.controller.fake_zk import FakeKafkaZk, FakeZkStore
 from tests.unit.controller.harness import state
@@ -132,5 +137,73 @@ def test_a_retry_cut_short_by_an_error_is_remembered_again() -> None:
         await machine.retry_unsettled()
         assert not machine.has_unsettled()
         assert store.partition_states[TP][0].leader == 2
+
+    asyncio.run(scenario())
+
+
+class _RecordingZk(FakeKafkaZk):
+    """Records the order of the controller's writes."""
+
+    def __init__(self, store: FakeZkStore) -> None:
+        super().__init__(store)
+        self.order: list[int] = []
+
+    async def update_partition_state(
+        self,
+        epoch_zk_version: int,
+        topic: str,
+        partition: int,
+        state: PartitionState,
+        expected_zk_version: int,
+    ) -> int:
+        self.order.append(partition)
+        return await super().update_partition_state(
+            epoch_zk_version, topic, partition, state, expected_zk_version
+        )
+
+
+def test_leader_moves_are_written_before_isr_only_changes() -> None:
+    async def scenario() -> None:
+        store = FakeZkStore()
+        kafka_zk = _RecordingZk(store)
+        context = ControllerContext(
+            epoch=1, epoch_zk_version=store.controller_epoch_zk_version, live_brokers={1, 2}
+        )
+        # Broker 3 died: it led the odd partitions and is in every ISR.
+        states = {p: (state(3 if p % 2 else 1, [1, 2, 3]), 0) for p in range(6)}
+        store.partition_states.update({("t", p): versioned for p, versioned in states.items()})
+        context.add_topic(
+            "t", TopicAssignment(None, {p: [1, 2, 3] for p in range(6)}), dict(states)
+        )
+        machine = PartitionStateMachine(kafka_zk, context, unclean_default=False)
+        await machine.reconcile([("t", p) for p in range(6)])
+        assert kafka_zk.order == [1, 3, 5, 0, 2, 4]
+        assert all(3 not in store.partition_states[("t", p)][0].isr for p in range(6))
+
+    asyncio.run(scenario())
+
+
+def test_writes_run_in_a_window_not_in_chunks() -> None:
+    """With the window full, one write finishing starts the next at once, even while an
+    earlier, slower write is still in flight."""
+
+    async def scenario() -> None:
+        slow_release = asyncio.Event()
+        started: list[int] = []
+
+        async def write(index: int) -> int:
+            started.append(index)
+            if index == 0:
+                await slow_release.wait()
+            return index
+
+        count = MAX_WRITES_IN_FLIGHT + 5
+        gathering = asyncio.create_task(bounded_gather([write(i) for i in range(count)]))
+        for _ in range(100):
+            await asyncio.sleep(0)
+        # Write 0 is still in flight; all the others have run past it.
+        assert sorted(started) == list(range(count))
+        slow_release.set()
+        assert await gathering == list(range(count))
 
     asyncio.run(scenario())
