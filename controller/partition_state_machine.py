@@ -289,7 +289,9 @@ class PartitionStateMachine:
             self._context.partition_states.pop(tp, None)
             return True
         self._context.partition_states[tp] = (new_state, new_version)
-        log.info("partition %s-%d: %s (%s)", topic, partition, new_state, reason)
+        # At INFO in the state-change log (Kafka's line, from _log_change) only: one line per
+        # partition is already thousands in a failover.
+        log.debug("partition %s-%d: %s (%s)", topic, partition, new_state, reason)
         self._log_change(topic, partition, new_state, new_version, reason)
         return True
 

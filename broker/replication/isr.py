@@ -88,7 +88,7 @@ class IsrWriter:
             partition.broker_id, *partition.key, old_isr, isr, epoch, new_version, reason
         )
         if partition.is_leader and partition.leader_epoch == epoch:
-            log.info("%s-%d: ISR %s -> %s", *partition.key, partition.isr, isr)
+            log.debug("%s-%d: ISR %s -> %s", *partition.key, partition.isr, isr)
             partition.apply_isr(isr, max(new_version, partition.zk_version))
             self._on_isr_changed(partition)
         self._announce(partition.key)

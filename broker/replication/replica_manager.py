@@ -168,7 +168,9 @@ class ReplicaManager:
                 previous_epoch,
             )
         if new_leadership:
-            log.info(
+            # The state-change log has the change at INFO (became_leader, Kafka's line); this
+            # repeats it with the log end, per partition: thousands of lines in a failover.
+            log.debug(
                 "%s-%d: leader at epoch %d, ISR %s, log end %d, high watermark %d",
                 *current.key,
                 state.leader_epoch,
@@ -180,7 +182,7 @@ class ReplicaManager:
             self._notify_leadership(current, True)
         else:
             if state.leader_epoch != previous_epoch:
-                log.info(
+                log.debug(
                     "%s-%d: leader epoch %d, ISR %s", *current.key, state.leader_epoch, state.isr
                 )
                 # Fetches that named the old epoch must now answer FENCED_LEADER_EPOCH.
@@ -206,7 +208,7 @@ class ReplicaManager:
         )
         if was_leader:
             self._notify_leadership(current, False)
-        log.info(
+        log.debug(
             "%s-%d: follower of %d at epoch %d", *current.key, state.leader, state.leader_epoch
         )
         current.waiters.on_leadership_change()
