@@ -4,6 +4,10 @@ A task asks to wake every `interval_ms`; whatever it wakes late by is time the l
 in some callback (or blocked in a system call) instead of serving requests. Every stall of
 `stall_log_ms` or more is logged with its length, and the longest stall since the last
 `take_longest_stall_ms()` is kept for metrics and benchmarks.
+
+The length alone does not say what held the loop, and once the loop runs again the culprit
+has returned. So a thread beside it looks every `interval_ms`: when the loop has not woken
+for `stack_log_ms`, it logs the stack the loop's thread is in at that moment, once a stall.
 """
 
 from __future__ import annotations
@@ -11,7 +15,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
+import threading
 import time
+import traceback
 
 log = logging.getLogger(__name__)
 
@@ -19,29 +26,53 @@ log = logging.getLogger(__name__)
 DEFAULT_INTERVAL_MS = 20
 # DESIGN.md's bound for a failover: no loop stall over 100 ms.
 DEFAULT_STALL_LOG_MS = 100
+# A stall this long has its stack logged: long enough to be rare, short enough to catch the
+# stalls that matter.
+DEFAULT_STACK_LOG_MS = 500
 
 
 class LoopWatchdog:
     def __init__(
-        self, interval_ms: int = DEFAULT_INTERVAL_MS, stall_log_ms: int = DEFAULT_STALL_LOG_MS
+        self,
+        interval_ms: int = DEFAULT_INTERVAL_MS,
+        stall_log_ms: int = DEFAULT_STALL_LOG_MS,
+        stack_log_ms: int = DEFAULT_STACK_LOG_MS,
     ) -> None:
-        if interval_ms <= 0 or stall_log_ms <= 0:
-            raise ValueError("loop watchdog interval and stall bound must be positive")
+        if interval_ms <= 0 or stall_log_ms <= 0 or stack_log_ms <= 0:
+            raise ValueError("loop watchdog interval and stall bounds must be positive")
         self.interval_ms = interval_ms
         self.stall_log_ms = stall_log_ms
+        self.stack_log_ms = stack_log_ms
         self.longest_stall_ms = 0.0
         self._task: asyncio.Task[None] | None = None
+        # When the loop last woke the watchdog (time.monotonic()), read by the stack thread.
+        self._last_wake_s = time.monotonic()
+        self._stopped = threading.Event()
+        self._stack_thread: threading.Thread | None = None
 
     def start(self) -> None:
         if self._task is None:
+            self._last_wake_s = time.monotonic()
             self._task = asyncio.get_running_loop().create_task(self._run(), name="loop-watchdog")
+            self._stopped.clear()
+            self._stack_thread = threading.Thread(
+                target=self._watch_stacks,
+                args=(threading.get_ident(),),
+                name="loop-watchdog-stacks",
+                daemon=True,
+            )
+            self._stack_thread.start()
 
     async def stop(self) -> None:
+        self._stopped.set()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+        if self._stack_thread is not None:
+            await asyncio.to_thread(self._stack_thread.join)
+            self._stack_thread = None
 
     def take_longest_stall_ms(self) -> float:
         """The longest stall since the previous call (or the start), and start over."""
@@ -58,4 +89,20 @@ class LoopWatchdog:
         while True:
             asked = time.monotonic()
             await asyncio.sleep(interval_s)
-            self.record(max(0.0, (time.monotonic() - asked - interval_s) * 1000))
+            self._last_wake_s = time.monotonic()
+            self.record(max(0.0, (self._last_wake_s - asked - interval_s) * 1000))
+
+    def _watch_stacks(self, loop_thread_id: int) -> None:
+        interval_s = self.interval_ms / 1000
+        logged_for = 0.0  # the wake after which the current stall was already logged
+        while not self._stopped.wait(interval_s):
+            last_wake_s = self._last_wake_s
+            stalled_ms = (time.monotonic() - last_wake_s - interval_s) * 1000
+            if stalled_ms < self.stack_log_ms or logged_for == last_wake_s:
+                continue
+            frame = sys._current_frames().get(loop_thread_id)
+            if frame is None:
+                return  # the loop's thread is gone
+            logged_for = last_wake_s
+            stack = "".join(traceback.format_stack(frame))
+            log.warning("event loop blocked for %.0f ms so far, in:\n%s", stalled_ms, stack)

@@ -45,3 +45,35 @@ def test_stalls_under_the_bound_are_kept_but_not_logged(caplog: pytest.LogCaptur
 def test_bounds_must_be_positive() -> None:
     with pytest.raises(ValueError):
         LoopWatchdog(interval_ms=0)
+
+
+def _blocking_function_under_test(block_s: float) -> None:
+    time.sleep(block_s)
+
+
+async def _block_in_named_function(watchdog: LoopWatchdog, block_s: float) -> None:
+    watchdog.start()
+    await asyncio.sleep(0.05)
+    _blocking_function_under_test(block_s)
+    await asyncio.sleep(0.05)
+    await watchdog.stop()
+
+
+def test_a_long_stall_logs_the_stack_that_holds_the_loop(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    watchdog = LoopWatchdog(interval_ms=10, stall_log_ms=100, stack_log_ms=100)
+    with caplog.at_level(logging.WARNING, logger="broker.loop_watchdog"):
+        asyncio.run(_block_in_named_function(watchdog, 0.5))
+    stacks = [r.message for r in caplog.records if "so far, in:" in r.message]
+    assert len(stacks) == 1, stacks  # once per stall, however long
+    assert "_blocking_function_under_test" in stacks[0]
+
+
+def test_no_stack_is_logged_when_the_loop_keeps_running(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    watchdog = LoopWatchdog(interval_ms=10, stall_log_ms=100, stack_log_ms=100)
+    with caplog.at_level(logging.WARNING, logger="broker.loop_watchdog"):
+        asyncio.run(_run_with_watchdog(watchdog, 0.0))
+    assert not [r for r in caplog.records if "so far, in:" in r.message]
