@@ -4,6 +4,12 @@ kazoo runs its own connection and callback threads. Every result is handed back 
 loop through `loop.call_soon_threadsafe`, and watch / session callbacks only ever run on the
 loop, so code above this module never needs locks.
 
+The loop never waits for kazoo: kazoo wakes its connection thread with one byte per request
+on a socket pair, whose buffer holds a few hundred sends at most, after which the sending
+thread blocks until kazoo's thread has caught up. So at most MAX_REQUESTS_IN_FLIGHT requests
+are handed to kazoo at a time; the rest wait, in order, on the loop, and go out as answers
+come back. ZooKeeper still sees every request in the order it was made.
+
 Watches are "persistent" from the caller's point of view: a one-shot ZooKeeper watch is re-armed
 before the caller's callback runs, so the caller's re-read always happens under an armed watch.
 kazoo drops its watchers when the connection is lost, so after every reconnection (same or new
@@ -14,7 +20,9 @@ are never missed.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
+import functools
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -37,6 +45,10 @@ _RECONNECT_DELAY_S = 0.1
 _RECONNECT_MAX_DELAY_S = 1.0
 # A concurrent child creation can make a recursive delete fail with NotEmpty; retry a few times.
 _RECURSIVE_DELETE_ATTEMPTS = 5
+# Requests handed to kazoo and not answered yet; the rest wait on the loop (see above). Each
+# waiting request is a byte in kazoo's wake-up socket pair, and Linux counts about 1 KB of
+# its buffer per send: 100 stay well below the ~200 KB it has.
+MAX_REQUESTS_IN_FLIGHT = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +161,15 @@ def _translate(exc: BaseException, path: str | None, op_index: int | None = None
     return exc
 
 
+@dataclass(frozen=True, slots=True)
+class _Request:
+    """A request for kazoo: `send()` hands it over; `future` gets its answer."""
+
+    send: Callable[[], Any]
+    path: str | None
+    future: asyncio.Future[Any]
+
+
 class ZkClient:
     def __init__(
         self,
@@ -170,6 +191,8 @@ class ZkClient:
             "data": {},
             "children": {},
         }
+        self._in_flight = 0
+        self._waiting: collections.deque[_Request] = collections.deque()
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -262,13 +285,31 @@ class ZkClient:
             raise errors.SessionExpiredError("ZkClient is not started or is closed")
         return self._kazoo
 
-    def _bridge(self, async_result: Any, path: str | None) -> asyncio.Future[Any]:
+    def _bridge(self, send: Callable[[], Any], path: str | None) -> asyncio.Future[Any]:
+        """A future of what the request `send()` makes kazoo send; sent now if fewer than
+        MAX_REQUESTS_IN_FLIGHT are unanswered, else once earlier ones are answered."""
         loop = self._loop
         if loop is None:
             raise errors.SessionExpiredError("ZkClient.start() was not awaited")
-        future: asyncio.Future[Any] = loop.create_future()
+        request = _Request(send, path, loop.create_future())
+        if self._in_flight < MAX_REQUESTS_IN_FLIGHT and not self._waiting:
+            self._send(loop, request)
+        else:
+            self._waiting.append(request)
+        return request.future
+
+    def _send(self, loop: asyncio.AbstractEventLoop, request: _Request) -> None:
+        future, path = request.future, request.path
+        try:
+            async_result = request.send()
+        except BaseException as error:
+            future.set_exception(_translate(error, path))
+            return
+        self._in_flight += 1
 
         def settle(value: Any, exc: BaseException | None) -> None:
+            self._in_flight -= 1
+            self._send_waiting(loop)
             if future.done():
                 return
             if exc is None:
@@ -286,13 +327,18 @@ class ZkClient:
                 loop.call_soon_threadsafe(settle, value, exc)
 
         async_result.rawlink(on_ready)
-        return future
+
+    def _send_waiting(self, loop: asyncio.AbstractEventLoop) -> None:
+        while self._waiting and self._in_flight < MAX_REQUESTS_IN_FLIGHT:
+            request = self._waiting.popleft()
+            if not request.future.done():  # a cancelled caller's request is not sent
+                self._send(loop, request)
 
     # ----------------------------------------------------------------- operations
 
     async def get(self, path: str) -> tuple[bytes, ZnodeStat] | None:
         try:
-            data, stat = await self._bridge(self._client().get_async(path), path)
+            data, stat = await self._bridge(lambda: self._client().get_async(path), path)
         except errors.NoNodeError:
             return None
         return (data or b""), _stat(stat)
@@ -300,7 +346,7 @@ class ZkClient:
     async def get_many(self, paths: Sequence[str]) -> list[tuple[bytes, ZnodeStat] | None]:
         """Pipelined reads: every request is sent before the first answer is awaited."""
         client = self._client()
-        futures = [self._bridge(client.get_async(path), path) for path in paths]
+        futures = [self._bridge(functools.partial(client.get_async, path), path) for path in paths]
         results: list[tuple[bytes, ZnodeStat] | None] = []
         for outcome in await asyncio.gather(*futures, return_exceptions=True):
             if isinstance(outcome, errors.NoNodeError):
@@ -313,12 +359,12 @@ class ZkClient:
         return results
 
     async def exists(self, path: str) -> ZnodeStat | None:
-        raw = await self._bridge(self._client().exists_async(path), path)
+        raw = await self._bridge(lambda: self._client().exists_async(path), path)
         return None if raw is None else _stat(raw)
 
     async def get_children(self, path: str) -> list[str] | None:
         try:
-            children = await self._bridge(self._client().get_children_async(path), path)
+            children = await self._bridge(lambda: self._client().get_children_async(path), path)
         except errors.NoNodeError:
             return None
         return sorted(str(child) for child in children)
@@ -344,18 +390,18 @@ class ZkClient:
         return await self._create(path, data, ephemeral, sequence)
 
     async def _create(self, path: str, data: bytes | None, ephemeral: bool, sequence: bool) -> str:
-        async_result = self._client().create_async(
-            path, data, ephemeral=ephemeral, sequence=sequence
+        create = functools.partial(
+            self._client().create_async, path, data, ephemeral=ephemeral, sequence=sequence
         )
-        return str(await self._bridge(async_result, path))
+        return str(await self._bridge(create, path))
 
     async def set(self, path: str, data: bytes, version: int = -1) -> ZnodeStat:
-        raw = await self._bridge(self._client().set_async(path, data, version), path)
+        raw = await self._bridge(lambda: self._client().set_async(path, data, version), path)
         return _stat(raw)
 
     async def delete(self, path: str, version: int = -1, recursive: bool = False) -> None:
         if not recursive:
-            await self._bridge(self._client().delete_async(path, version), path)
+            await self._bridge(lambda: self._client().delete_async(path, version), path)
             return
         for attempt in range(_RECURSIVE_DELETE_ATTEMPTS):
             try:
@@ -377,7 +423,7 @@ class ZkClient:
         for outcome in results:
             if isinstance(outcome, BaseException) and not isinstance(outcome, errors.NoNodeError):
                 raise outcome
-        await self._bridge(self._client().delete_async(path, version), path)
+        await self._bridge(lambda: self._client().delete_async(path, version), path)
 
     async def ensure_path(self, path: str) -> None:
         """Create `path` and its missing ancestors, with null data (see `create`)."""
@@ -396,7 +442,7 @@ class ZkClient:
                 transaction.set_data(op.path, op.data, op.version)
             else:
                 transaction.delete(op.path, op.version)
-        raw_results = await self._bridge(transaction.commit_async(), None)
+        raw_results = await self._bridge(transaction.commit_async, None)
         return self._multi_results(ops, raw_results)
 
     @staticmethod
@@ -476,10 +522,14 @@ class ZkClient:
         watcher = self._watcher(kind, path)
         if kind == "data":
             # exists() also arms a watch on a missing znode (fires on creation).
-            future = self._bridge(self._kazoo.exists_async(path, watch=watcher), path)
+            future = self._bridge(
+                functools.partial(self._client().exists_async, path, watch=watcher), path
+            )
             future.add_done_callback(self._ignore_arm_failure)
         else:
-            future = self._bridge(self._kazoo.get_children_async(path, watch=watcher), path)
+            future = self._bridge(
+                functools.partial(self._client().get_children_async, path, watch=watcher), path
+            )
             future.add_done_callback(lambda done: self._after_children_armed(path, done))
 
     def _after_children_armed(self, path: str, done: asyncio.Future[Any]) -> None:
@@ -490,7 +540,9 @@ class ZkClient:
         if self._kazoo is None:
             return
         watcher = self._watcher("children", path)
-        exists = self._bridge(self._kazoo.exists_async(path, watch=watcher), path)
+        exists = self._bridge(
+            functools.partial(self._client().exists_async, path, watch=watcher), path
+        )
         exists.add_done_callback(lambda found: self._after_parent_exists(path, found))
 
     def _after_parent_exists(self, path: str, found: asyncio.Future[Any]) -> None:
