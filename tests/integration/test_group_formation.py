@@ -48,7 +48,12 @@ CONSUMER_SETTINGS = {
 STABLE_TIMEOUT_S = 60.0
 SETUP_TIMEOUT_S = 60.0
 CLIENT_TIMEOUT_S = 30.0
-POLL_TIMEOUT_MS = 200
+# Long enough that a join and sync finish within one poll on a starved machine. kafka-python
+# 3.0.12 leaves a JoinGroup+SyncGroup in flight when poll's timeout cuts it short, and beside a
+# CPU hog a group leader whose 200 ms poll expired that way got its SyncGroup answer (in 37 ms,
+# in its own debug log) but never applied it nor heartbeated again: its session expired and
+# the group never had four members. The broker had answered; the hang is the client's.
+POLL_TIMEOUT_MS = 2000
 MEMBER_EXIT_TIMEOUT_S = 30.0
 # A heartbeat answered this recently means the member's heartbeats are being answered (it
 # sends one every second; a starved client thread may miss a beat or two).
