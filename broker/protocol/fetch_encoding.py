@@ -132,7 +132,7 @@ class _Writer:
     def _string(self, value: str) -> None:
         encoded = value.encode("utf-8")
         if self._flexible:
-            self._buffer += _uvarint(len(encoded) + 1)
+            self._buffer += unsigned_varint(len(encoded) + 1)
         else:
             self._buffer += _INT16.pack(len(encoded))
         self._buffer += encoded
@@ -146,19 +146,20 @@ class _Writer:
     def _length(self, count: int) -> None:
         # Arrays and bytes share the rule: compact (length + 1 as a varint) when flexible.
         if self._flexible:
-            self._buffer += _uvarint(count + 1)
+            self._buffer += unsigned_varint(count + 1)
         else:
             self._buffer += _INT32.pack(count)
 
     def _null_length(self) -> None:
-        self._buffer += _uvarint(0) if self._flexible else _INT32.pack(-1)
+        self._buffer += unsigned_varint(0) if self._flexible else _INT32.pack(-1)
 
     def _end_struct(self) -> None:
         if self._flexible:
             self._buffer += _NO_TAGGED_FIELDS
 
 
-def _uvarint(value: int) -> bytes:
+def unsigned_varint(value: int) -> bytes:
+    """Kafka's unsigned varint (compact lengths, tagged-field counts)."""
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)

@@ -21,6 +21,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.protocol import adapter
+from broker.protocol.fetch_encoding import unsigned_varint
 from zk.znodes import PartitionState
 
 # Which of a partition's inputs its encoding was made from: its state entry (replaced, never
@@ -107,31 +108,5 @@ _INT32 = struct.Struct(">i")
 
 def _int32_array(values: list[int], flexible: bool) -> bytes:
     count = len(values)
-    length = _unsigned_varint(count + 1) if flexible else _INT32.pack(count)
+    length = unsigned_varint(count + 1) if flexible else _INT32.pack(count)
     return length + struct.pack(f">{count}i", *values)
-
-
-def _unsigned_varint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def partition_entry(
-    partition: int, replicas: list[int], state: PartitionState, live: frozenset[int]
-) -> dict[str, Any]:
-    """A Metadata partition entry, fields of every version: a leader that is not alive is
-    answered as LEADER_NOT_AVAILABLE with no leader, as Kafka does."""
-    available = state.leader >= 0 and state.leader in live
-    return {
-        "error_code": ErrorCode.none if available else ErrorCode.leader_not_available,
-        "partition_index": partition,
-        "leader_id": state.leader if available else -1,
-        "leader_epoch": state.leader_epoch,
-        "replica_nodes": list(replicas),
-        "isr_nodes": list(state.isr),
-        "offline_replicas": [r for r in replicas if r not in live],
-    }

@@ -13,11 +13,28 @@ from kio.schema.errors import ErrorCode
 
 from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
-from broker.protocol.metadata_encoding import PartitionEncodings, partition_entry
+from broker.protocol.metadata_encoding import PartitionEncodings
 from broker.protocol.registry import response_class
 from zk.znodes import PartitionState
 
 VERSIONS = range(0, 13)
+
+
+def partition_entry(
+    partition: int, replicas: list[int], state: PartitionState, live: frozenset[int]
+) -> dict[str, Any]:
+    """The entry kio encodes for comparison: a leader that is not alive is answered as
+    LEADER_NOT_AVAILABLE with no leader, as Kafka does."""
+    available = state.leader >= 0 and state.leader in live
+    return {
+        "error_code": ErrorCode.none if available else ErrorCode.leader_not_available,
+        "partition_index": partition,
+        "leader_id": state.leader if available else -1,
+        "leader_epoch": state.leader_epoch,
+        "replica_nodes": list(replicas),
+        "isr_nodes": list(state.isr),
+        "offline_replicas": [r for r in replicas if r not in live],
+    }
 
 
 def _rows(
@@ -105,10 +122,21 @@ def test_an_entry_is_encoded_again_only_when_its_inputs_change() -> None:
 
 
 def test_a_dead_leader_is_answered_as_leader_not_available() -> None:
-    entry = partition_entry(0, [1, 2, 3], PartitionState(3, 4, [3, 1], 1), frozenset({1, 2}))
-    assert entry["error_code"] == ErrorCode.leader_not_available
-    assert entry["leader_id"] == -1
-    assert entry["offline_replicas"] == [3]
+    cls = adapter.nested_class(
+        adapter.nested_class(response_class(ApiKey.METADATA, 12), "topics"), "partitions"
+    )
+    rows = [(0, [1, 2, 3], (PartitionState(3, 4, [3, 1], 1), 0))]
+    encoded = PartitionEncodings().encode(cls, "t", rows, frozenset({1, 2}))
+    expected = {
+        "error_code": ErrorCode.leader_not_available,
+        "partition_index": 0,
+        "leader_id": -1,
+        "leader_epoch": 4,
+        "replica_nodes": [1, 2, 3],
+        "isr_nodes": [3, 1],
+        "offline_replicas": [3],
+    }
+    assert encoded == [adapter.encode(adapter.build(cls, expected))]
 
 
 def test_deleted_topics_are_forgotten() -> None:
