@@ -9,6 +9,8 @@ and the test fails when a listed difference is gone, so the list stays exact.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.integration.conftest import ClusterFactory, ClusterHandle
@@ -25,7 +27,7 @@ KNOWN_DIFFERENCES: Ranges = {}
 
 
 @pytest.fixture(scope="module")
-def ranges(make_cluster_module: ClusterFactory) -> dict[str, Ranges]:
+def ranges(reference_lib: Path, make_cluster_module: ClusterFactory) -> dict[str, Ranges]:
     clusters: dict[str, ClusterHandle] = {
         "kafka": make_cluster_module(brokers=1, impl="kafka"),
         "ours": make_cluster_module(brokers=1),

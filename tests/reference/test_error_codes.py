@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -182,7 +183,9 @@ def _prepare(cluster: ClusterHandle) -> str:
 
 
 @pytest.fixture(scope="module")
-def outcomes(make_cluster_module: ClusterFactory) -> dict[str, dict[str, Outcome]]:
+def outcomes(
+    reference_lib: Path, make_cluster_module: ClusterFactory
+) -> dict[str, dict[str, Outcome]]:
     clusters = {
         "kafka": make_cluster_module(brokers=1, impl="kafka"),
         "ours": make_cluster_module(brokers=1),

@@ -9,6 +9,7 @@ commits offsets and closes.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -173,7 +174,7 @@ def _group(address: str) -> Any:
 
 
 @pytest.fixture(scope="module")
-def answers(make_cluster_module: ClusterFactory) -> dict[str, dict[str, Any]]:
+def answers(reference_lib: Path, make_cluster_module: ClusterFactory) -> dict[str, dict[str, Any]]:
     clusters = {
         "kafka": make_cluster_module(brokers=1, impl="kafka"),
         "ours": make_cluster_module(brokers=1),
