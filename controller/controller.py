@@ -91,6 +91,10 @@ FAILED_FAILOVER_BACKOFF_S = 1.0
 RECONCILE_RETRY_BACKOFF_S = 1.0
 # Between attempts to delete /controller after a connection loss left the outcome unknown.
 RESIGN_RETRY_DELAY_S = 0.1
+# How long an admin request that arrives between winning /controller and the end of the
+# context load waits for the load (brokers and clients already see us as controller). Loading
+# 5,000 partitions takes about 2 s; the bound only matters when ZooKeeper stops answering.
+CONTEXT_LOAD_WAIT_S = 30.0
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -111,6 +115,9 @@ class Controller:
         self._sleep = sleep  # tests substitute one they control
         self._events = ControllerEventManager(self._process)
         self._context: ControllerContext | None = None
+        # Set once a won election's context is loaded, or the failover failed or resigned.
+        self._context_loaded = asyncio.Event()
+        self._context_loaded.set()
         self._partitions: PartitionStateMachine | None = None
         self._started = False
         # Counts expired ZooKeeper sessions; an election won under an older session is void.
@@ -306,6 +313,7 @@ class Controller:
         self._elected_generation = generation
         log.info("broker %d is controller, epoch %d", self.broker_id, epoch)
         controller_elected(self.broker_id, epoch)
+        self._context_loaded.clear()
         try:
             await self._on_controller_failover(epoch, epoch_zk_version)
         except ControllerMovedError:
@@ -344,6 +352,7 @@ class Controller:
         self._active_watches.watch()
         context = await load_context(self._zk, epoch, epoch_zk_version)
         self._context = context
+        self._context_loaded.set()
         self._partitions = PartitionStateMachine(
             self._zk,
             context,
@@ -397,6 +406,7 @@ class Controller:
         self._rebalance_timer.cancel()
         self._election_requests.fail_all(NOT_CONTROLLER)
         self._shutdown_requests.fail_all(NOT_CONTROLLER)
+        self._context_loaded.set()
         if self._context is None:
             return
         log.info("broker %d stops acting as controller", self.broker_id)
@@ -443,6 +453,18 @@ class Controller:
 
     # ------------------------------------------------------------------ admin requests
 
+    async def _active_context(self) -> ControllerContext | None:
+        """The context once this broker acts as controller, or None when it does not. Kafka
+        counts itself active from its election on and serves admin requests meanwhile; so a
+        request that arrives while a won election's context loads waits for the load rather
+        than answering NOT_CONTROLLER to a client that /controller sent here."""
+        if self._context is None and not self._context_loaded.is_set():
+            try:
+                await asyncio.wait_for(self._context_loaded.wait(), CONTEXT_LOAD_WAIT_S)
+            except TimeoutError:
+                log.warning("controller context still loading after %.0f s", CONTEXT_LOAD_WAIT_S)
+        return self._context
+
     async def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> ShutdownResult:
         """ControlledShutdown: move leadership off `broker_id` and take it out of ISRs (see
         controlled_shutdown.py); the answer names the partitions it still leads. Queued even
@@ -459,7 +481,7 @@ class Controller:
         self, topics: list[NewTopic], validate_only: bool
     ) -> dict[str, TopicError]:
         """CreateTopics: per-topic Kafka error code and message (NONE on success)."""
-        context = self._context
+        context = await self._active_context()
         if context is None:
             return {topic.name: TopicError(NOT_CONTROLLER) for topic in topics}
         return await create_topics(
@@ -471,7 +493,7 @@ class Controller:
     ) -> ElectionResults:
         """ElectLeaders: the outcome per partition once the controller's event has run. The
         caller bounds the wait (cancelling it abandons the request)."""
-        if self._context is None or not partitions:
+        if not partitions or await self._active_context() is None:
             return dict.fromkeys(partitions, ElectionResult(NOT_CONTROLLER))
         future = self._election_requests.add(ElectionRequest(list(partitions), election_type))
         if future is None:
@@ -484,7 +506,7 @@ class Controller:
         self, requests: list[NewPartitions], validate_only: bool
     ) -> dict[str, TopicError]:
         """CreatePartitions: per-topic Kafka error code and message (NONE on success)."""
-        context = self._context
+        context = await self._active_context()
         if context is None:
             return {request.topic: TopicError(NOT_CONTROLLER) for request in requests}
         return await create_partitions(
@@ -513,7 +535,7 @@ class Controller:
 
     async def delete_topics(self, names: list[str]) -> dict[str, int]:
         """DeleteTopics: mark each existing topic for deletion; error code per topic."""
-        context = self._context
+        context = await self._active_context()
         if context is None:
             return dict.fromkeys(names, NOT_CONTROLLER)
         return await delete_topics(self._zk, context, self._config, names)

@@ -23,7 +23,14 @@ from controller.errors import (
 )
 from controller.topic_creation import NewTopic
 from tests.unit.controller.fake_zk import FakeZkStore
-from tests.unit.controller.harness import add_topic, start_cluster, state, wait_until
+from tests.unit.controller.harness import (
+    ManualSleeps,
+    add_topic,
+    new_controller,
+    start_cluster,
+    state,
+    wait_until,
+)
 
 
 def test_created_topic_gets_kafka_placement_and_partition_states() -> None:
@@ -212,6 +219,64 @@ def test_non_controller_answers_not_controller() -> None:
         assert deleted == {"a": NOT_CONTROLLER}
         assert store.topics == {}
         await cluster.stop()
+
+    asyncio.run(scenario())
+
+
+def test_requests_during_the_context_load_wait_for_it_instead_of_not_controller() -> None:
+    """A broker that has won /controller is what clients see as controller, while its context
+    may still be loading (seconds with thousands of partitions): CreateTopics and friends sent
+    then are served once the load ends, as Kafka serves them from its election on."""
+
+    async def scenario() -> None:
+        store = FakeZkStore()
+        store.register_broker(1)
+        controller, kafka_zk = new_controller(store, 1)
+        load_gate = asyncio.Event()
+        read_topics = kafka_zk.get_all_topics
+
+        async def slow_get_all_topics() -> list[str]:
+            await load_gate.wait()
+            return await read_topics()
+
+        kafka_zk.get_all_topics = slow_get_all_topics  # type: ignore[method-assign]
+        await controller.start()
+        await wait_until(lambda: store.controller is not None, "/controller won")
+        assert not controller.is_active
+        created = asyncio.create_task(controller.create_topics([NewTopic("a", 1, 1)], False))
+        deleted = asyncio.create_task(controller.delete_topics(["missing"]))
+        await asyncio.sleep(0.01)
+        assert not created.done() and not deleted.done()
+        load_gate.set()
+        assert await created == {"a": TopicError(NONE)}
+        assert await deleted == {"missing": UNKNOWN_TOPIC_OR_PARTITION}
+        assert "a" in store.topics
+        await controller.stop()
+
+    asyncio.run(scenario())
+
+
+def test_requests_waiting_for_a_load_that_fails_answer_not_controller() -> None:
+    async def scenario() -> None:
+        store = FakeZkStore()
+        store.register_broker(1)
+        controller, kafka_zk = new_controller(store, 1, sleep=ManualSleeps())
+        load_gate = asyncio.Event()
+
+        async def failing_get_all_topics() -> list[str]:
+            await load_gate.wait()
+            raise RuntimeError("injected load failure")
+
+        kafka_zk.get_all_topics = failing_get_all_topics  # type: ignore[method-assign]
+        await controller.start()
+        await wait_until(lambda: store.controller is not None, "/controller won")
+        created = asyncio.create_task(controller.create_topics([NewTopic("a", 1, 1)], False))
+        await asyncio.sleep(0.01)
+        assert not created.done()
+        load_gate.set()
+        assert await created == {"a": TopicError(NOT_CONTROLLER)}
+        assert "a" not in store.topics
+        await controller.stop()
 
     asyncio.run(scenario())
 
