@@ -81,7 +81,7 @@ class KafkaServer:
             self.kafka_zk, self.replica_manager.on_isr_changed
         )
         self.replica_manager.fetchers = ReplicaFetcherManager(
-            _fetcher_config(config), self.replica_manager, self._inter_broker_address
+            _fetcher_config(config), self.replica_manager, self.inter_broker_address
         )
         self.log_dir_mover = ReplicaAlterLogDirs(
             self.log_manager,
@@ -441,7 +441,11 @@ class KafkaServer:
                 removing=assignment.removing_replicas.get(partition, ()),
             )
 
-    def _inter_broker_address(self, broker_id: int) -> tuple[str, int] | None:
+    def peer_broker_ids(self) -> list[int]:
+        """Every other broker registered in ZooKeeper, as this broker last saw them."""
+        return sorted(set(self.cluster_watch.view.brokers) - {self.broker_id})
+
+    def inter_broker_address(self, broker_id: int) -> tuple[str, int] | None:
         """Where `broker_id` takes inter-broker requests (inter.broker.listener.name)."""
         registration = self.cluster_watch.view.brokers.get(broker_id)
         if registration is None:
@@ -567,7 +571,7 @@ class KafkaServer:
                 socket_timeout_ms=config["controller.socket.timeout.ms"],
             ),
             view=lambda: self.cluster_watch.view,
-            address_of=self._inter_broker_address,
+            address_of=self.inter_broker_address,
             broker_epoch=lambda: self.broker_epoch,
             wait_for_metadata=self.wait_for_metadata,
         )

@@ -3,7 +3,8 @@
 The controller validates, places the new partitions and rewrites the topic znode (see
 controller/partition_modification.py); then, as Kafka's DelayedCreatePartitions does, we wait
 up to the request's timeout until this broker's metadata shows a leader for every partition of
-each changed topic (REQUEST_TIMED_OUT otherwise, and at once for a timeout <= 0).
+each changed topic (REQUEST_TIMED_OUT otherwise, and at once for a timeout <= 0), then
+briefly for the other live brokers to show them (see metadata_propagation.py).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.metadata_propagation import wait_for_peers
 from broker.network.context import RequestContext
 from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
@@ -31,6 +33,8 @@ async def handle(context: RequestContext, request: Any) -> Any:
         timed_out = (
             set(added) if timeout_s <= 0 else await _wait_for_leaders(context, added, timeout_s)
         )
+        shown = {topic: count for topic, count in added.items() if topic not in timed_out}
+        await wait_for_peers(context.server, shown, timeout_s)
     cls = response_class(ApiKey.CREATE_PARTITIONS, context.api_version)
     return adapter.build(
         cls,

@@ -2,7 +2,8 @@
 
 The controller validates and writes the topic znodes; we then wait (up to the request's
 timeout) until this broker's metadata shows a leader for every new partition, as Kafka waits
-for metadata propagation before answering.
+for metadata propagation before answering, and then (at most a few seconds) until the other
+live brokers show them too (see metadata_propagation.py).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.metadata_propagation import wait_for_peers
 from broker.network.context import RequestContext
 from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
@@ -29,6 +31,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
     if created and not validate_only:
         timeout_s = adapter.millis(request.timeout) / 1000
         timed_out = await _wait_for_leaders(context, created, timeout_s)
+        await _wait_for_peers(context, [t for t in created if t not in timed_out], timeout_s)
     topics = [_result(context, t, results[t.name], t.name in timed_out) for t in new_topics]
     cls = response_class(ApiKey.CREATE_TOPICS, context.api_version)
     return adapter.build(cls, {"throttle_time": 0, "topics": topics})
@@ -59,6 +62,12 @@ async def _wait_for_leaders(
 
     await context.server.wait_for_metadata(lambda: not pending(), timeout_s)
     return pending()
+
+
+async def _wait_for_peers(context: RequestContext, topics: list[str], timeout_s: float) -> None:
+    cache = context.server.metadata_cache
+    counts = {topic: len(cache.partitions(topic) or ()) for topic in topics}
+    await wait_for_peers(context.server, counts, timeout_s)
 
 
 def _result(

@@ -223,6 +223,44 @@ def test_create_topics_errors_on_the_controller(cluster: ClusterHandle) -> None:
                 assert _zk_topic(zk, name) is None, name
 
 
+# -- CreateTopics / CreatePartitions answered once every broker shows the leaders ---------
+
+CREATE_PARTITIONS = 37
+PROPAGATION_ROUNDS = 8
+
+
+def test_every_broker_shows_new_leaders_once_create_topics_is_answered(
+    cluster: ClusterHandle,
+) -> None:
+    """Kafka's controller tells every broker at once; ours learn from ZooKeeper one by one,
+    so without waiting for them a client asking another broker right after CreateTopics was
+    told the topic does not exist (aiokafka's group leader then assigned nothing)."""
+    controller = controller_address(cluster)
+    for _ in range(PROPAGATION_ROUNDS):
+        name = _unique("propagated")
+        result = _create_topics(controller, [topic_spec(name, 6, 3)])[name]
+        assert int(result.error_code) == NONE, result
+        assert _leaders_ready(cluster, name, 6), f"a broker did not show {name}'s leaders"
+
+
+def test_every_broker_shows_added_partitions_once_create_partitions_is_answered(
+    cluster: ClusterHandle,
+) -> None:
+    controller = controller_address(cluster)
+    name = _unique("grown")
+    _create_topic(cluster, name, partitions=1, rf=3)
+    for count in range(2, 2 + PROPAGATION_ROUNDS):
+        fields = {
+            "topics": [{"name": name, "count": count, "assignments": None}],
+            "timeout": 30000,
+            "validate_only": False,
+        }
+        with WireClient.to(controller, timeout_s=40) as client:
+            response = client.request(CREATE_PARTITIONS, 3, fields)
+        assert [int(r.error_code) for r in response.results] == [NONE], response
+        assert _leaders_ready(cluster, name, count), f"a broker did not show {count} partitions"
+
+
 def test_validate_only_creates_nothing(cluster: ClusterHandle) -> None:
     controller = controller_address(cluster)
     name = _unique("validate-only")
