@@ -63,9 +63,12 @@ async def handle(context: RequestContext, request: Any) -> Any:
     deadline_s = asyncio.get_running_loop().time() + adapter.millis(request.max_wait) / 1000
     results, total_bytes, any_error = _read_all(context, request, positions, names)
     waits = total_bytes < request.min_bytes and not any_error
-    if waits and await _wait_for_data(context, request, positions, names, deadline_s):
-        # The one read of the delayed fetch, now that it completes.
-        results, _, _ = _read_all(context, request, positions, names)
+    delayed = (
+        await _wait_for_data(context, request, positions, names, deadline_s) if waits else None
+    )
+    if delayed is not None:
+        # The delayed fetch's read, now that it completes: only of what changed meanwhile.
+        results = _read_changed(context, request, positions, names, results, delayed)
     session_id, answered = fetch_context.respond(sessions, results, replica_id >= 0, _now_ms())
     if legacy_fetch.needs_conversion(version):
         offsets = {key: position.fetch_offset for key, position in _named(positions)}
@@ -80,10 +83,10 @@ async def _wait_for_data(
     positions: list[tuple[FetchKey, FetchPosition]],
     names: dict[str | uuid.UUID, str],
     deadline_s: float,
-) -> bool:
+) -> DelayedFetch | None:
     """Park the fetch until `min_bytes` may be readable, a partition must answer an error,
     or the deadline (Kafka's DelayedFetch: each wake-up checks offsets only, no log is
-    read). False if there was nothing to wait for."""
+    read). None if there was nothing to wait for."""
     # Partitions of unknown topic ids are answered, but only the others are worth waiting for.
     waited_for = [
         FetchRequestPosition(
@@ -97,7 +100,7 @@ async def _wait_for_data(
     ]
     remaining_s = deadline_s - asyncio.get_running_loop().time()
     if remaining_s <= 0 or not waited_for:
-        return False
+        return None
     replica_manager = context.server.replica_manager
     # Parked right after the first read (no await between), from the same replica states.
     delayed = DelayedFetch.park(
@@ -107,7 +110,7 @@ async def _wait_for_data(
         follower=_replica_id(request) >= 0,
     )
     await replica_manager.wait_for_fetch(delayed, remaining_s)
-    return True
+    return delayed
 
 
 def _topic_names(
@@ -220,6 +223,61 @@ def _read_all(
         any_error = any_error or result.error_code != ErrorCode.none
         results.append((key, result))
     return results, total_bytes, any_error
+
+
+def _read_changed(
+    context: RequestContext,
+    request: Any,
+    positions: list[tuple[FetchKey, FetchPosition]],
+    names: dict[str | uuid.UUID, str],
+    first: Results,
+    delayed: DelayedFetch,
+) -> Results:
+    """The completed delayed fetch's results: the first read's where nothing changed since
+    (the common case for all but a few partitions of a follower's session), a new read
+    elsewhere, within the same byte budget."""
+    replica_manager = context.server.replica_manager
+    replica_id = _replica_id(request)
+    budget_bytes = min(
+        getattr(request, "max_bytes", 0x7FFFFFFF), context.server.config["fetch.max.bytes"]
+    )
+    statuses = delayed.status_by_key()
+    total_bytes = 0
+    results = []
+    for (key, position), (_, earlier) in zip(positions, first, strict=True):
+        topic, partition = key
+        name = names.get(topic)
+        status = None if name is None else statuses.get((name, partition))
+        if (
+            status is None
+            or name is None
+            or (
+                earlier.error_code == ErrorCode.none
+                and DelayedFetch.same_as_parked(
+                    status,
+                    replica_manager.get_by_key((name, partition)),
+                    earlier.log_end_offset,
+                    earlier.high_watermark,
+                    earlier.log_start_offset,
+                )
+            )
+        ):
+            total_bytes += len(earlier.records)
+            results.append((key, earlier))
+            continue
+        result = replica_manager.read(
+            name,
+            partition,
+            position.fetch_offset,
+            min(position.partition_max_bytes, max(budget_bytes - total_bytes, 0)),
+            min_one_batch=total_bytes == 0,
+            current_leader_epoch=position.current_leader_epoch,
+            replica_id=replica_id,
+            follower_log_start_offset=position.log_start_offset,
+        )
+        total_bytes += len(result.records)
+        results.append((key, result))
+    return results
 
 
 def _by_topic(results: Results, names: dict[str | uuid.UUID, str]) -> list[dict[str, Any]]:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from broker.log.log import Log
 from broker.replication.partition import Partition
@@ -55,8 +56,9 @@ def position_of(log: Log, offset: int) -> LogPosition:
     return LogPosition(segment.base_offset, position_bytes)
 
 
-@dataclass(frozen=True, slots=True)
-class FetchRequestPosition:
+# Named tuples rather than frozen dataclasses: one of each is made per partition of a fetch
+# session (thousands for a follower) every time a fetch parks.
+class FetchRequestPosition(NamedTuple):
     """What the request asked of one partition."""
 
     key: TopicPartition
@@ -65,8 +67,7 @@ class FetchRequestPosition:
     current_leader_epoch: int = -1
 
 
-@dataclass(frozen=True, slots=True)
-class FetchPartitionStatus:
+class FetchPartitionStatus(NamedTuple):
     """One partition of a parked fetch, as it was when the fetch parked."""
 
     request: FetchRequestPosition
@@ -74,6 +75,7 @@ class FetchPartitionStatus:
     partition: Partition | None
     log: Log | None
     leadership_generation: int
+    leader_epoch: int
     fetch_position: LogPosition
 
 
@@ -99,7 +101,9 @@ class DelayedFetch:
         for request in requested:
             current = lookup(request.key)
             if current is None:
-                statuses.append(FetchPartitionStatus(request, None, None, -1, LogPosition(-1, -1)))
+                statuses.append(
+                    FetchPartitionStatus(request, None, None, -1, -1, LogPosition(-1, -1))
+                )
                 continue
             statuses.append(
                 FetchPartitionStatus(
@@ -107,10 +111,37 @@ class DelayedFetch:
                     current,
                     current.log,
                     current.leadership_generation,
+                    current.leader_epoch,
                     position_of(current.log, request.fetch_offset),
                 )
             )
         return cls(statuses, min_bytes, follower)
+
+    def status_by_key(self) -> dict[TopicPartition, FetchPartitionStatus]:
+        return {status.request.key: status for status in self.statuses}
+
+    @staticmethod
+    def same_as_parked(
+        status: FetchPartitionStatus,
+        current: Partition | None,
+        log_end_offset: int,
+        high_watermark: int,
+        log_start_offset: int,
+    ) -> bool:
+        """Whether a read of the partition now would answer what the read just before parking
+        answered (its offsets given): the same replica, still leading in the same term and
+        epoch, and no offset moved. Such a partition need not be read again on completion."""
+        return (
+            current is not None
+            and current is status.partition
+            and current.log is status.log
+            and current.is_leader
+            and current.leadership_generation == status.leadership_generation
+            and current.leader_epoch == status.leader_epoch
+            and current.log.log_end_offset == log_end_offset
+            and current.high_watermark == high_watermark
+            and current.log.log_start_offset == log_start_offset
+        )
 
     @property
     def keys(self) -> list[TopicPartition]:

@@ -171,6 +171,40 @@ def test_completing_reads_each_log_once(tmp_path: Path) -> None:
     asyncio.run(scenario())
 
 
+def test_completing_re_reads_only_the_partitions_that_changed(tmp_path: Path) -> None:
+    """A follower's session holds thousands of partitions and one append completes its fetch:
+    the others answer what the read before parking found, without another read."""
+
+    async def scenario() -> None:
+        broker = Broker(tmp_path, partitions=3, isr=[ME, FOLLOWER])
+        waiting = broker.fetch({0: 0, 1: 0, 2: 0}, replica_id=FOLLOWER)
+        await _parked(waiting)
+        batch_bytes = broker.append(1)
+        answer = await asyncio.wait_for(waiting, WAIT_S)
+        assert broker.reads == Counter({0: 1, 1: 2, 2: 1})
+        assert len(answer[1]["records"]) == batch_bytes
+        assert [answer[index]["records"] for index in (0, 2)] == [b"", b""]
+        assert {answer[index]["error_code"] for index in (0, 1, 2)} == {ErrorCode.none}
+
+    asyncio.run(scenario())
+
+
+def test_a_partition_whose_epoch_moved_while_parked_is_read_again(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        broker = Broker(tmp_path, partitions=2, isr=[ME, FOLLOWER])
+        waiting = broker.fetch({0: 0, 1: 0}, replica_id=FOLLOWER, leader_epoch=0)
+        await _parked(waiting)
+        # Still the leader, in a new epoch: the fetch named epoch 0, now fenced.
+        bumped = PartitionState(leader=ME, leader_epoch=1, isr=[ME, FOLLOWER], controller_epoch=1)
+        broker.apply(0, bumped, zk_version=1)
+        answer = await asyncio.wait_for(waiting, WAIT_S)
+        assert answer[0]["error_code"] == ErrorCode.fenced_leader_epoch
+        assert answer[1]["error_code"] == ErrorCode.none
+        assert broker.reads[1] == 1
+
+    asyncio.run(scenario())
+
+
 def test_min_bytes_waits_until_about_that_many_bytes_are_readable(tmp_path: Path) -> None:
     async def scenario() -> None:
         broker = Broker(tmp_path, partitions=1, isr=[ME])
