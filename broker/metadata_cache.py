@@ -38,6 +38,9 @@ class MetadataCache:
         self._view = view
         self._names_by_id: dict[uuid.UUID, str] = {}
         self._partition_encodings = PartitionEncodings()
+        # (entry class, topic) -> the topic's version and broker map it was encoded from, and
+        # its encoded partition entries.
+        self._encoded_topics: dict[tuple[type, str], tuple[int, object, list[bytes]]] = {}
 
     def update(self, view: ClusterView) -> None:
         self._view = view
@@ -50,6 +53,29 @@ class MetadataCache:
         if len(encodings) > ENCODINGS_PER_TOPIC * (len(self._view.topics) + 1):
             encodings.forget_other_topics(self._view.topics)
         return encodings
+
+    def encoded_partitions(self, cls: type, topic: str) -> list[bytes] | None:
+        """The topic's Metadata partition entries as `cls` (see `partition_encodings`), or None
+        until this broker has read every partition's state. Kept whole until the topic or the
+        live brokers change: a topic of 5,000 partitions is then no work to answer again."""
+        version = self._view.topic_versions.get(topic)
+        brokers = self._view.brokers
+        cached = self._encoded_topics.get((cls, topic))
+        if cached is not None and cached[0] == version and cached[1] is brokers:
+            return cached[2]
+        rows = self.partition_rows(topic)
+        if not rows:
+            return None
+        encoded = self.partition_encodings.encode(cls, topic, rows, self.live_broker_ids())
+        if version is not None:
+            if len(self._encoded_topics) > ENCODINGS_PER_TOPIC * (len(self._view.topics) + 1):
+                self._encoded_topics = {
+                    key: value
+                    for key, value in self._encoded_topics.items()
+                    if key[1] in self._view.topics
+                }
+            self._encoded_topics[(cls, topic)] = (version, brokers, encoded)
+        return encoded
 
     @property
     def controller_id(self) -> int:

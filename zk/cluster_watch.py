@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import itertools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -46,6 +47,13 @@ class ClusterView:
     controller_id: int | None = None
     topics: dict[str, TopicAssignment] = field(default_factory=dict)
     partition_states: dict[TopicPartition, tuple[PartitionState, int]] = field(default_factory=dict)
+    # A new number, never used before, each time a topic's assignment or one of its partition
+    # states changes here: what is derived from them (encoded Metadata) is kept until then.
+    topic_versions: dict[str, int] = field(default_factory=dict)
+    _version_numbers: itertools.count[int] = field(default_factory=itertools.count, repr=False)
+
+    def touch(self, topic: str) -> None:
+        self.topic_versions[topic] = next(self._version_numbers)
 
 
 @dataclass(frozen=True)
@@ -317,6 +325,7 @@ class ClusterWatch:
             self._unwatch_data(TopicPartitionStateZNode.path(topic, partition))
             self.view.partition_states.pop((topic, partition), None)
         self.view.topics[topic] = assignment
+        self.view.touch(topic)
         if previous is None:
             return "added"
         return "changed" if previous != assignment else None
@@ -327,6 +336,7 @@ class ClusterWatch:
             self._unwatch_data(TopicPartitionStateZNode.path(topic, partition))
             self.view.partition_states.pop((topic, partition), None)
         del self.view.topics[topic]
+        self.view.topic_versions.pop(topic, None)
 
     async def _refresh_partitions(self, partitions: set[TopicPartition]) -> set[TopicPartition]:
         # Only partitions of topics still in the view; a deleted topic's late events are noise.
@@ -351,6 +361,8 @@ class ClusterWatch:
             elif self.view.partition_states.get(key) != state:
                 self.view.partition_states[key] = state
                 changed.add(key)
+        for topic in {topic for topic, _ in changed}:
+            self.view.touch(topic)
         return changed
 
 

@@ -109,8 +109,9 @@ async def _topic(
     topic_cls: type,
 ) -> tuple[dict[str, Any], list[bytes]]:
     """The topic's entry (without partitions) and its encoded partition entries."""
-    rows = cache.partition_rows(name)
-    if not rows:
+    partition_cls = adapter.nested_class(topic_cls, "partitions")
+    partitions = cache.encoded_partitions(partition_cls, name)
+    if partitions is None:
         if not _is_legal_name(name):
             # As Kafka 3.9 answers: no such topic can exist, so none is looked up or created.
             return _topic_entry(name, ErrorCode.invalid_topic_exception, None), []
@@ -118,10 +119,6 @@ async def _topic(
         if allow_auto_create and context.server.config["auto.create.topics.enable"]:
             error = await auto_create_topic(context.server, name)
         return _topic_entry(name, error, None), []
-    partition_cls = adapter.nested_class(topic_cls, "partitions")
-    partitions = cache.partition_encodings.encode(
-        partition_cls, name, rows, cache.live_broker_ids()
-    )
     return _topic_entry(name, ErrorCode.none, cache.topic_id(name)), partitions
 
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from broker.handlers.metadata import _listed_topics
 from broker.metadata_cache import MetadataCache
+from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
+from broker.protocol.registry import response_class
 from zk.cluster_watch import ClusterView
 from zk.znodes import PartitionState, TopicAssignment
 
@@ -25,3 +28,30 @@ def test_a_topic_is_listed_with_all_partitions_once_every_state_is_read() -> Non
     cache = _cache([0, 1, 2])
     assert [row[0] for row in cache.partition_rows("t") or []] == [0, 1, 2]
     assert _listed_topics(cache) == ["t"]
+
+
+def test_encoded_partitions_are_kept_until_the_topic_or_the_brokers_change() -> None:
+    assignment = TopicAssignment(None, {0: [1, 2]})
+    view = ClusterView(
+        topics={"t": assignment},
+        partition_states={("t", 0): (PartitionState(1, 0, [1, 2], 1), 0)},
+    )
+    view.touch("t")
+    cache = MetadataCache(view)
+    entry_cls = adapter.nested_class(
+        adapter.nested_class(response_class(ApiKey.METADATA, 12), "topics"), "partitions"
+    )
+    first = cache.encoded_partitions(entry_cls, "t")
+    assert first is not None
+    assert cache.encoded_partitions(entry_cls, "t") is first
+
+    # Changed in place without a new version: still the kept entries (nothing changes the
+    # view but the watch, which always touches the topic).
+    view.partition_states[("t", 0)] = (PartitionState(2, 1, [2], 1), 1)
+    assert cache.encoded_partitions(entry_cls, "t") is first
+    view.touch("t")
+    moved = cache.encoded_partitions(entry_cls, "t")
+    assert moved is not None and moved != first
+
+    view.brokers = {}  # the watch replaces the broker map when a broker comes or goes
+    assert cache.encoded_partitions(entry_cls, "t") is not moved

@@ -45,6 +45,7 @@ class _FakeKafkaZk:
     def __init__(self) -> None:
         self.client = _FakeClient()
         self.topics: dict[str, TopicAssignment] = {}
+        self.states: dict[tuple[str, int], tuple[PartitionState, int]] = {}
         # Errors the next get_all_topics calls raise, one each.
         self.topic_list_failures: list[Exception] = []
 
@@ -71,7 +72,7 @@ class _FakeKafkaZk:
         partitions: Sequence[tuple[str, int]],
         on_malformed: MalformedHandler | None = None,
     ) -> dict[tuple[str, int], tuple[PartitionState, int] | None]:
-        return dict.fromkeys(partitions)
+        return {key: self.states.get(key) for key in partitions}
 
 
 async def _wait_until(condition: Callable[[], bool], what: str) -> None:
@@ -103,6 +104,36 @@ def test_refresh_that_fails_unexpectedly_keeps_its_work_and_is_retried(
         kafka_zk.topics["payments"] = TopicAssignment(None, {0: [1]})
         kafka_zk.client.fire("children", "/brokers/topics")
         await _wait_until(lambda: "payments" in watch.view.topics, "a later topic")
+        await watch.stop()
+
+    asyncio.run(scenario())
+
+
+def test_a_topics_version_changes_with_its_assignment_or_a_partition_state_only() -> None:
+    async def scenario() -> None:
+        kafka_zk = _FakeKafkaZk()
+        kafka_zk.topics["t"] = TopicAssignment(None, {0: [1, 2]})
+        kafka_zk.states[("t", 0)] = (PartitionState(1, 0, [1, 2], 1), 0)
+        watch = ClusterWatch(cast(KafkaZk, kafka_zk), lambda change: None)
+        await watch.start()
+        loaded = watch.view.topic_versions["t"]
+        state_path = "/brokers/topics/t/partitions/0/state"
+
+        kafka_zk.client.fire("data", state_path)  # a watch, nothing new
+        await _wait_until(
+            lambda: watch._refresher is not None and watch._refresher.done(), "the refresh"
+        )
+        assert watch.view.topic_versions["t"] == loaded
+
+        kafka_zk.states[("t", 0)] = (PartitionState(2, 1, [2], 1), 1)
+        kafka_zk.client.fire("data", state_path)
+        await _wait_until(lambda: watch.view.topic_versions["t"] != loaded, "a new version")
+        after_state = watch.view.topic_versions["t"]
+
+        kafka_zk.topics["t"] = TopicAssignment(None, {0: [1, 2], 1: [2, 1]})
+        kafka_zk.client.fire("data", "/brokers/topics/t")
+        await _wait_until(lambda: watch.view.topic_versions["t"] != after_state, "another")
+        assert len({loaded, after_state, watch.view.topic_versions["t"]}) == 3
         await watch.stop()
 
     asyncio.run(scenario())
