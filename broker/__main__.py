@@ -45,9 +45,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _route_state_change_log(log_dir: str | None) -> logging.handlers.QueueListener | None:
-    """Also write `state.change.logger` to $LOG_DIR/state-change.log, as Kafka's log4j
-    config does (its lines stay in the main log too). A thread writes the file, so the event
-    loop never waits for the disk."""
+    """Write `state.change.logger` to $LOG_DIR/state-change.log instead of the main log, as
+    Kafka's log4j config does (additivity false): a failover writes thousands of its lines.
+    A thread writes the file, so the event loop never waits for the disk."""
     if not log_dir:
         return None
     path = Path(log_dir) / STATE_CHANGE_LOG_FILE
@@ -59,7 +59,9 @@ def _route_state_change_log(log_dir: str | None) -> logging.handlers.QueueListen
         return None
     file_handler.setFormatter(logging.Formatter(LOG_FORMAT))
     records: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
-    logging.getLogger(STATE_CHANGE_LOGGER).addHandler(logging.handlers.QueueHandler(records))
+    state_change = logging.getLogger(STATE_CHANGE_LOGGER)
+    state_change.addHandler(logging.handlers.QueueHandler(records))
+    state_change.propagate = False
     listener = logging.handlers.QueueListener(records, file_handler)
     listener.start()
     return listener

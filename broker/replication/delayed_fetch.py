@@ -30,7 +30,6 @@ completes as soon as anything new is readable.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from broker.log.log import Log
@@ -39,8 +38,7 @@ from broker.replication.partition import Partition
 TopicPartition = tuple[str, int]
 
 
-@dataclass(frozen=True, slots=True)
-class LogPosition:
+class LogPosition(NamedTuple):
     segment_base_offset: int
     position_bytes: int
 

@@ -127,7 +127,7 @@ def test_tool_preferred_election_moves_leadership_back(
     assert after["leader"] == preferred
     assert after["isr"] == before["isr"]
     assert after["leader_epoch"] == before["leader_epoch"] + 1
-    log = cluster.broker_log(_controller(zk)).read_text(errors="replace")
+    log = (cluster.dir / f"broker-{_controller(zk)}" / "state-change.log").read_text()
     assert "Changed partition tool-pref-0" in log
     assert "reason: preferred leader election" in log
 
