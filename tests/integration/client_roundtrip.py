@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import subprocess
 import time
 from dataclasses import dataclass
+
+import pytest
 
 PARTITIONS = 6
 REPLICATION_FACTOR = 3
@@ -245,6 +248,14 @@ def roundtrip_confluent(
 # -- kcat --------------------------------------------------------------------------------
 
 
+def kcat_command() -> str:
+    """kcat's path; a test that needs it fails saying so when it is not installed."""
+    found = shutil.which("kcat")
+    if found is None:
+        pytest.fail("kcat is not installed: apt-get install kcat (.ci/run installs it)")
+    return found
+
+
 def roundtrip_kcat(
     bootstrap: str, topic: str, codec: str, records: list[Sent]
 ) -> tuple[dict[int, tuple[int, int]], list[Received]]:
@@ -253,7 +264,7 @@ def roundtrip_kcat(
     lines = "".join(f"{r.key.decode()}\t{r.value.decode()}\n" for r in records)
     produce = subprocess.run(
         [
-            "kcat",
+            kcat_command(),
             "-P",
             "-b",
             bootstrap,
@@ -277,7 +288,7 @@ def roundtrip_kcat(
     for partition in range(PARTITIONS):
         consume = subprocess.run(
             [
-                "kcat",
+                kcat_command(),
                 "-C",
                 "-b",
                 bootstrap,

@@ -33,6 +33,7 @@ from confluent_kafka import Consumer, ConsumerGroupState, KafkaException, Produc
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from broker.coordinator.group.records import partition_for
+from tests.integration.client_roundtrip import kcat_command
 from tests.integration.conftest import ClusterFactory, ClusterHandle, wait_until, zk_session
 
 pytestmark = pytest.mark.integration
@@ -592,7 +593,7 @@ def test_kcat_balanced_consumer_reads_every_record(group_cluster: ClusterHandle)
     values = [b"kcat-%d" % index for index in range(60)]
     _produce(bootstrap, topic, values)
 
-    command = ["kcat", "-b", bootstrap, "-G", group, topic, "-o", "beginning", "-e", "-q"]
+    command = [kcat_command(), "-b", bootstrap, "-G", group, topic, "-o", "beginning", "-e", "-q"]
     command += ["-f", r"%p %o %s\n"]
     result = subprocess.run(
         command, capture_output=True, timeout=TIMEOUT_S, check=False, stdin=subprocess.DEVNULL
