@@ -24,12 +24,15 @@ import collections
 import contextlib
 import functools
 import logging
+import math
+import select
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from kazoo import exceptions as kazoo_errors
 from kazoo.client import KazooClient, KazooState
+from kazoo.handlers.threading import SequentialThreadingHandler
 from kazoo.retry import KazooRetry
 
 from zk import errors
@@ -112,6 +115,36 @@ class _KazooWatcher:
 
     def __call__(self, event: Any) -> None:  # kazoo thread
         self.client._on_kazoo_watch(self.kind, self.path, event)
+
+
+class _PollingHandler(SequentialThreadingHandler):  # type: ignore[misc]
+    """kazoo's threading handler with a cheaper `select`. kazoo's connection thread sends one
+    request or reads one response per `select`, and kazoo's own creates and closes an epoll
+    selector each time: with thousands of requests in flight (a controller failover) that was
+    a third of the thread's time. `poll` has no fd limit either and keeps no kernel object."""
+
+    def select(
+        self, rlist: list[Any], wlist: list[Any], xlist: list[Any], timeout: float | None = None
+    ) -> tuple[list[Any], list[Any], list[Any]]:
+        poller = select.poll()
+        masks: dict[int, int] = {}
+        for objects, mask in ((rlist, select.POLLIN), (wlist, select.POLLOUT)):
+            for obj in objects:
+                masks[_fileno(obj)] = masks.get(_fileno(obj), 0) | mask
+        for fd, mask in masks.items():
+            poller.register(fd, mask)
+        # Rounded up: a sub-millisecond timeout must not become a busy zero.
+        timeout_ms = None if timeout is None else math.ceil(max(timeout, 0.0) * 1000)
+        ready = dict(poller.poll(timeout_ms))
+        # A hang-up or an error counts as ready, as select() reports it.
+        failed = select.POLLHUP | select.POLLERR | select.POLLNVAL
+        readable = [obj for obj in rlist if ready.get(_fileno(obj), 0) & (select.POLLIN | failed)]
+        writable = [obj for obj in wlist if ready.get(_fileno(obj), 0) & (select.POLLOUT | failed)]
+        return readable, writable, []
+
+
+def _fileno(obj: Any) -> int:
+    return obj if isinstance(obj, int) else int(obj.fileno())
 
 
 def split_chroot(connect: str) -> tuple[str, str | None]:
@@ -238,7 +271,10 @@ class ZkClient:
             max_tries=-1, delay=_RECONNECT_DELAY_S, backoff=2, max_delay=_RECONNECT_MAX_DELAY_S
         )
         return KazooClient(
-            hosts=hosts, timeout=self.session_timeout_ms / 1000.0, connection_retry=retry
+            hosts=hosts,
+            timeout=self.session_timeout_ms / 1000.0,
+            connection_retry=retry,
+            handler=_PollingHandler(),
         )
 
     def _start_blocking(self, client: Any) -> None:
