@@ -49,10 +49,14 @@ class MetadataCache:
     def partition_encodings(self) -> PartitionEncodings:
         """Encoded Metadata partition entries, kept for the topics that still exist."""
         encodings = self._partition_encodings
-        # Kept per response version and topic: a few versions in use per topic at most.
-        if len(encodings) > ENCODINGS_PER_TOPIC * (len(self._view.topics) + 1):
+        if self._too_many_kept(len(encodings)):
             encodings.forget_other_topics(self._view.topics)
         return encodings
+
+    def _too_many_kept(self, kept: int) -> bool:
+        """Encodings are kept per response version and topic: a few versions in use per topic
+        at most, so more than that means deleted topics' are still kept."""
+        return kept > ENCODINGS_PER_TOPIC * (len(self._view.topics) + 1)
 
     def encoded_partitions(self, cls: type, topic: str) -> list[bytes] | None:
         """The topic's Metadata partition entries as `cls` (see `partition_encodings`), or None
@@ -68,7 +72,7 @@ class MetadataCache:
             return None
         encoded = self.partition_encodings.encode(cls, topic, rows, self.live_broker_ids())
         if version is not None:
-            if len(self._encoded_topics) > ENCODINGS_PER_TOPIC * (len(self._view.topics) + 1):
+            if self._too_many_kept(len(self._encoded_topics)):
                 self._encoded_topics = {
                     key: value
                     for key, value in self._encoded_topics.items()

@@ -68,7 +68,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
     )
     if delayed is not None:
         # The delayed fetch's read, now that it completes: only of what changed meanwhile.
-        results = _read_changed(context, request, positions, names, results, delayed)
+        results, _, _ = _read_all(context, request, positions, names, (results, delayed))
     session_id, answered = fetch_context.respond(sessions, results, replica_id >= 0, _now_ms())
     if legacy_fetch.needs_conversion(version):
         offsets = {key: position.fetch_offset for key, position in _named(positions)}
@@ -193,91 +193,50 @@ def _read_all(
     request: Any,
     positions: list[tuple[FetchKey, FetchPosition]],
     names: dict[str | uuid.UUID, str],
+    parked: tuple[Results, DelayedFetch] | None = None,
 ) -> tuple[Results, int, bool]:
+    """Read every partition of the fetch, within the response's byte budget. With `parked`
+    (the first read's results and the delayed fetch that then completed), a partition where
+    nothing changed since keeps its first result: in a follower's session of thousands of
+    partitions, one append completes the fetch and all but that one are unchanged."""
     replica_manager = context.server.replica_manager
     replica_id = _replica_id(request)
     # fetch.max.bytes caps what one response may hold, whatever the client asks (KIP-541).
     budget_bytes = min(
         getattr(request, "max_bytes", 0x7FFFFFFF), context.server.config["fetch.max.bytes"]
     )
+    statuses = parked[1].status_by_key() if parked is not None else {}
     total_bytes = 0
     any_error = False
     results = []
-    for key, position in positions:
+    for index, (key, position) in enumerate(positions):
         topic, partition = key
         name = names.get(topic)
         if name is None:
             results.append((key, ReadResult(ErrorCode.unknown_topic_id)))
             continue
-        result = replica_manager.read(
-            name,
-            partition,
-            position.fetch_offset,
-            min(position.partition_max_bytes, max(budget_bytes - total_bytes, 0)),
-            min_one_batch=total_bytes == 0,
-            current_leader_epoch=position.current_leader_epoch,
-            replica_id=replica_id,
-            follower_log_start_offset=position.log_start_offset,
-        )
+        result = None
+        if parked is not None:
+            earlier = parked[0][index][1]
+            status = statuses.get((name, partition))
+            current = replica_manager.get_by_key((name, partition))
+            if status is not None and DelayedFetch.same_as_parked(status, current, earlier):
+                result = earlier
+        if result is None:
+            result = replica_manager.read(
+                name,
+                partition,
+                position.fetch_offset,
+                min(position.partition_max_bytes, max(budget_bytes - total_bytes, 0)),
+                min_one_batch=total_bytes == 0,
+                current_leader_epoch=position.current_leader_epoch,
+                replica_id=replica_id,
+                follower_log_start_offset=position.log_start_offset,
+            )
         total_bytes += len(result.records)
         any_error = any_error or result.error_code != ErrorCode.none
         results.append((key, result))
     return results, total_bytes, any_error
-
-
-def _read_changed(
-    context: RequestContext,
-    request: Any,
-    positions: list[tuple[FetchKey, FetchPosition]],
-    names: dict[str | uuid.UUID, str],
-    first: Results,
-    delayed: DelayedFetch,
-) -> Results:
-    """The completed delayed fetch's results: the first read's where nothing changed since
-    (the common case for all but a few partitions of a follower's session), a new read
-    elsewhere, within the same byte budget."""
-    replica_manager = context.server.replica_manager
-    replica_id = _replica_id(request)
-    budget_bytes = min(
-        getattr(request, "max_bytes", 0x7FFFFFFF), context.server.config["fetch.max.bytes"]
-    )
-    statuses = delayed.status_by_key()
-    total_bytes = 0
-    results = []
-    for (key, position), (_, earlier) in zip(positions, first, strict=True):
-        topic, partition = key
-        name = names.get(topic)
-        status = None if name is None else statuses.get((name, partition))
-        if (
-            status is None
-            or name is None
-            or (
-                earlier.error_code == ErrorCode.none
-                and DelayedFetch.same_as_parked(
-                    status,
-                    replica_manager.get_by_key((name, partition)),
-                    earlier.log_end_offset,
-                    earlier.high_watermark,
-                    earlier.log_start_offset,
-                )
-            )
-        ):
-            total_bytes += len(earlier.records)
-            results.append((key, earlier))
-            continue
-        result = replica_manager.read(
-            name,
-            partition,
-            position.fetch_offset,
-            min(position.partition_max_bytes, max(budget_bytes - total_bytes, 0)),
-            min_one_batch=total_bytes == 0,
-            current_leader_epoch=position.current_leader_epoch,
-            replica_id=replica_id,
-            follower_log_start_offset=position.log_start_offset,
-        )
-        total_bytes += len(result.records)
-        results.append((key, result))
-    return results
 
 
 def _by_topic(results: Results, names: dict[str | uuid.UUID, str]) -> list[dict[str, Any]]:

@@ -30,10 +30,15 @@ completes as soon as anything new is readable.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+from kio.schema.errors import ErrorCode
 
 from broker.log.log import Log
 from broker.replication.partition import Partition
+
+if TYPE_CHECKING:  # replica_manager imports this module
+    from broker.replication.replica_manager import ReadResult
 
 TopicPartition = tuple[str, int]
 
@@ -120,25 +125,23 @@ class DelayedFetch:
 
     @staticmethod
     def same_as_parked(
-        status: FetchPartitionStatus,
-        current: Partition | None,
-        log_end_offset: int,
-        high_watermark: int,
-        log_start_offset: int,
+        status: FetchPartitionStatus, current: Partition | None, earlier: ReadResult
     ) -> bool:
-        """Whether a read of the partition now would answer what the read just before parking
-        answered (its offsets given): the same replica, still leading in the same term and
-        epoch, and no offset moved. Such a partition need not be read again on completion."""
+        """Whether a read of the partition now would answer what `earlier`, the read just
+        before parking, answered: no error then, the same replica, still leading in the same
+        term and epoch, and none of the offsets it answered moved. Such a partition need not
+        be read again when the fetch completes."""
         return (
-            current is not None
+            earlier.error_code == ErrorCode.none
+            and current is not None
             and current is status.partition
             and current.log is status.log
             and current.is_leader
             and current.leadership_generation == status.leadership_generation
             and current.leader_epoch == status.leader_epoch
-            and current.log.log_end_offset == log_end_offset
-            and current.high_watermark == high_watermark
-            and current.log.log_start_offset == log_start_offset
+            and current.log.log_end_offset == earlier.log_end_offset
+            and current.high_watermark == earlier.high_watermark
+            and current.log.log_start_offset == earlier.log_start_offset
         )
 
     @property

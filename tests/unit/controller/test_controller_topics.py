@@ -223,6 +223,14 @@ def test_non_controller_answers_not_controller() -> None:
     asyncio.run(scenario())
 
 
+LOOP_TURNS = 50
+
+
+async def _turns(count: int) -> None:
+    for _ in range(count):
+        await asyncio.sleep(0)
+
+
 def test_requests_during_the_context_load_wait_for_it_instead_of_not_controller() -> None:
     """A broker that has won /controller is what clients see as controller, while its context
     may still be loading (seconds with thousands of partitions): CreateTopics and friends sent
@@ -245,7 +253,7 @@ def test_requests_during_the_context_load_wait_for_it_instead_of_not_controller(
         assert not controller.is_active
         created = asyncio.create_task(controller.create_topics([NewTopic("a", 1, 1)], False))
         deleted = asyncio.create_task(controller.delete_topics(["missing"]))
-        await asyncio.sleep(0.01)
+        await _turns(LOOP_TURNS)  # the fake answers at once: a request that did not wait is done
         assert not created.done() and not deleted.done()
         load_gate.set()
         assert await created == {"a": TopicError(NONE)}
@@ -271,7 +279,7 @@ def test_requests_waiting_for_a_load_that_fails_answer_not_controller() -> None:
         await controller.start()
         await wait_until(lambda: store.controller is not None, "/controller won")
         created = asyncio.create_task(controller.create_topics([NewTopic("a", 1, 1)], False))
-        await asyncio.sleep(0.01)
+        await _turns(LOOP_TURNS)
         assert not created.done()
         load_gate.set()
         assert await created == {"a": TopicError(NOT_CONTROLLER)}
