@@ -37,6 +37,10 @@ T = TypeVar("T")
 # Writes in flight at once: enough to make a failover of thousands of partitions quick, few
 # enough not to flood ZooKeeper's request queue.
 MAX_WRITES_IN_FLIGHT = 256
+# Partition states written in one fenced ZooKeeper multi. Each request costs the client and
+# the server far more than one more op in it, so a failover writes thousands of states in a
+# few requests (about 30 KB each, far below jute.maxbuffer's 1 MB).
+MAX_STATES_PER_WRITE = 200
 # A partition whose state keeps changing under us is retried later, on a timer.
 MAX_WRITE_ATTEMPTS = 3
 # Partitions named in one log line.
@@ -193,9 +197,7 @@ class PartitionStateMachine:
             # before it takes a failed broker's replicas out of the ISRs: clients wait on the
             # former, nobody on the latter.
             decisions.sort(key=lambda item: not self._moves_leader(*item))
-            outcomes = await bounded_gather(
-                [self._write(tp, d, self._reason_of(tp, d, reason)) for tp, d in decisions]
-            )
+            outcomes = await self._write_all(decisions, reason)
             pending = []
             for (tp, decision), done in zip(decisions, outcomes, strict=True):
                 if done:
@@ -265,18 +267,56 @@ class PartitionStateMachine:
             cache[topic] = self._unclean_default if value is None else value.lower() == "true"
         return cache[topic]
 
+    async def _write_all(
+        self, decisions: Sequence[tuple[TopicPartition, LeaderAndIsr]], reason: ChangeReason
+    ) -> list[bool]:
+        """Write every decision, in order, MAX_STATES_PER_WRITE to a request; whether each
+        was written (False: it changed meanwhile, and was re-read)."""
+        batches = [
+            decisions[start : start + MAX_STATES_PER_WRITE]
+            for start in range(0, len(decisions), MAX_STATES_PER_WRITE)
+        ]
+        outcomes = await bounded_gather([self._write_batch(batch, reason) for batch in batches])
+        return [done for batch_outcomes in outcomes for done in batch_outcomes]
+
+    async def _write_batch(
+        self, batch: Sequence[tuple[TopicPartition, LeaderAndIsr]], reason: ChangeReason
+    ) -> list[bool]:
+        """One fenced multi for the whole batch. ZooKeeper applies all or none of it: when one
+        state changed or vanished meanwhile, each is written on its own instead, which tells
+        them apart."""
+        if len(batch) == 1:
+            tp, decision = batch[0]
+            return [await self._write(tp, decision, self._reason_of(tp, decision, reason))]
+        writes = [(tp, self._next_state(tp, decision)) for tp, decision in batch]
+        try:
+            versions = await self._zk.update_partition_states(
+                self._context.epoch_zk_version,
+                [(tp, state, self._context.partition_states[tp][1]) for tp, state in writes],
+            )
+        except (BadVersionError, NoNodeError):
+            return await bounded_gather(
+                [self._write(tp, d, self._reason_of(tp, d, reason)) for tp, d in batch]
+            )
+        for (tp, decision), (_, new_state), version in zip(batch, writes, versions, strict=True):
+            self._written(tp, new_state, version, self._reason_of(tp, decision, reason))
+        return [True] * len(batch)
+
+    def _next_state(self, tp: TopicPartition, decision: LeaderAndIsr) -> PartitionState:
+        return PartitionState(
+            leader=decision.leader,
+            leader_epoch=self._context.partition_states[tp][0].leader_epoch + 1,
+            isr=list(decision.isr),
+            controller_epoch=self._context.epoch,
+        )
+
     async def _write(
         self, tp: TopicPartition, decision: LeaderAndIsr, reason: ChangeReason
     ) -> bool:
         """Conditional write; False (after re-reading the partition) when it changed meanwhile."""
         topic, partition = tp
-        old_state, zk_version = self._context.partition_states[tp]
-        new_state = PartitionState(
-            leader=decision.leader,
-            leader_epoch=old_state.leader_epoch + 1,
-            isr=list(decision.isr),
-            controller_epoch=self._context.epoch,
-        )
+        zk_version = self._context.partition_states[tp][1]
+        new_state = self._next_state(tp, decision)
         try:
             new_version = await self._zk.update_partition_state(
                 self._context.epoch_zk_version, topic, partition, new_state, zk_version
@@ -288,12 +328,17 @@ class PartitionStateMachine:
             # The topic is being deleted; forget the partition (a TopicChange follows).
             self._context.partition_states.pop(tp, None)
             return True
-        self._context.partition_states[tp] = (new_state, new_version)
+        self._written(tp, new_state, new_version, reason)
+        return True
+
+    def _written(
+        self, tp: TopicPartition, new_state: PartitionState, version: int, reason: ChangeReason
+    ) -> None:
+        self._context.partition_states[tp] = (new_state, version)
         # At INFO in the state-change log (Kafka's line, from _log_change) only: one line per
         # partition is already thousands in a failover.
-        log.debug("partition %s-%d: %s (%s)", topic, partition, new_state, reason)
-        self._log_change(topic, partition, new_state, new_version, reason)
-        return True
+        log.debug("partition %s-%d: %s (%s)", *tp, new_state, reason)
+        self._log_change(*tp, new_state, version, reason)
 
     def _log_change(
         self,

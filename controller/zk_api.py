@@ -77,6 +77,11 @@ class ControllerZk(Protocol):
         state: PartitionState,
         expected_zk_version: int,
     ) -> int: ...
+    async def update_partition_states(
+        self,
+        epoch_zk_version: int,
+        writes: Sequence[tuple[tuple[str, int], PartitionState, int]],
+    ) -> list[int]: ...
     async def get_isr_change_notifications(self) -> list[str]: ...
     async def read_isr_change_notifications(
         self, names: Sequence[str]

@@ -496,6 +496,27 @@ class KafkaZk(ReassignmentZkMixin, LogDirZkMixin):
         )
         return _stat_of(results[0]).version
 
+    async def update_partition_states(
+        self,
+        epoch_zk_version: int,
+        writes: Sequence[tuple[tuple[str, int], PartitionState, int]],
+    ) -> list[int]:
+        """Several fenced conditional writes ((topic, partition), state, expected zkVersion) in
+        one multi: all or none. Returns the new zkVersions, in order; BadVersionError or
+        NoNodeError (with `op_index`) when one of the states changed or vanished."""
+        results = await self._fenced_multi(
+            epoch_zk_version,
+            [
+                SetDataOp(
+                    TopicPartitionStateZNode.path(*key),
+                    TopicPartitionStateZNode.encode(state),
+                    expected_zk_version,
+                )
+                for key, state, expected_zk_version in writes
+            ],
+        )
+        return [_stat_of(result).version for result in results]
+
     async def conditional_update_partition_state_as_leader(
         self,
         topic: str,

@@ -13,9 +13,15 @@ from pathlib import Path
 
 import pytest
 
+from controller.partition_state_machine import MAX_STATES_PER_WRITE
 from zk.client import CreateOp, ZkClient
 from zk.cluster_watch import ClusterChange, ClusterWatch
-from zk.errors import BrokerIdInUseError, ControllerMovedError, TopicExistsError
+from zk.errors import (
+    BadVersionError,
+    BrokerIdInUseError,
+    ControllerMovedError,
+    TopicExistsError,
+)
 from zk.kafka_zk import KafkaZk
 from zk.znodes import (
     BrokerIdZNode,
@@ -337,6 +343,40 @@ def test_zombie_controller_write_is_fenced(chroot_connect: str) -> None:
                 new[1], "t", 0, PartitionState(2, 1, [2], new[0]), 0
             )
             assert version == 1
+
+    asyncio.run(scenario())
+
+
+def test_partition_states_written_in_one_multi_all_or_none(chroot_connect: str) -> None:
+    async def scenario() -> None:
+        async with started(chroot_connect) as kafka_zk:
+            count = MAX_STATES_PER_WRITE
+            await kafka_zk.create_topic(
+                "t", {p: [1, 2] for p in range(count)}, {}, new_kafka_uuid()
+            )
+            won = await kafka_zk.try_elect_controller(1)
+            assert won is not None
+            epoch, epoch_zk_version = won
+            first = PartitionState(leader=1, leader_epoch=0, isr=[1, 2], controller_epoch=epoch)
+            await kafka_zk.create_partition_states(
+                epoch_zk_version, "t", dict.fromkeys(range(count), first)
+            )
+            moved = PartitionState(leader=2, leader_epoch=1, isr=[2], controller_epoch=epoch)
+            versions = await kafka_zk.update_partition_states(
+                epoch_zk_version, [(("t", p), moved, 0) for p in range(count)]
+            )
+            assert versions == [1] * count
+            states = await kafka_zk.get_partition_states("t", list(range(count)))
+            assert all(states[p] == (moved, 1) for p in range(count))
+
+            # One stale expected version (partition 5): nothing of the multi is written.
+            again = PartitionState(leader=1, leader_epoch=2, isr=[1], controller_epoch=epoch)
+            writes = [(("t", p), again, 0 if p == 5 else 1) for p in range(count)]
+            with pytest.raises(BadVersionError) as refused:
+                await kafka_zk.update_partition_states(epoch_zk_version, writes)
+            assert refused.value.op_index == 5
+            states = await kafka_zk.get_partition_states("t", list(range(count)))
+            assert all(states[p] == (moved, 1) for p in range(count))
 
     asyncio.run(scenario())
 

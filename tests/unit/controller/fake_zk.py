@@ -85,6 +85,8 @@ class FakeZkStore:
     offline_replicas: dict[int, frozenset[tuple[str, int]]] = field(default_factory=dict)
     # Conditional writes of a partition state refused for a stale zkVersion (BadVersionError).
     bad_version_writes: int = 0
+    # Multis that wrote several partition states at once.
+    batched_state_writes: int = 0
     # /admin/preferred_replica_election: (raw data, zkVersion), None when absent
     preferred_replica_election: tuple[bytes, int] | None = None
     # zkVersion of each /brokers/topics/<t> (0 when never rewritten)
@@ -358,6 +360,29 @@ class FakeKafkaZk:
         self.store.partition_states[(topic, partition)] = (state, current[1] + 1)
         self.store.state_writes.append((topic, partition, state))
         return current[1] + 1
+
+    async def update_partition_states(
+        self,
+        epoch_zk_version: int,
+        writes: Sequence[tuple[tuple[str, int], PartitionState, int]],
+    ) -> list[int]:
+        """All or none, as the real multi: every expected zkVersion is checked before any
+        write is made (each then goes through update_partition_state, which tests override)."""
+        self._fenced(epoch_zk_version, "update_partition_states")
+        for index, ((topic, partition), _, expected) in enumerate(writes):
+            current = self.store.partition_states.get((topic, partition))
+            path = f"{TOPICS}/{topic}/partitions/{partition}/state"
+            if current is None:
+                raise NoNodeError(path=path, op_index=index)
+            if current[1] != expected:
+                # Not counted in bad_version_writes: the caller then writes each state on its
+                # own, and the one that is stale is counted there.
+                raise BadVersionError(path=path, op_index=index)
+        self.store.batched_state_writes += 1
+        return [
+            await self.update_partition_state(epoch_zk_version, topic, partition, state, expected)
+            for (topic, partition), state, expected in writes
+        ]
 
     async def get_many_partition_states(
         self,

@@ -7,6 +7,7 @@ import asyncio
 
 import pytest
 
+from controller import partition_state_machine
 from controller.config import ControllerConfig
 from controller.context import ControllerContext
 from controller.controller import (
@@ -270,7 +271,10 @@ class _FirstWriteFencedZk(FakeKafkaZk):
         raise AssertionError("unreachable")
 
 
-def test_fenced_write_cancels_the_writes_running_beside_it() -> None:
+def test_fenced_write_cancels_the_writes_running_beside_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    # One state per request, so that the two writes run side by side.
+    monkeypatch.setattr(partition_state_machine, "MAX_STATES_PER_WRITE", 1)
+
     async def scenario() -> None:
         kafka_zk = _FirstWriteFencedZk(FakeZkStore())
         context = ControllerContext(epoch=1, epoch_zk_version=0, live_brokers={1})

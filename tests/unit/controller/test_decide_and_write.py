@@ -10,6 +10,7 @@ import pytest
 from controller.context import ControllerContext, TopicPartition
 from controller.election import LeaderAndIsr
 from controller.partition_state_machine import (
+    MAX_STATES_PER_WRITE,
     MAX_WRITE_ATTEMPTS,
     MAX_WRITES_IN_FLIGHT,
     PartitionStateMachine,
@@ -205,5 +206,52 @@ def test_writes_run_in_a_window_not_in_chunks() -> None:
         assert sorted(started) == list(range(count))
         slow_release.set()
         assert await gathering == list(range(count))
+
+    asyncio.run(scenario())
+
+
+def _failed_broker_context(
+    store: FakeZkStore, count: int, stale: frozenset[int] = frozenset()
+) -> ControllerContext:
+    """Broker 3 led every partition of `count` and died; the controller knows version 0, but
+    the partitions in `stale` were rewritten meanwhile (version 1) by their leader."""
+    context = ControllerContext(
+        epoch=1, epoch_zk_version=store.controller_epoch_zk_version, live_brokers={1, 2}
+    )
+    known = {p: (state(3, [3, 1, 2]), 0) for p in range(count)}
+    for p in range(count):
+        store.partition_states[("t", p)] = (state(3, [3, 1, 2]), 1 if p in stale else 0)
+    context.add_topic("t", TopicAssignment(None, {p: [3, 1, 2] for p in range(count)}), known)
+    return context
+
+
+def test_many_states_are_written_a_batch_to_a_request() -> None:
+    async def scenario() -> None:
+        store = FakeZkStore()
+        count = 2 * MAX_STATES_PER_WRITE + 1
+        context = _failed_broker_context(store, count)
+        machine = PartitionStateMachine(FakeKafkaZk(store), context, unclean_default=False)
+        await machine.reconcile([("t", p) for p in range(count)])
+        assert store.batched_state_writes == 2  # the last state went on its own
+        for p in range(count):
+            assert store.partition_states[("t", p)] == (state(1, [1, 2], leader_epoch=1), 1)
+            assert context.partition_states[("t", p)] == store.partition_states[("t", p)]
+
+    asyncio.run(scenario())
+
+
+def test_a_batch_with_one_stale_state_still_writes_every_other_state() -> None:
+    async def scenario() -> None:
+        store = FakeZkStore()
+        count = MAX_STATES_PER_WRITE
+        context = _failed_broker_context(store, count, stale=frozenset({7}))
+        machine = PartitionStateMachine(FakeKafkaZk(store), context, unclean_default=False)
+        await machine.reconcile([("t", p) for p in range(count)])
+        assert store.batched_state_writes == 0  # the multi was refused as a whole
+        assert store.bad_version_writes == 1  # only partition 7's own write was stale
+        for p in range(count):
+            written, version = store.partition_states[("t", p)]
+            assert (written.leader, written.isr) == (1, [1, 2])
+            assert version == (2 if p == 7 else 1)
 
     asyncio.run(scenario())
