@@ -33,6 +33,19 @@ from typing import Any, Literal
 from kazoo import exceptions as kazoo_errors
 from kazoo.client import KazooClient, KazooState
 from kazoo.handlers.threading import SequentialThreadingHandler
+from kazoo.protocol.paths import _prefix_root
+from kazoo.protocol.serialization import (
+    GetData,
+    MultiHeader,
+    int_struct,
+    multiheader_struct,
+    read_buffer,
+    stat_struct,
+    write_string,
+)
+from kazoo.protocol.serialization import (
+    ZnodeStat as KazooStat,
+)
 from kazoo.retry import KazooRetry
 
 from zk import errors
@@ -52,6 +65,15 @@ _RECURSIVE_DELETE_ATTEMPTS = 5
 # waiting request is a byte in kazoo's wake-up socket pair, and Linux counts about 1 KB of
 # its buffer per send: 100 stay well below the ~200 KB it has.
 MAX_REQUESTS_IN_FLIGHT = 100
+# Reads per multiRead request (ZooKeeper 3.6+). One request costs both ends far more than one
+# more read in it; 100 partition states are ~10 KB of answer.
+MAX_READS_PER_REQUEST = 100
+# A multiRead refused as a whole by a server that predates it: read one znode per request.
+_NO_MULTI_READ = (
+    kazoo_errors.UnimplementedError,
+    kazoo_errors.BadArgumentsError,
+    kazoo_errors.MarshallingError,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,12 +208,57 @@ _ERROR_MAP: tuple[tuple[type[BaseException], type[errors.ZkError]], ...] = (
 def _translate(exc: BaseException, path: str | None, op_index: int | None = None) -> BaseException:
     if isinstance(exc, errors.ZkError):
         return exc
+    translated: errors.ZkError
     for kazoo_type, ours in _ERROR_MAP:
         if isinstance(exc, kazoo_type):
-            return ours(f"{type(exc).__name__} at {path}", path=path, op_index=op_index)
-    if isinstance(exc, kazoo_errors.KazooException):
-        return errors.ZkError(f"{type(exc).__name__} at {path}: {exc}", path, op_index)
-    return exc
+            translated = ours(f"{type(exc).__name__} at {path}", path=path, op_index=op_index)
+            break
+    else:
+        if not isinstance(exc, kazoo_errors.KazooException):
+            return exc
+        translated = errors.ZkError(f"{type(exc).__name__} at {path}: {exc}", path, op_index)
+    translated.__cause__ = exc  # kazoo's own error, for who needs to tell them apart
+    return translated
+
+
+class _MultiRead:
+    """ZooKeeper's multiRead (opcode 22): getData of several znodes in one request, each
+    answered on its own (a missing znode fails only its own read). kazoo sends any object with
+    `type`, `serialize()` and `deserialize()`; it has no multiRead of its own."""
+
+    type = 22
+
+    def __init__(self, paths: Sequence[str]) -> None:
+        self.paths = paths
+
+    def serialize(self) -> bytearray:
+        body = bytearray()
+        for path in self.paths:
+            body += MultiHeader(GetData.type, False, -1).serialize()
+            body += write_string(path) + b"\x00"  # no watch
+        body += multiheader_struct.pack(-1, True, -1)
+        return body
+
+    @classmethod
+    def deserialize(cls, raw: bytes, offset: int) -> list[tuple[bytes, Any] | BaseException]:
+        results: list[tuple[bytes, Any] | BaseException] = []
+        while True:
+            op_type, done, err = multiheader_struct.unpack_from(raw, offset)
+            offset += multiheader_struct.size
+            if done:
+                return results
+            if op_type == GetData.type:
+                data, offset = read_buffer(raw, offset)
+                stat = KazooStat._make(stat_struct.unpack_from(raw, offset))
+                offset += stat_struct.size
+                results.append((data or b"", stat))
+            else:  # an error result: its code follows
+                code = int_struct.unpack_from(raw, offset)[0]
+                offset += int_struct.size
+                results.append(kazoo_errors.EXCEPTIONS[code or err]())
+
+    def __repr__(self) -> str:
+        return f"MultiRead({len(self.paths)} paths)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,6 +293,7 @@ class ZkClient:
         }
         self._in_flight = 0
         self._waiting: collections.deque[_Request] = collections.deque()
+        self._multi_read = True  # until a server refuses it
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -380,11 +448,48 @@ class ZkClient:
         return (data or b""), _stat(stat)
 
     async def get_many(self, paths: Sequence[str]) -> list[tuple[bytes, ZnodeStat] | None]:
-        """Pipelined reads: every request is sent before the first answer is awaited."""
+        """Pipelined reads, MAX_READS_PER_REQUEST to a multiRead: every request is sent before
+        the first answer is awaited. None for a znode that does not exist."""
+        if not paths:
+            return []
+        if self._multi_read:
+            chunks = [
+                paths[start : start + MAX_READS_PER_REQUEST]
+                for start in range(0, len(paths), MAX_READS_PER_REQUEST)
+            ]
+            try:
+                answers = await asyncio.gather(*(self._multi_read_chunk(c) for c in chunks))
+            except errors.ZkError as error:
+                if not isinstance(error.__cause__, _NO_MULTI_READ):
+                    raise
+                log.warning("ZooKeeper refused a multiRead (%s): one read per znode", error)
+                self._multi_read = False
+            else:
+                return self._read_results([item for answer in answers for item in answer])
         client = self._client()
         futures = [self._bridge(functools.partial(client.get_async, path), path) for path in paths]
+        return self._read_results(await asyncio.gather(*futures, return_exceptions=True))
+
+    async def _multi_read_chunk(self, paths: Sequence[str]) -> list[Any]:
+        client = self._client()
+
+        def send() -> Any:
+            async_result = client.handler.async_result()
+            client._call(_MultiRead([_prefix_root(client.chroot, p) for p in paths]), async_result)
+            return async_result
+
+        answers: list[Any] = await self._bridge(send, paths[0])
+        if len(answers) != len(paths):
+            raise errors.ZkError(f"multiRead of {len(paths)} znodes got {len(answers)} answers")
+        return [
+            _translate(a, path) if isinstance(a, BaseException) else a
+            for a, path in zip(answers, paths, strict=True)
+        ]
+
+    @staticmethod
+    def _read_results(outcomes: Iterable[Any]) -> list[tuple[bytes, ZnodeStat] | None]:
         results: list[tuple[bytes, ZnodeStat] | None] = []
-        for outcome in await asyncio.gather(*futures, return_exceptions=True):
+        for outcome in outcomes:
             if isinstance(outcome, errors.NoNodeError):
                 results.append(None)
             elif isinstance(outcome, BaseException):

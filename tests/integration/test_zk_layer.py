@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from controller.partition_state_machine import MAX_STATES_PER_WRITE
-from zk.client import CreateOp, ZkClient
+from zk.client import MAX_READS_PER_REQUEST, CreateOp, ZkClient
 from zk.cluster_watch import ClusterChange, ClusterWatch
 from zk.errors import (
     BadVersionError,
@@ -183,6 +183,30 @@ def test_chroot_is_created_and_isolates_paths(zookeeper: str) -> None:
             await plain.delete("/kafka_chroot_test", recursive=True)
             await chrooted.close()
             await plain.close()
+
+    asyncio.run(scenario())
+
+
+def test_get_many_reads_in_multi_reads_with_missing_and_empty_znodes(chroot_connect: str) -> None:
+    async def scenario() -> None:
+        async with started(chroot_connect) as kafka_zk:
+            client = kafka_zk.client
+            count = 2 * MAX_READS_PER_REQUEST + 3
+            await client.create("/many", b"")
+            for index in range(count):
+                if index % 7 != 3:  # every 7th one is missing
+                    await client.create(f"/many/z{index}", f"v{index}".encode() * (index % 3))
+            paths = [f"/many/z{index}" for index in range(count)]
+            found = await client.get_many(paths)
+            assert client._multi_read  # the server answered multiReads (ZooKeeper 3.6+)
+            for index, item in enumerate(found):
+                if index % 7 == 3:
+                    assert item is None
+                else:
+                    assert item is not None
+                    assert item[0] == f"v{index}".encode() * (index % 3)
+                    assert item[1].version == 0 and item[1].data_length == len(item[0])
+            assert await client.get_many([]) == []
 
     asyncio.run(scenario())
 
