@@ -26,6 +26,7 @@ from broker.log.log import LogConfig
 from broker.log.manager import LogManager
 from broker.log.meta_properties import ensure_meta_properties
 from broker.log_dir_failure import LogDirFailureHandler
+from broker.loop_slice import LoopSlice
 from broker.loop_watchdog import LoopWatchdog
 from broker.metadata_cache import MetadataCache
 from broker.network.listener import Listener
@@ -50,8 +51,8 @@ REREGISTER_BACKOFF_MIN_S = 0.5
 REREGISTER_BACKOFF_MAX_S = 10.0
 RECONCILE_RETRY_S = 1.0
 
-# Partition states applied between two yields of the loop (a failover moves thousands).
-APPLY_CHUNK = 32
+# Partition states applied between two looks at the loop slice (a failover moves thousands).
+APPLY_CHUNK = 8
 # What a reconcile pass applies: per topic, the partitions whose state changed, or None for
 # the whole topic (added, re-assigned, re-configured).
 Pending = dict[str, set[int] | None]
@@ -408,9 +409,10 @@ class KafkaServer:
         apply = functools.partial(self._apply_states, topic, topic_id, log_config)
         waiting = set(unready)
         ready = [partition for partition in wanted if partition not in waiting]
+        loop_slice = LoopSlice()
         for start in range(0, len(ready), APPLY_CHUNK):
-            if start:
-                await asyncio.sleep(0)  # let requests in between: each chunk reads the view anew
+            # Requests get in between slices; each chunk reads the view anew.
+            await loop_slice.pause_if_spent()
             apply(ready[start : start + APPLY_CHUNK])
         await self.replica_manager.prepare_logs(topic, topic_id, unready, apply)
         if partitions is None:

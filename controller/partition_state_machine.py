@@ -41,6 +41,13 @@ MAX_WRITES_IN_FLIGHT = 256
 # the server far more than one more op in it, so a failover writes thousands of states in a
 # few requests (about 30 KB each, far below jute.maxbuffer's 1 MB).
 MAX_STATES_PER_WRITE = 200
+# Batches in flight at once. Each batch is prepared in one step of the event loop (a few tens
+# of milliseconds for 200 states), so only a few may start together; a few already keep
+# ZooKeeper busy.
+MAX_BATCHES_IN_FLIGHT = 8
+# Decisions made between two yields to the event loop: deciding thousands of partitions in
+# one go would keep requests waiting (about 0.1 ms each).
+DECISIONS_PER_TURN = 100
 # A partition whose state keeps changing under us is retried later, on a timer.
 MAX_WRITE_ATTEMPTS = 3
 # Partitions named in one log line.
@@ -189,7 +196,9 @@ class PartitionStateMachine:
         pending = list(partitions)
         for _attempt in range(MAX_WRITE_ATTEMPTS):
             decisions = []
-            for tp in pending:
+            for index, tp in enumerate(pending):
+                if index and index % DECISIONS_PER_TURN == 0:
+                    await asyncio.sleep(0)
                 decision = await decide(tp)
                 if decision is not None:
                     decisions.append((tp, decision))
@@ -276,7 +285,9 @@ class PartitionStateMachine:
             decisions[start : start + MAX_STATES_PER_WRITE]
             for start in range(0, len(decisions), MAX_STATES_PER_WRITE)
         ]
-        outcomes = await bounded_gather([self._write_batch(batch, reason) for batch in batches])
+        outcomes = await bounded_gather(
+            [self._write_batch(batch, reason) for batch in batches], MAX_BATCHES_IN_FLIGHT
+        )
         return [done for batch_outcomes in outcomes for done in batch_outcomes]
 
     async def _write_batch(
@@ -369,8 +380,10 @@ class PartitionStateMachine:
                 self._context.partition_states[(topic, partition)] = versioned
 
 
-async def bounded_gather(awaitables: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
-    """Run coroutines with at most MAX_WRITES_IN_FLIGHT in flight, in order: as one finishes
+async def bounded_gather(
+    awaitables: Sequence[Coroutine[Any, Any, T]], limit: int = MAX_WRITES_IN_FLIGHT
+) -> list[T]:
+    """Run coroutines with at most `limit` in flight, in order: as one finishes
     the next starts (a window, not chunks that each wait for their slowest write). The first
     error cancels those in flight and skips the rest: writes must not run on against a
     context the controller drops when it handles the error (e.g. resigning on
@@ -388,7 +401,7 @@ async def bounded_gather(awaitables: Sequence[Coroutine[Any, Any, T]]) -> list[T
 
     try:
         async with asyncio.TaskGroup() as group:
-            for _ in range(min(MAX_WRITES_IN_FLIGHT, len(awaitables))):
+            for _ in range(min(limit, len(awaitables))):
                 group.create_task(run_in_turn())
     except BaseExceptionGroup as failed:
         # Callers catch plain errors (ControllerMovedError above all), not groups.

@@ -38,6 +38,7 @@ from kazoo.protocol.serialization import (
     GetData,
     MultiHeader,
     int_struct,
+    long_struct,
     multiheader_struct,
     read_buffer,
     stat_struct,
@@ -228,8 +229,12 @@ class _MultiRead:
 
     type = 22
 
-    def __init__(self, paths: Sequence[str]) -> None:
+    def __init__(self, paths: Sequence[str], kazoo: Any = None) -> None:
         self.paths = paths
+        self._kazoo = kazoo
+        # The zxid of the answer's header: every read in it saw ZooKeeper at this zxid or
+        # before, so a change it did not see has a higher one.
+        self.zxid = -1
 
     def serialize(self) -> bytearray:
         body = bytearray()
@@ -239,8 +244,11 @@ class _MultiRead:
         body += multiheader_struct.pack(-1, True, -1)
         return body
 
-    @classmethod
-    def deserialize(cls, raw: bytes, offset: int) -> list[tuple[bytes, Any] | BaseException]:
+    def deserialize(self, raw: bytes, offset: int) -> list[tuple[bytes, Any] | BaseException]:
+        # kazoo's connection thread sets last_zxid from this answer's header just before it
+        # decodes the body (here), and reads nothing else in between.
+        if self._kazoo is not None:
+            self.zxid = int(self._kazoo.last_zxid)
         results: list[tuple[bytes, Any] | BaseException] = []
         while True:
             op_type, done, err = multiheader_struct.unpack_from(raw, offset)
@@ -259,6 +267,48 @@ class _MultiRead:
 
     def __repr__(self) -> str:
         return f"MultiRead({len(self.paths)} paths)"
+
+
+class _SetWatches:
+    """ZooKeeper's setWatches (opcode 101): arm data watches on many znodes in one request.
+    A znode changed after `relative_zxid` (or, for an exists watch, created) fires at once
+    instead, so nothing between the read at that zxid and the arming is missed. kazoo has no
+    such request (it is what ZooKeeper's Java client sends after a reconnection)."""
+
+    type = 101
+
+    def __init__(
+        self,
+        relative_zxid: int,
+        data_paths: Sequence[str],
+        exist_paths: Sequence[str],
+        kazoo: Any,
+        watchers: Sequence[Any],
+    ) -> None:
+        self.relative_zxid = relative_zxid
+        self.data_paths = data_paths
+        self.exist_paths = exist_paths
+        self._kazoo = kazoo
+        self._watchers = watchers  # one per path, data paths first
+
+    def serialize(self) -> bytearray:
+        # On kazoo's connection thread, just before the request is written: kazoo finds the
+        # watchers when an event arrives, which cannot be before this.
+        paths = [*self.data_paths, *self.exist_paths]
+        for path, watcher in zip(paths, self._watchers, strict=True):
+            self._kazoo._data_watchers[path].add(watcher)
+        body = bytearray(long_struct.pack(self.relative_zxid))
+        for group in (self.data_paths, self.exist_paths, ()):
+            body += int_struct.pack(len(group))
+            for path in group:
+                body += write_string(path)
+        return body
+
+    def deserialize(self, raw: bytes, offset: int) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return f"SetWatches({len(self.data_paths)} + {len(self.exist_paths)} paths)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,6 +344,9 @@ class ZkClient:
         self._in_flight = 0
         self._waiting: collections.deque[_Request] = collections.deque()
         self._multi_read = True  # until a server refuses it
+        # The data watch callbacks whose callers arm them with their reads
+        # (`get_many(..., arm=True)`), by path; a subset of self._watches["data"].
+        self._armed_by_reads: dict[str, list[Callable[[], None]]] = {}
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -447,9 +500,13 @@ class ZkClient:
             return None
         return (data or b""), _stat(stat)
 
-    async def get_many(self, paths: Sequence[str]) -> list[tuple[bytes, ZnodeStat] | None]:
+    async def get_many(
+        self, paths: Sequence[str], arm: bool = False
+    ) -> list[tuple[bytes, ZnodeStat] | None]:
         """Pipelined reads, MAX_READS_PER_REQUEST to a multiRead: every request is sent before
-        the first answer is awaited. None for a znode that does not exist."""
+        the first answer is awaited. None for a znode that does not exist. With `arm`, the
+        watches among `paths` registered with `watch_data(..., armed_by_reads=True)` are armed
+        as of these reads: a change they did not see fires them."""
         if not paths:
             return []
         if self._multi_read:
@@ -458,7 +515,7 @@ class ZkClient:
                 for start in range(0, len(paths), MAX_READS_PER_REQUEST)
             ]
             try:
-                answers = await asyncio.gather(*(self._multi_read_chunk(c) for c in chunks))
+                answers = await asyncio.gather(*(self._multi_read_chunk(c, arm) for c in chunks))
             except errors.ZkError as error:
                 if not isinstance(error.__cause__, _NO_MULTI_READ):
                     raise
@@ -466,25 +523,70 @@ class ZkClient:
                 self._multi_read = False
             else:
                 return self._read_results([item for answer in answers for item in answer])
+        if arm:
+            # Watches armed before the reads: ZooKeeper answers in order, so the reads are
+            # covered by them.
+            for path in paths:
+                if path in self._armed_by_reads and not self._arms_itself(path):
+                    self._arm("data", path)
         client = self._client()
         futures = [self._bridge(functools.partial(client.get_async, path), path) for path in paths]
         return self._read_results(await asyncio.gather(*futures, return_exceptions=True))
 
-    async def _multi_read_chunk(self, paths: Sequence[str]) -> list[Any]:
+    async def _multi_read_chunk(self, paths: Sequence[str], arm: bool) -> list[Any]:
         client = self._client()
+        request = _MultiRead([_prefix_root(client.chroot, p) for p in paths], client)
 
         def send() -> Any:
             async_result = client.handler.async_result()
-            client._call(_MultiRead([_prefix_root(client.chroot, p) for p in paths]), async_result)
+            client._call(request, async_result)
             return async_result
 
         answers: list[Any] = await self._bridge(send, paths[0])
         if len(answers) != len(paths):
             raise errors.ZkError(f"multiRead of {len(paths)} znodes got {len(answers)} answers")
-        return [
+        results = [
             _translate(a, path) if isinstance(a, BaseException) else a
             for a, path in zip(answers, paths, strict=True)
         ]
+        if arm:
+            self._arm_as_of(request.zxid, paths, results)
+        return results
+
+    def _arm_as_of(self, zxid: int, paths: Sequence[str], results: Sequence[Any]) -> None:
+        """Arm the read-armed watches among `paths` as of the reads that gave `results` at
+        `zxid`: data watches on znodes that exist, exists watches on the missing ones (a read
+        that failed otherwise is retried by its caller, which arms it then)."""
+        data: list[str] = []
+        missing: list[str] = []
+        for path, result in zip(paths, results, strict=True):
+            if path not in self._armed_by_reads:
+                continue
+            if isinstance(result, errors.NoNodeError):
+                missing.append(path)
+            elif not isinstance(result, BaseException):
+                data.append(path)
+        if not data and not missing:
+            return
+        if zxid <= 0:  # no zxid to arm from: one watch-setting read per znode
+            for path in (*data, *missing):
+                self._arm("data", path)
+            return
+        client = self._client()
+        request = _SetWatches(
+            zxid,
+            [_prefix_root(client.chroot, path) for path in data],
+            [_prefix_root(client.chroot, path) for path in missing],
+            client,
+            [self._watcher("data", path) for path in (*data, *missing)],
+        )
+
+        def send() -> Any:
+            async_result = client.handler.async_result()
+            client._call(request, async_result)
+            return async_result
+
+        self._bridge(send, None).add_done_callback(self._ignore_arm_failure)
 
     @staticmethod
     def _read_results(outcomes: Iterable[Any]) -> list[tuple[bytes, ZnodeStat] | None]:
@@ -607,8 +709,17 @@ class ZkClient:
 
     # ----------------------------------------------------------------- watches
 
-    def watch_data(self, path: str, callback: Callable[[], None]) -> None:
-        """Call `callback` on the loop whenever `path` is created, changed or deleted."""
+    def watch_data(
+        self, path: str, callback: Callable[[], None], armed_by_reads: bool = False
+    ) -> None:
+        """Call `callback` on the loop whenever `path` is created, changed or deleted. With
+        `armed_by_reads`, the caller arms the watch itself, by reading `path` with
+        `get_many(..., arm=True)` (first, and after each callback): thousands of watches that
+        fire together are then re-armed with a few requests instead of one each."""
+        if armed_by_reads:
+            self._armed_by_reads.setdefault(path, []).append(callback)
+            self._watches["data"].setdefault(path, []).append(callback)
+            return
         self._add_watch("data", path, callback)
 
     def watch_children(self, path: str, callback: Callable[[], None]) -> None:
@@ -628,10 +739,18 @@ class ZkClient:
         self._session_listeners.append(callback)
 
     def _add_watch(self, kind: WatchKind, path: str, callback: Callable[[], None]) -> None:
-        callbacks = self._watches[kind].setdefault(path, [])
-        callbacks.append(callback)
-        if len(callbacks) == 1:
+        # Armed already if this client arms a watch on the path (data watches armed by their
+        # callers' reads do not count: nothing re-arms them for this callback).
+        armed = self._arms_itself(path) if kind == "data" else bool(self._watches[kind].get(path))
+        self._watches[kind].setdefault(path, []).append(callback)
+        if not armed:
             self._arm(kind, path)
+
+    def _arms_itself(self, path: str) -> bool:
+        """Whether this client re-arms the data watch on `path`: some callback of it is not
+        armed by its caller's reads."""
+        callbacks = self._watches["data"].get(path, ())
+        return len(callbacks) > len(self._armed_by_reads.get(path, ()))
 
     def _remove_watch(self, kind: WatchKind, path: str, callback: Callable[[], None]) -> None:
         # The server-side watch stays until it fires; it then finds no callback and is dropped.
@@ -640,6 +759,11 @@ class ZkClient:
             return
         if callback in callbacks:
             callbacks.remove(callback)
+        read_armed = self._armed_by_reads.get(path) if kind == "data" else None
+        if read_armed is not None and callback in read_armed:
+            read_armed.remove(callback)
+            if not read_armed:
+                del self._armed_by_reads[path]
         if not callbacks:
             del self._watches[kind][path]
 
@@ -704,7 +828,8 @@ class ZkClient:
         callbacks = self._watches[kind].get(path)
         if not callbacks:
             return
-        self._arm(kind, path)
+        if kind != "data" or self._arms_itself(path):
+            self._arm(kind, path)
         for callback in list(callbacks):
             self._run_callback(callback)
 
@@ -748,7 +873,8 @@ class ZkClient:
         unique: dict[Callable[[], None], None] = {}
         for kind, watches in self._watches.items():
             for path, callbacks in list(watches.items()):
-                self._arm(kind, path)
+                if kind != "data" or self._arms_itself(path):
+                    self._arm(kind, path)  # the others: their callbacks' reads arm them
                 for callback in callbacks:
                     unique.setdefault(callback, None)
         for callback in unique:

@@ -104,6 +104,10 @@ class _Stale:
         self.partitions |= other.partitions
 
 
+# Partition states read and decoded in one turn of the loop.
+_STATES_PER_READ = 500
+
+
 class ClusterWatch:
     def __init__(self, kafka_zk: KafkaZk, on_change: Callable[[ClusterChange], None]) -> None:
         self.kafka_zk = kafka_zk
@@ -147,10 +151,12 @@ class ClusterWatch:
 
     # ------------------------------------------------------------------ marking
 
-    def _watch_data(self, path: str, callback: Callable[[], None]) -> None:
+    def _watch_data(
+        self, path: str, callback: Callable[[], None], armed_by_reads: bool = False
+    ) -> None:
         if path not in self._data_callbacks:
             self._data_callbacks[path] = callback
-            self.client.watch_data(path, callback)
+            self.client.watch_data(path, callback, armed_by_reads)
 
     def _unwatch_data(self, path: str) -> None:
         callback = self._data_callbacks.pop(path, None)
@@ -316,9 +322,12 @@ class ClusterWatch:
         old_partitions = set(previous.partitions) if previous is not None else set()
         for partition in set(assignment.partitions) - old_partitions:
             key = (topic, partition)
+            # Armed by the reads of the state (below, and after each change): a failover
+            # changes thousands of states at once.
             self._watch_data(
                 TopicPartitionStateZNode.path(topic, partition),
                 functools.partial(self._mark_partition, key),
+                armed_by_reads=True,
             )
             partitions_to_read.add(key)
         for partition in old_partitions - set(assignment.partitions):
@@ -345,11 +354,19 @@ class ClusterWatch:
             for topic, p in partitions
             if topic in self.view.topics and p in self.view.topics[topic].partitions
         )
-        if not wanted:
-            return set()
+        changed: set[TopicPartition] = set()
+        # In slices, each read and decoded in its own turn of the loop: decoding 5,000 states
+        # at once would hold the loop for a few hundred milliseconds.
+        for start in range(0, len(wanted), _STATES_PER_READ):
+            changed |= await self._refresh_states(wanted[start : start + _STATES_PER_READ])
+        for topic in {topic for topic, _ in changed}:
+            self.view.touch(topic)
+        return changed
+
+    async def _refresh_states(self, wanted: list[TopicPartition]) -> set[TopicPartition]:
         # A state that does not decode is skipped (its view entry kept); its watch stays armed.
         states = await self.kafka_zk.get_many_partition_states(
-            wanted, on_malformed=functools.partial(_skip_malformed, set())
+            wanted, on_malformed=functools.partial(_skip_malformed, set()), arm=True
         )
         changed: set[TopicPartition] = set()
         for key, state in states.items():
@@ -361,8 +378,6 @@ class ClusterWatch:
             elif self.view.partition_states.get(key) != state:
                 self.view.partition_states[key] = state
                 changed.add(key)
-        for topic in {topic for topic, _ in changed}:
-            self.view.touch(topic)
         return changed
 
 

@@ -412,12 +412,13 @@ class KafkaZk(ReassignmentZkMixin, LogDirZkMixin):
         self,
         partitions: Sequence[tuple[str, int]],
         on_malformed: MalformedHandler | None = None,
+        arm: bool = False,
     ) -> dict[tuple[str, int], tuple[PartitionState, int] | None]:
         """Across topics, for controller fail-over: one pipelined burst of reads. A state
         that does not decode raises ZnodeDecodeError, or, given `on_malformed`, is reported
-        to it and left out."""
+        to it and left out. `arm`: see ZkClient.get_many."""
         paths = [TopicPartitionStateZNode.path(topic, p) for topic, p in partitions]
-        found = await self.client.get_many(paths)
+        found = await self.client.get_many(paths, arm=arm)
         result: dict[tuple[str, int], tuple[PartitionState, int] | None] = {}
         for key, path, item in zip(partitions, paths, found, strict=True):
             try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import shutil
 import socket
 import subprocess
@@ -231,6 +232,58 @@ def test_watch_callbacks_run_on_the_loop_and_rearm(chroot_connect: str) -> None:
             await client.delete("/w")
             await wait_for(lambda: len(fired) >= 3, "deletion event")
             assert on_loop and all(on_loop)
+
+    asyncio.run(scenario())
+
+
+def test_watches_armed_by_reads_fire_once_per_read(chroot_connect: str) -> None:
+    async def scenario() -> None:
+        async with started(chroot_connect) as kafka_zk:
+            client = kafka_zk.client
+            await client.create("/r/a", b"1", makepath=True)
+            await client.create("/r/b", b"1")
+            fired: list[str] = []
+            for name in ("a", "b", "c"):  # /r/c does not exist yet
+                client.watch_data(f"/r/{name}", functools.partial(fired.append, name), True)
+            paths = ["/r/a", "/r/b", "/r/c"]
+            found = await client.get_many(paths, arm=True)
+            assert [item is None for item in found] == [False, False, True]
+            await client.set("/r/a", b"2")
+            await client.create("/r/c", b"1")
+            await client.delete("/r/b")
+            await wait_for(
+                lambda: sorted(fired) == ["a", "b", "c"], "a change, a creation, a deletion"
+            )
+            # Fired watches stay disarmed until the caller reads again...
+            await client.set("/r/a", b"3")
+            await client.set("/r/c", b"2")
+            await client.get("/r/a")  # a round trip: an event would have come before its answer
+            assert sorted(fired) == ["a", "b", "c"]
+            # ...which arms them as of that read.
+            await client.get_many(paths, arm=True)
+            await client.set("/r/a", b"4")
+            await client.create("/r/b", b"again")
+            await wait_for(
+                lambda: sorted(fired) == ["a", "a", "b", "b", "c"], "events after a read"
+            )
+            assert fired.count("c") == 1
+
+    asyncio.run(scenario())
+
+
+def test_watch_armed_as_of_an_older_read_fires_for_a_change_after_it(chroot_connect: str) -> None:
+    async def scenario() -> None:
+        async with started(chroot_connect) as kafka_zk:
+            client = kafka_zk.client
+            await client.create("/s", b"1")
+            fired: list[str] = []
+            client.watch_data("/s", functools.partial(fired.append, "s"), armed_by_reads=True)
+            found = await client.get("/s")
+            assert found is not None
+            read_zxid = found[1].mzxid
+            await client.set("/s", b"2")  # after the read, before the watch is armed
+            client._arm_as_of(read_zxid, ["/s"], [found])
+            await wait_for(lambda: fired == ["s"], "the change the read did not see")
 
     asyncio.run(scenario())
 

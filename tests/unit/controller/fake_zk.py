@@ -388,6 +388,7 @@ class FakeKafkaZk:
         self,
         partitions: Sequence[tuple[str, int]],
         on_malformed: Callable[[str, ZnodeDecodeError], None] | None = None,
+        arm: bool = False,
     ) -> dict[tuple[str, int], tuple[PartitionState, int] | None]:
         self._ensure_open("get_many_partition_states")
         return {key: self.store.partition_states.get(key) for key in partitions}

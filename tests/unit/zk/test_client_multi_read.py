@@ -90,7 +90,7 @@ def test_multi_read_answers_decode_data_stats_and_per_znode_errors() -> None:
     answer += multiheader_struct.pack(4, False, 0) + int_struct.pack(-1)  # null data
     answer += stat_struct.pack(*_STAT_FIELDS)
     answer += multiheader_struct.pack(-1, True, -1)
-    first, missing, empty = _MultiRead.deserialize(bytes(answer), 0)
+    first, missing, empty = request.deserialize(bytes(answer), 0)
     assert isinstance(first, tuple) and first[0] == b"abc" and first[1].version == 5
     assert isinstance(missing, kazoo_errors.NoNodeError)
     assert isinstance(empty, tuple) and empty[0] == b""

@@ -21,7 +21,9 @@ class _FakeClient:
         self.watches: dict[tuple[str, str], list[Callable[[], None]]] = {}
         self.connected = True
 
-    def watch_data(self, path: str, callback: Callable[[], None]) -> None:
+    def watch_data(
+        self, path: str, callback: Callable[[], None], armed_by_reads: bool = False
+    ) -> None:
         self.watches.setdefault(("data", path), []).append(callback)
 
     def watch_children(self, path: str, callback: Callable[[], None]) -> None:
@@ -71,6 +73,7 @@ class _FakeKafkaZk:
         self,
         partitions: Sequence[tuple[str, int]],
         on_malformed: MalformedHandler | None = None,
+        arm: bool = False,
     ) -> dict[tuple[str, int], tuple[PartitionState, int] | None]:
         return {key: self.states.get(key) for key in partitions}
 

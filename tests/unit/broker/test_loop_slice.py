@@ -1,0 +1,43 @@
+"""LoopSlice yields to the event loop once its slice of loop time is spent, and not before."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from broker import loop_slice
+from broker.loop_slice import LoopSlice
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now_s = 100.0
+
+    def monotonic(self) -> float:
+        return self.now_s
+
+
+def test_pause_yields_only_once_the_slice_is_spent(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = _Clock()
+    monkeypatch.setattr(loop_slice.time, "monotonic", clock.monotonic)
+
+    async def scenario() -> None:
+        ran: list[bool] = []
+        work = LoopSlice(slice_ms=20)
+        asyncio.get_running_loop().call_soon(ran.append, True)
+        clock.now_s += 0.019
+        await work.pause_if_spent()
+        assert ran == []  # 19 ms of 20: no yield, the other callback still waits
+        clock.now_s += 0.001
+        await work.pause_if_spent()
+        assert ran == [True]  # spent: the loop ran the other callback
+        clock.now_s += 0.005
+        assert not work.spent()  # a new slice started after the yield
+
+    asyncio.run(scenario())
+
+
+def test_a_slice_must_be_positive() -> None:
+    with pytest.raises(ValueError):
+        LoopSlice(slice_ms=0)
