@@ -135,6 +135,9 @@ class Log:
         # Bumped by every truncation, so the log cleaner can tell that segments it read may
         # have been rewritten meanwhile (same objects, different bytes).
         self.truncation_count = 0
+        # truncation_count when the last flush started: the active segment needs an fsync
+        # after a truncation even when no append followed it.
+        self._truncations_flushed = 0
 
     @classmethod
     def open(
@@ -550,12 +553,19 @@ class Log:
         """fsync everything appended so far and advance recovery_point (blocking: run it in
         an executor)."""
         end_offset = self.log_end_offset
+        truncations = self.truncation_count
         with self._lifecycle_lock:
             if self._closed:
                 return
+            truncated = truncations != self._truncations_flushed
+            # Only what changed since the last flush: a broker shutting down flushes thousands
+            # of logs, most with nothing new.
             for segment in list(self._segments):
-                if segment.next_offset > self.recovery_point or segment is self.active_segment:
+                if segment.next_offset > self.recovery_point or (
+                    truncated and segment is self.active_segment
+                ):
                     segment.flush()
+            self._truncations_flushed = truncations
             if self._directory_dirty:
                 self._directory_dirty = False
                 fsync_directory(self.directory)

@@ -13,6 +13,7 @@ from broker.log.errors import (
 )
 from broker.log.log import Log, LogConfig, OffsetOutOfRangeError, parse_partition_dir
 from broker.log.records import RecordError, decode_records, validate_batches
+from broker.log.segment import LogSegment
 
 from .support import SMALL_CONFIG, all_values, make_batch, open_log
 
@@ -240,6 +241,31 @@ def test_flush_advances_recovery_point(tmp_path: Path) -> None:
     assert log.recovery_point == 0
     log.flush()
     assert log.recovery_point == 4
+    log.close()
+
+
+def test_flush_syncs_only_segments_changed_since_the_last_flush(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    flushed: list[int] = []
+    real_flush = LogSegment.flush
+
+    def counting_flush(segment: LogSegment) -> None:
+        flushed.append(segment.base_offset)
+        real_flush(segment)
+
+    monkeypatch.setattr(LogSegment, "flush", counting_flush)
+    log = open_log(tmp_path)
+    log.append_as_leader(make_batch(4), 0, 0)
+    log.flush()
+    assert flushed == [0]
+    log.flush()  # nothing new: no fsync
+    assert flushed == [0]
+    log.truncate_to(2)  # a truncation with no append after it still needs one
+    log.flush()
+    assert flushed == [0, 0]
+    log.flush()
+    assert flushed == [0, 0]
     log.close()
 
 
