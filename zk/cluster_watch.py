@@ -13,7 +13,7 @@ import contextlib
 import functools
 import itertools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from zk.errors import ZkError
@@ -108,6 +108,40 @@ class _Stale:
 _STATES_PER_READ = 500
 
 
+@dataclass
+class _Found:
+    """What a refresh found changed in the view, gathered as it reads. A refresh cut short by
+    an error has already changed the view for what it read, so its findings wait for the next
+    refresh to announce them (that refresh reads the same znodes, sees no difference, and
+    would otherwise announce nothing)."""
+
+    brokers: bool = False
+    controller: bool = False
+    added: set[str] = field(default_factory=set)
+    deleted: set[str] = field(default_factory=set)
+    changed_topics: set[str] = field(default_factory=set)
+    partitions: set[TopicPartition] = field(default_factory=set)
+
+    def merge(self, other: _Found) -> None:
+        self.brokers |= other.brokers
+        self.controller |= other.controller
+        self.added |= other.added
+        self.deleted |= other.deleted
+        self.changed_topics |= other.changed_topics
+        self.partitions |= other.partitions
+
+    def change(self, topics_now: Mapping[str, object]) -> ClusterChange:
+        deleted = self.deleted - self.added
+        return ClusterChange(
+            brokers_changed=self.brokers,
+            controller_changed=self.controller,
+            topics_added=frozenset(t for t in self.added if t in topics_now),
+            topics_deleted=frozenset(t for t in deleted if t not in topics_now),
+            partitions_changed=frozenset(self.partitions),
+            topics_changed=frozenset(self.changed_topics - self.added),
+        )
+
+
 class ClusterWatch:
     def __init__(self, kafka_zk: KafkaZk, on_change: Callable[[ClusterChange], None]) -> None:
         self.kafka_zk = kafka_zk
@@ -115,6 +149,8 @@ class ClusterWatch:
         self.on_change = on_change
         self.view = ClusterView()
         self._stale = _Stale()
+        # Changes a failed refresh made to the view, for the next refresh to announce.
+        self._unannounced = _Found()
         self._refresher: asyncio.Task[None] | None = None
         self._retry: asyncio.TimerHandle | None = None
         self._data_callbacks: dict[str, Callable[[], None]] = {}
@@ -228,43 +264,44 @@ class ClusterWatch:
     # ------------------------------------------------------------------ reading
 
     async def _refresh(self, stale: _Stale, notify: bool) -> None:
-        brokers_changed = stale.brokers and await self._refresh_brokers()
-        controller_changed = stale.controller and await self._refresh_controller()
-        added: set[str] = set()
-        deleted: set[str] = set()
-        changed_topics: set[str] = set()
+        found = _Found()
+        try:
+            await self._read(stale, found)
+        except BaseException:
+            self._unannounced.merge(found)
+            raise
+        found.merge(self._unannounced)
+        self._unannounced = _Found()
+        change = found.change(self.view.topics)
+        if notify and change:
+            try:
+                self.on_change(change)
+            except Exception:
+                log.exception("cluster change listener failed")
+
+    async def _read(self, stale: _Stale, found: _Found) -> None:
+        """Read what `stale` names into the view, noting in `found` what changed."""
+        found.brokers = stale.brokers and await self._refresh_brokers()
+        found.controller = stale.controller and await self._refresh_controller()
         topics_to_read = set(stale.topics)
         if stale.topic_list:
             names = set(await self.kafka_zk.get_all_topics())
             topics_to_read |= names - set(self.view.topics)
-            deleted |= {topic for topic in self.view.topics if topic not in names}
-            topics_to_read |= deleted  # confirm with a read (and drop its watches)
+            gone = {topic for topic in self.view.topics if topic not in names}
+            found.deleted |= gone
+            topics_to_read |= gone  # confirm with a read (and drop its watches)
         partitions_to_read = set(stale.partitions)
         if topics_to_read:
             assignments = await self._read_topics(sorted(topics_to_read))
             for topic, assignment in assignments.items():
                 outcome = self._apply_topic(topic, assignment, partitions_to_read)
                 if outcome == "added":
-                    added.add(topic)
+                    found.added.add(topic)
                 elif outcome == "deleted":
-                    deleted.add(topic)
+                    found.deleted.add(topic)
                 elif outcome == "changed":
-                    changed_topics.add(topic)
-        deleted -= added
-        partitions_changed = await self._refresh_partitions(partitions_to_read)
-        change = ClusterChange(
-            brokers_changed=brokers_changed,
-            controller_changed=controller_changed,
-            topics_added=frozenset(added),
-            topics_deleted=frozenset(topic for topic in deleted if topic not in self.view.topics),
-            partitions_changed=frozenset(partitions_changed),
-            topics_changed=frozenset(changed_topics - added),
-        )
-        if notify and change:
-            try:
-                self.on_change(change)
-            except Exception:
-                log.exception("cluster change listener failed")
+                    found.changed_topics.add(topic)
+        await self._refresh_partitions(partitions_to_read, found.partitions)
 
     async def _refresh_brokers(self) -> bool:
         malformed: set[str] = set()
@@ -347,21 +384,24 @@ class ClusterWatch:
         del self.view.topics[topic]
         self.view.topic_versions.pop(topic, None)
 
-    async def _refresh_partitions(self, partitions: set[TopicPartition]) -> set[TopicPartition]:
+    async def _refresh_partitions(
+        self, partitions: set[TopicPartition], changed: set[TopicPartition]
+    ) -> None:
+        """Read the states of `partitions` into the view, adding those that changed to
+        `changed` as each slice is read."""
         # Only partitions of topics still in the view; a deleted topic's late events are noise.
         wanted = sorted(
             (topic, p)
             for topic, p in partitions
             if topic in self.view.topics and p in self.view.topics[topic].partitions
         )
-        changed: set[TopicPartition] = set()
         # In slices, each read and decoded in its own turn of the loop: decoding 5,000 states
         # at once would hold the loop for a few hundred milliseconds.
         for start in range(0, len(wanted), _STATES_PER_READ):
-            changed |= await self._refresh_states(wanted[start : start + _STATES_PER_READ])
-        for topic in {topic for topic, _ in changed}:
-            self.view.touch(topic)
-        return changed
+            read = await self._refresh_states(wanted[start : start + _STATES_PER_READ])
+            changed |= read
+            for topic in {topic for topic, _ in read}:
+                self.view.touch(topic)
 
     async def _refresh_states(self, wanted: list[TopicPartition]) -> set[TopicPartition]:
         # A state that does not decode is skipped (its view entry kept); its watch stays armed.

@@ -10,6 +10,7 @@ import pytest
 
 from zk import cluster_watch
 from zk.cluster_watch import ClusterChange, ClusterWatch
+from zk.errors import ZkError
 from zk.kafka_zk import KafkaZk, MalformedHandler
 from zk.znodes import BrokerRegistration, PartitionState, TopicAssignment
 
@@ -137,6 +138,50 @@ def test_a_topics_version_changes_with_its_assignment_or_a_partition_state_only(
         kafka_zk.client.fire("data", "/brokers/topics/t")
         await _wait_until(lambda: watch.view.topic_versions["t"] != after_state, "another")
         assert len({loaded, after_state, watch.view.topic_versions["t"]}) == 3
+        await watch.stop()
+
+    asyncio.run(scenario())
+
+
+def test_a_refresh_cut_short_announces_what_it_read_with_the_next_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(cluster_watch, "_STATES_PER_READ", 1)  # one state per read
+    monkeypatch.setattr(cluster_watch, "_RETRY_DELAY_S", 0.0)
+
+    async def scenario() -> None:
+        kafka_zk = _FakeKafkaZk()
+        kafka_zk.topics["t"] = TopicAssignment(None, {0: [1, 2], 1: [2, 1]})
+        for p in (0, 1):
+            kafka_zk.states[("t", p)] = (PartitionState(1, 0, [1, 2], 1), 0)
+        changes: list[ClusterChange] = []
+        watch = ClusterWatch(cast(KafkaZk, kafka_zk), changes.append)
+        await watch.start()
+        reads = 0
+        read_states = kafka_zk.get_many_partition_states
+
+        async def second_read_fails(
+            partitions: Sequence[tuple[str, int]],
+            on_malformed: MalformedHandler | None = None,
+            arm: bool = False,
+        ) -> dict[tuple[str, int], tuple[PartitionState, int] | None]:
+            nonlocal reads
+            reads += 1
+            if reads == 2:
+                raise ZkError("connection lost")
+            return await read_states(partitions, on_malformed, arm)
+
+        monkeypatch.setattr(kafka_zk, "get_many_partition_states", second_read_fails)
+        for p in (0, 1):
+            kafka_zk.states[("t", p)] = (PartitionState(2, 1, [2], 1), 1)
+            kafka_zk.client.fire("data", f"/brokers/topics/t/partitions/{p}/state")
+        # The first refresh read partition 0 into the view, then failed on partition 1; the
+        # retry finds partition 0 unchanged but still announces it.
+        await _wait_until(lambda: reads >= 4, "the retried refresh")
+        await _wait_until(lambda: bool(changes), "an announcement")
+        announced = set().union(*(change.partitions_changed for change in changes))
+        assert announced == {("t", 0), ("t", 1)}
+        assert watch.view.partition_states[("t", 0)][1] == 1
         await watch.stop()
 
     asyncio.run(scenario())
