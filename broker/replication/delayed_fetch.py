@@ -156,6 +156,10 @@ class DelayedFetch:
             if available_bytes is None:
                 return True
             accumulated_bytes += min(available_bytes, status.request.max_bytes)
+            if accumulated_bytes >= self.min_bytes > 0:
+                # Enough already: a follower's session of thousands of partitions need not be
+                # looked at to the end on every append.
+                return True
         return accumulated_bytes >= self.min_bytes
 
     def _available_bytes(

@@ -362,3 +362,23 @@ def test_an_unknown_partition_completes_the_fetch() -> None:
     partition = _stand_in(log_end_offset=10, high_watermark=10)
     delayed = _park(partition, fetch_offset=10, min_bytes=1, follower=False)
     assert delayed.try_complete(lambda key: None)
+
+
+def test_completion_stops_looking_once_min_bytes_are_readable() -> None:
+    partitions = {("t", p): _stand_in(log_end_offset=10, high_watermark=10) for p in range(100)}
+    requests = [FetchRequestPosition(key, 10, max_bytes=1024 * 1024) for key in partitions]
+    delayed = DelayedFetch.park(partitions.get, requests, min_bytes=1, follower=True)
+    looked_at: list[tuple[str, int]] = []
+
+    def lookup(key: tuple[str, int]) -> Any:
+        looked_at.append(key)
+        return partitions[key]
+
+    assert not delayed.try_complete(lookup)
+    assert len(looked_at) == 100  # nothing new anywhere: every partition is looked at
+    appended = partitions[("t", 2)]
+    appended.log.log_end_offset = 11
+    appended.log.active_segment.size_bytes = 1100
+    looked_at.clear()
+    assert delayed.try_complete(lookup)
+    assert looked_at == [("t", 0), ("t", 1), ("t", 2)]
