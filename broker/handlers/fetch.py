@@ -28,6 +28,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.handlers import legacy_fetch
 from broker.handlers.current_leader import CurrentLeaders
+from broker.loop_slice import LoopSlice
 from broker.network.context import RequestContext
 from broker.protocol import adapter, fetch_encoding
 from broker.protocol.api_keys import ApiKey
@@ -47,6 +48,8 @@ TOPIC_ID_VERSION = 13
 CURRENT_LEADER_VERSION = 16
 # The errors whose partitions name their current leader (v16+), as in Kafka.
 LEADER_MOVED_ERRORS = frozenset({ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch})
+# Partitions read between two looks at the clock (see _read_all).
+PARTITIONS_PER_SLICE_CHECK = 32
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
@@ -61,14 +64,14 @@ async def handle(context: RequestContext, request: Any) -> Any:
     names = _topic_names(context, positions)
     replica_id = _replica_id(request)
     deadline_s = asyncio.get_running_loop().time() + adapter.millis(request.max_wait) / 1000
-    results, total_bytes, any_error = _read_all(context, request, positions, names)
+    results, total_bytes, any_error = await _read_all(context, request, positions, names)
     waits = total_bytes < request.min_bytes and not any_error
     delayed = (
         await _wait_for_data(context, request, positions, names, deadline_s) if waits else None
     )
     if delayed is not None:
         # The delayed fetch's read, now that it completes: only of what changed meanwhile.
-        results, _, _ = _read_all(context, request, positions, names, (results, delayed))
+        results, _, _ = await _read_all(context, request, positions, names, (results, delayed))
     session_id, answered = fetch_context.respond(sessions, results, replica_id >= 0, _now_ms())
     if legacy_fetch.needs_conversion(version):
         offsets = {key: position.fetch_offset for key, position in _named(positions)}
@@ -102,7 +105,8 @@ async def _wait_for_data(
     if remaining_s <= 0 or not waited_for:
         return None
     replica_manager = context.server.replica_manager
-    # Parked right after the first read (no await between), from the same replica states.
+    # Parked from the replicas' states now: whatever was appended since the first read read
+    # a partition lies past the parked position, and completes the fetch at once.
     delayed = DelayedFetch.park(
         replica_manager.get_by_key,
         waited_for,
@@ -188,7 +192,7 @@ def _replica_id(request: Any) -> int:
     return int(getattr(request, "replica_id", -1))
 
 
-def _read_all(
+async def _read_all(
     context: RequestContext,
     request: Any,
     positions: list[tuple[FetchKey, FetchPosition]],
@@ -198,7 +202,10 @@ def _read_all(
     """Read every partition of the fetch, within the response's byte budget. With `parked`
     (the first read's results and the delayed fetch that then completed), a partition where
     nothing changed since keeps its first result: in a follower's session of thousands of
-    partitions, one append completes the fetch and all but that one are unchanged."""
+    partitions, one append completes the fetch and all but that one are unchanged. Such a
+    session is read in slices of loop time, so that other requests get in between; an append
+    meanwhile to a partition already read completes the delayed fetch at once, as the parked
+    position is then behind the log end."""
     replica_manager = context.server.replica_manager
     replica_id = _replica_id(request)
     # fetch.max.bytes caps what one response may hold, whatever the client asks (KIP-541).
@@ -209,7 +216,10 @@ def _read_all(
     total_bytes = 0
     any_error = False
     results = []
+    loop_slice = LoopSlice()
     for index, (key, position) in enumerate(positions):
+        if index % PARTITIONS_PER_SLICE_CHECK == 0:
+            await loop_slice.pause_if_spent()
         topic, partition = key
         name = names.get(topic)
         if name is None:
