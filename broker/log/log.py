@@ -575,6 +575,17 @@ class Log:
         # A truncation while fsync ran may have moved the end below what was flushed.
         self.recovery_point = min(max(self.recovery_point, end_offset), self.log_end_offset)
 
+    def mark_synced(self, end_offset: int, truncations: int) -> None:
+        """Everything up to `end_offset` (with `truncations` truncations done) was made durable
+        by a sync of the whole file system (shutdown): move the recovery point as flush()
+        would. The epoch checkpoint must have been written before that sync."""
+        with self._lifecycle_lock:
+            if self._closed:
+                return
+            self._directory_dirty = False
+            self._truncations_flushed = truncations
+        self.recovery_point = min(max(self.recovery_point, end_offset), self.log_end_offset)
+
     # ---- truncation ------------------------------------------------------------------------
 
     def truncate_to(self, offset: int) -> None:

@@ -49,6 +49,7 @@ from broker.log.dir_names import (
 )
 from broker.log.errors import LogCorruptError
 from broker.log.log import Log
+from broker.log.syncfs import sync_file_system
 
 logger = logging.getLogger(__name__)
 
@@ -592,6 +593,29 @@ class LogManager:
             for _ in pool.map(self.flush_log, logs):
                 pass
 
+    def _sync_all_at_once(self) -> bool:
+        """At shutdown, when nothing appends any more: dirty epoch checkpoints written, then
+        one syncfs per log dir instead of an fsync per file of every log, then each log's
+        recovery point moved to its end, as its flush would. False where syncfs does not
+        exist."""
+        logs = [*self.all_logs(), *self.all_future_logs()]
+        ends = [(log, log.log_end_offset, log.truncation_count) for log in logs]
+        for log in logs:
+            log.write_epoch_checkpoint_if_dirty()
+        synced: set[Path] = set()
+        for log_dir in self.online_log_dirs:
+            try:
+                if not sync_file_system(log_dir):
+                    return False
+            except OSError as error:
+                self.report_failure(log_dir, error)
+                continue
+            synced.add(log_dir)
+        for log, end_offset, truncations in ends:
+            if log.directory.parent in synced:
+                log.mark_synced(end_offset, truncations)
+        return True
+
     def checkpoint(self) -> None:
         """Write recovery-point and log-start-offset checkpoints of every log dir."""
         self.write_checkpoints(self.checkpoint_snapshot())
@@ -649,7 +673,8 @@ class LogManager:
 
     def shutdown(self) -> None:
         """Flush, checkpoint, close, then mark each log dir as cleanly shut down."""
-        self.flush_all()
+        if not self._sync_all_at_once():
+            self.flush_all()
         self.checkpoint()
         for log in [*self.all_logs(), *self.all_future_logs()]:
             log.close()
