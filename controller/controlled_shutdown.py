@@ -118,7 +118,8 @@ async def shut_down_broker(
     )
     candidates = _partitions_to_act_on(context, broker_id)
     led = [tp for tp in candidates if context.partition_states[tp][0].leader == broker_id]
-    followed = [tp for tp in candidates if tp not in set(led)]
+    led_set = set(led)
+    followed = [tp for tp in candidates if tp not in led_set]
     await _write_until_settled(context, partitions, led, broker_id, _move_leadership)
     await _write_until_settled(context, partitions, followed, broker_id, _leave_isr)
     remaining = _partitions_led(context, broker_id)
