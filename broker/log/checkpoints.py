@@ -34,15 +34,19 @@ def fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def write_checkpoint_lines(path: Path, entries: Sequence[str]) -> None:
+def write_checkpoint_lines(path: Path, entries: Sequence[str], fsync: bool = True) -> None:
+    """Write the file anew (a temporary file renamed over it). Without `fsync` the caller
+    makes it durable another way (a sync of the whole file system at shutdown)."""
     text = f"{CHECKPOINT_VERSION}\n{len(entries)}\n" + "".join(f"{e}\n" for e in entries)
     temporary = path.with_name(path.name + ".tmp")
     with open(temporary, "w", encoding="utf-8") as file:
         file.write(text)
         file.flush()
-        os.fsync(file.fileno())
+        if fsync:
+            os.fsync(file.fileno())
     os.replace(temporary, path)
-    fsync_directory(path.parent)
+    if fsync:
+        fsync_directory(path.parent)
 
 
 def read_checkpoint_lines(path: Path, fields_per_line: int) -> list[list[str]]:
@@ -94,5 +98,8 @@ def read_leader_epoch_checkpoint(path: Path) -> list[tuple[int, int]]:
     ]
 
 
-def write_leader_epoch_checkpoint(path: Path, entries: Sequence[tuple[int, int]]) -> None:
-    write_checkpoint_lines(path, [f"{epoch} {start_offset}" for epoch, start_offset in entries])
+def write_leader_epoch_checkpoint(
+    path: Path, entries: Sequence[tuple[int, int]], fsync: bool = True
+) -> None:
+    lines = [f"{epoch} {start_offset}" for epoch, start_offset in entries]
+    write_checkpoint_lines(path, lines, fsync)

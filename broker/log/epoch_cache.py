@@ -119,10 +119,11 @@ class LeaderEpochCache:
     def clear(self) -> None:
         self._set([])
 
-    def write_checkpoint(self) -> None:
-        """Write the current entries (blocking: a worker thread, or a log not on the loop)."""
+    def write_checkpoint(self, fsync: bool = True) -> None:
+        """Write the current entries (blocking: a worker thread, or a log not on the loop);
+        without `fsync`, see write_checkpoint_lines."""
         version, entries = self.version, list(self.entries)
-        write_leader_epoch_checkpoint(self.path, entries)
+        write_leader_epoch_checkpoint(self.path, entries, fsync)
         self.written_version = version
 
     def _set(self, entries: EpochEntries) -> None:

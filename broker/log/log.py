@@ -326,13 +326,14 @@ class Log:
             return
         EpochCheckpointWriter.for_loop(loop).mark_dirty(self)
 
-    def write_epoch_checkpoint_if_dirty(self) -> None:
+    def write_epoch_checkpoint_if_dirty(self, fsync: bool = True) -> None:
         """Write leader-epoch-checkpoint if the cache changed since (blocking: not the loop);
-        an I/O error is reported (as Kafka's checkpoint files take their log dir offline)."""
+        an I/O error is reported (as Kafka's checkpoint files take their log dir offline).
+        Without `fsync` the caller syncs the file system afterwards (shutdown)."""
         try:
             with self._lifecycle_lock:
                 if not self._closed:
-                    self._write_epoch_checkpoint_locked()
+                    self._write_epoch_checkpoint_locked(fsync)
         except OSError as error:
             logger.error("writing %s failed: %s", self.leader_epoch_cache.path, error)
             self._report_io_error(error)
@@ -341,9 +342,9 @@ class Log:
         if self.on_io_error is not None:
             self.on_io_error(error)
 
-    def _write_epoch_checkpoint_locked(self) -> None:
+    def _write_epoch_checkpoint_locked(self, fsync: bool = True) -> None:
         if self.leader_epoch_cache.dirty:
-            self.leader_epoch_cache.write_checkpoint()
+            self.leader_epoch_cache.write_checkpoint(fsync)
 
     def update_high_watermark(self, offset: int) -> int:
         """Set the high watermark, which must lie within [log start, log end]; returns it.

@@ -600,8 +600,13 @@ class LogManager:
         exist."""
         logs = [*self.all_logs(), *self.all_future_logs()]
         ends = [(log, log.log_end_offset, log.truncation_count) for log in logs]
-        for log in logs:
-            log.write_epoch_checkpoint_if_dirty()
+        # The syncfs below makes them durable; written on threads, as each rename still
+        # waits for the disk (ext4 flushes a file renamed over another).
+        with concurrent.futures.ThreadPoolExecutor(
+            FLUSH_ALL_THREADS, thread_name_prefix="epoch-checkpoint"
+        ) as pool:
+            for _ in pool.map(lambda log: log.write_epoch_checkpoint_if_dirty(fsync=False), logs):
+                pass
         synced: set[Path] = set()
         for log_dir in self.online_log_dirs:
             try:

@@ -64,9 +64,9 @@ def test_epoch_checkpoint_is_written_off_the_loop_in_one_batch(
     writer_threads: list[int] = []
     write = epoch_cache.write_leader_epoch_checkpoint
 
-    def recording_write(path: Path, entries: list[tuple[int, int]]) -> None:
+    def recording_write(path: Path, entries: list[tuple[int, int]], fsync: bool = True) -> None:
         writer_threads.append(threading.get_ident())
-        write(path, entries)
+        write(path, entries, fsync)
 
     monkeypatch.setattr(epoch_cache, "write_leader_epoch_checkpoint", recording_write)
 

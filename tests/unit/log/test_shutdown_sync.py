@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 
 from broker.log import manager as manager_module
-from broker.log.checkpoints import RECOVERY_POINT_CHECKPOINT, read_offset_checkpoint
+from broker.log.checkpoints import (
+    LEADER_EPOCH_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    read_leader_epoch_checkpoint,
+    read_offset_checkpoint,
+)
 from broker.log.manager import CLEAN_SHUTDOWN_FILE, LogManager
 from broker.log.segment import LogSegment
 
@@ -59,6 +64,10 @@ def test_shutdown_syncs_each_log_dir_once_instead_of_each_log(
     assert flushed == []
     assert _recovery_points(tmp_path) == {("t", p): 3 for p in range(4)}
     assert (tmp_path / "d1" / CLEAN_SHUTDOWN_FILE).exists()
+    # The epoch checkpoints were written before the sync (their entries are below the new
+    # recovery points, which recovery does not re-derive).
+    for log in manager.all_logs():
+        assert read_leader_epoch_checkpoint(log.directory / LEADER_EPOCH_CHECKPOINT) == [(0, 0)]
 
 
 def test_without_syncfs_shutdown_flushes_log_by_log(
