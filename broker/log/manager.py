@@ -49,7 +49,7 @@ from broker.log.dir_names import (
 )
 from broker.log.errors import LogCorruptError
 from broker.log.log import Log
-from broker.log.syncfs import sync_file_system
+from broker.log.syncfs import sync_file_system, syncfs_available
 
 logger = logging.getLogger(__name__)
 
@@ -598,6 +598,8 @@ class LogManager:
         one syncfs per log dir instead of an fsync per file of every log, then each log's
         recovery point moved to its end, as its flush would. False where syncfs does not
         exist."""
+        if not syncfs_available():
+            return False
         logs = [*self.all_logs(), *self.all_future_logs()]
         ends = [(log, log.log_end_offset, log.truncation_count) for log in logs]
         # The syncfs below makes them durable; written on threads, as each rename still
@@ -610,8 +612,7 @@ class LogManager:
         synced: set[Path] = set()
         for log_dir in self.online_log_dirs:
             try:
-                if not sync_file_system(log_dir):
-                    return False
+                sync_file_system(log_dir)
             except OSError as error:
                 self.report_failure(log_dir, error)
                 continue

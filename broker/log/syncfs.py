@@ -30,12 +30,16 @@ def _syncfs() -> Callable[[int], int] | None:
     return function
 
 
-def sync_file_system(path: Path) -> bool:
-    """Write back everything on the file system holding `path` and wait for it. False where
-    syncfs does not exist (the caller fsyncs file by file); OSError if the write-back failed."""
+def syncfs_available() -> bool:
+    return _syncfs() is not None
+
+
+def sync_file_system(path: Path) -> None:
+    """Write back everything on the file system holding `path` and wait for it; OSError if
+    the write-back failed or syncfs does not exist here (see `syncfs_available`)."""
     function = _syncfs()
     if function is None:
-        return False
+        raise OSError(f"syncfs is not available to sync {path}")
     fd = os.open(path, os.O_RDONLY)
     try:
         if function(fd) != 0:
@@ -43,4 +47,3 @@ def sync_file_system(path: Path) -> bool:
             raise OSError(errno, f"syncfs of {path}: {os.strerror(errno)}")
     finally:
         os.close(fd)
-    return True

@@ -53,9 +53,9 @@ def test_shutdown_syncs_each_log_dir_once_instead_of_each_log(
     synced: list[Path] = []
     real_sync = manager_module.sync_file_system
 
-    def recording_sync(path: Path) -> bool:
+    def recording_sync(path: Path) -> None:
         synced.append(path)
-        return real_sync(path)
+        real_sync(path)
 
     monkeypatch.setattr(manager_module, "sync_file_system", recording_sync)
     manager = _manager_with_logs(tmp_path)
@@ -74,7 +74,7 @@ def test_without_syncfs_shutdown_flushes_log_by_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     flushed = _count_fsyncs(monkeypatch)
-    monkeypatch.setattr(manager_module, "sync_file_system", lambda path: False)
+    monkeypatch.setattr(manager_module, "syncfs_available", lambda: False)
     manager = _manager_with_logs(tmp_path)
     manager.shutdown()
     assert len(flushed) == 4
@@ -84,10 +84,9 @@ def test_without_syncfs_shutdown_flushes_log_by_log(
 def test_a_failed_sync_leaves_that_dirs_recovery_points_behind(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def failing_in_d2(path: Path) -> bool:
+    def failing_in_d2(path: Path) -> None:
         if path.name == "d2":
             raise OSError(5, "Input/output error")
-        return True
 
     monkeypatch.setattr(manager_module, "sync_file_system", failing_in_d2)
     manager = _manager_with_logs(tmp_path)
