@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from broker.log.log import Log, LogConfig
 from broker.log.records import SimpleRecord, build_batch, decode_records
+from broker.log.segment import LogSegment
 
 SMALL_CONFIG = LogConfig(segment_bytes=4096, index_interval_bytes=256, segment_index_bytes=4096)
 
@@ -41,3 +44,16 @@ def all_values(log: Log) -> list[tuple[int, bytes | None]]:
         out.extend((r.offset, r.value) for r in records)
         offset = records[-1].offset + 1
     return out
+
+
+def count_segment_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The base offsets of the segments fsynced from now on, in order."""
+    flushed: list[int] = []
+    real_flush = LogSegment.flush
+
+    def counting_flush(segment: LogSegment) -> None:
+        flushed.append(segment.base_offset)
+        real_flush(segment)
+
+    monkeypatch.setattr(LogSegment, "flush", counting_flush)
+    return flushed

@@ -13,9 +13,8 @@ from broker.log.errors import (
 )
 from broker.log.log import Log, LogConfig, OffsetOutOfRangeError, parse_partition_dir
 from broker.log.records import RecordError, decode_records, validate_batches
-from broker.log.segment import LogSegment
 
-from .support import SMALL_CONFIG, all_values, make_batch, open_log
+from .support import SMALL_CONFIG, all_values, count_segment_fsyncs, make_batch, open_log
 
 
 def test_append_then_read_round_trip(tmp_path: Path) -> None:
@@ -247,14 +246,7 @@ def test_flush_advances_recovery_point(tmp_path: Path) -> None:
 def test_flush_syncs_only_segments_changed_since_the_last_flush(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    flushed: list[int] = []
-    real_flush = LogSegment.flush
-
-    def counting_flush(segment: LogSegment) -> None:
-        flushed.append(segment.base_offset)
-        real_flush(segment)
-
-    monkeypatch.setattr(LogSegment, "flush", counting_flush)
+    flushed = count_segment_fsyncs(monkeypatch)
     log = open_log(tmp_path)
     log.append_as_leader(make_batch(4), 0, 0)
     log.flush()

@@ -15,9 +15,8 @@ from broker.log.checkpoints import (
     read_offset_checkpoint,
 )
 from broker.log.manager import CLEAN_SHUTDOWN_FILE, LogManager
-from broker.log.segment import LogSegment
 
-from .support import SMALL_CONFIG, make_batch
+from .support import SMALL_CONFIG, count_segment_fsyncs, make_batch
 
 
 def _manager_with_logs(tmp_path: Path) -> LogManager:
@@ -34,22 +33,10 @@ def _recovery_points(tmp_path: Path) -> dict[tuple[str, int], int]:
     return points
 
 
-def _count_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    flushed: list[int] = []
-    real_flush = LogSegment.flush
-
-    def counting_flush(segment: LogSegment) -> None:
-        flushed.append(segment.base_offset)
-        real_flush(segment)
-
-    monkeypatch.setattr(LogSegment, "flush", counting_flush)
-    return flushed
-
-
 def test_shutdown_syncs_each_log_dir_once_instead_of_each_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    flushed = _count_fsyncs(monkeypatch)
+    flushed = count_segment_fsyncs(monkeypatch)
     synced: list[Path] = []
     real_sync = manager_module.sync_file_system
 
@@ -73,7 +60,7 @@ def test_shutdown_syncs_each_log_dir_once_instead_of_each_log(
 def test_without_syncfs_shutdown_flushes_log_by_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    flushed = _count_fsyncs(monkeypatch)
+    flushed = count_segment_fsyncs(monkeypatch)
     monkeypatch.setattr(manager_module, "syncfs_available", lambda: False)
     manager = _manager_with_logs(tmp_path)
     manager.shutdown()

@@ -10,7 +10,8 @@ from typing import Any
 from kazoo import exceptions as kazoo_errors
 from kazoo.protocol.serialization import int_struct, multiheader_struct, stat_struct
 
-from zk.client import ZkClient, _MultiRead
+from zk.client import ZkClient
+from zk.kazoo_extensions import MultiRead
 
 _STAT_FIELDS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
 
@@ -44,7 +45,7 @@ class _OldServerKazoo:
         self.handler = SimpleNamespace(async_result=_Answered)
 
     def _call(self, request: Any, async_result: _Answered) -> None:
-        assert request.type == _MultiRead.type
+        assert request.type == MultiRead.type
         self.multi_reads += 1
         async_result.answer(kazoo_errors.UnimplementedError())
 
@@ -77,7 +78,7 @@ def test_a_refused_multi_read_falls_back_to_one_read_per_znode() -> None:
 
 
 def test_multi_read_answers_decode_data_stats_and_per_znode_errors() -> None:
-    request = _MultiRead(["/a", "/gone", "/empty"])
+    request = MultiRead(["/a", "/gone", "/empty"])
     body = bytes(request.serialize())
     # Three getData ops (type 4, no watch), then the end marker.
     assert body.count(multiheader_struct.pack(4, False, -1)) == 3

@@ -5,11 +5,11 @@ from __future__ import annotations
 import socket
 import time
 
-from zk.client import _PollingHandler
+from zk.kazoo_extensions import PollingHandler
 
 
 def test_reports_readable_and_writable_sockets_like_select() -> None:
-    handler = _PollingHandler()
+    handler = PollingHandler()
     left, right = socket.socketpair()
     try:
         readable, writable, errored = handler.select([left], [right], [], 1.0)
@@ -24,7 +24,7 @@ def test_reports_readable_and_writable_sockets_like_select() -> None:
 
 
 def test_times_out_with_nothing_ready_and_counts_a_hang_up_as_readable() -> None:
-    handler = _PollingHandler()
+    handler = PollingHandler()
     left, right = socket.socketpair()
     try:
         started = time.monotonic()
@@ -37,7 +37,7 @@ def test_times_out_with_nothing_ready_and_counts_a_hang_up_as_readable() -> None
 
 
 def test_takes_raw_file_descriptors_too() -> None:
-    handler = _PollingHandler()
+    handler = PollingHandler()
     left, right = socket.socketpair()
     try:
         right.send(b"x")
