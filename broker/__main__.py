@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 
 from broker.config import ConfigError, KafkaConfig, load_config
+from broker.gc_policy import GcPolicy
 from broker.log.meta_properties import MetaPropertiesError
 from broker.server import KafkaServer
 from controller.state_change_log import LOGGER_NAME as STATE_CHANGE_LOGGER
@@ -91,6 +92,8 @@ async def _run(config: KafkaConfig) -> int:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, server.request_stop)
+    gc_policy = GcPolicy()  # the process's, so here rather than in the server
+    gc_policy.start()
     try:
         await server.start()
     except (BrokerIdInUseError, MetaPropertiesError, ZkError, OSError) as error:
@@ -99,6 +102,7 @@ async def _run(config: KafkaConfig) -> int:
         return 1
     await server.wait_stopped()
     await server.shutdown()
+    await gc_policy.stop()
     _exit_if_finalization_hangs(0)
     return 0
 

@@ -8,12 +8,16 @@ in some callback (or blocked in a system call) instead of serving requests. Ever
 The length alone does not say what held the loop, and once the loop runs again the culprit
 has returned. So a thread beside it looks every `interval_ms`: when the loop has not woken
 for `stack_log_ms`, it logs the stack the loop's thread is in at that moment, once a stall.
+A stall with no frame of ours on that stack is often CPython's garbage collector, which stops
+every thread while it walks the heap: collections of `stall_log_ms` or more are logged too,
+with their generation, and the longest is kept.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import sys
 import threading
@@ -44,6 +48,8 @@ class LoopWatchdog:
         self.stall_log_ms = stall_log_ms
         self.stack_log_ms = stack_log_ms
         self.longest_stall_ms = 0.0
+        self.longest_gc_ms = 0.0
+        self._gc_started_s = 0.0
         self._task: asyncio.Task[None] | None = None
         # When the loop last woke the watchdog (time.monotonic()), read by the stack thread.
         self._last_wake_s = time.monotonic()
@@ -62,9 +68,12 @@ class LoopWatchdog:
                 daemon=True,
             )
             self._stack_thread.start()
+            gc.callbacks.append(self._on_gc)
 
     async def stop(self) -> None:
         self._stopped.set()
+        if self._on_gc in gc.callbacks:
+            gc.callbacks.remove(self._on_gc)
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -83,6 +92,20 @@ class LoopWatchdog:
         self.longest_stall_ms = max(self.longest_stall_ms, stall_ms)
         if stall_ms >= self.stall_log_ms:
             log.warning("event loop stalled for %.0f ms", stall_ms)
+
+    def _on_gc(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._gc_started_s = time.perf_counter()
+            return
+        took_ms = (time.perf_counter() - self._gc_started_s) * 1000
+        self.longest_gc_ms = max(self.longest_gc_ms, took_ms)
+        if took_ms >= self.stall_log_ms:
+            log.warning(
+                "garbage collection of generation %d took %.0f ms (%d objects freed)",
+                info["generation"],
+                took_ms,
+                info["collected"],
+            )
 
     async def _run(self) -> None:
         interval_s = self.interval_ms / 1000

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import time
 
@@ -77,3 +78,23 @@ def test_no_stack_is_logged_when_the_loop_keeps_running(
     with caplog.at_level(logging.WARNING, logger="broker.loop_watchdog"):
         asyncio.run(_run_with_watchdog(watchdog, 0.0))
     assert not [r for r in caplog.records if "so far, in:" in r.message]
+
+
+def test_a_long_garbage_collection_is_logged_with_its_generation(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A bound of 1 ms: a full collection of the test process's heap takes longer than that.
+    watchdog = LoopWatchdog(interval_ms=10, stall_log_ms=1)
+
+    async def collect() -> None:
+        watchdog.start()
+        gc.collect()
+        await watchdog.stop()
+
+    with caplog.at_level(logging.WARNING, logger="broker.loop_watchdog"):
+        asyncio.run(collect())
+    assert watchdog.longest_gc_ms >= 1
+    assert any(
+        "garbage collection of generation 2 took" in record.message for record in caplog.records
+    )
+    assert watchdog._on_gc not in gc.callbacks  # stop() leaves the collector as it found it
