@@ -23,6 +23,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.java_hash import java_abs, java_string_hash, to_int32
 from broker.log.errors import RecordError, UnexpectedAppendOffsetError
+from broker.loop_slice import LoopSlice
 from broker.network.broker_client import BrokerClient, BrokerClientError
 from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
@@ -298,9 +299,13 @@ class ReplicaFetcher:
                 log.info("fetch session with broker %d: %s", self.source_broker_id, error.name)
                 return  # the next request is a full one
             raise BrokerClientError(f"Fetch answered {error.name}")
-        # An incremental response holds only the partitions with something new.
+        # An incremental response holds only the partitions with something new. A full one
+        # after a failover holds thousands with records: appended in slices of loop time (each
+        # partition's state is looked up again after a pause).
+        loop_slice = LoopSlice()
         for topic in response.responses:
             for data in topic.partitions:
+                await loop_slice.pause_if_spent()
                 key = (topic.topic, int(data.partition_index))
                 position = wanted.get(key)
                 if position is not None:
