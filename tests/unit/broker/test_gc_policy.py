@@ -1,18 +1,25 @@
-"""The broker's collector policy: large young generation, survivors of a full collection
-frozen, and handed back to the collector on a timer."""
+"""The broker's collector policy: what middle collections promote is collected and frozen
+within a check interval; frozen objects go back to the collector on a timer."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
 import time
+import weakref
 from collections.abc import Callable, Iterator
 
 import pytest
 
-from broker.gc_policy import YOUNG_GENERATION_THRESHOLD, GcPolicy
+from broker.gc_policy import OLDEST_GENERATION, YOUNG_GENERATION_THRESHOLD, GcPolicy
 
 CHECK_S = 0.01
+
+
+class _Node:
+    """A container the collector tracks, and that can refer to itself."""
+
+    me: object = None
 
 
 async def _until(condition: Callable[[], bool], timeout_s: float = 5.0) -> None:
@@ -31,7 +38,15 @@ def _leave_the_collector_as_found() -> Iterator[None]:
     gc.set_threshold(*thresholds)
 
 
-def test_the_young_generation_is_large_while_running_and_restored_after() -> None:
+def _frozen_cycle() -> weakref.ref[_Node]:
+    """Cyclic garbage the collector cannot see: frozen while alive, then dropped."""
+    node = _Node()
+    node.me = node
+    gc.freeze()
+    return weakref.ref(node)
+
+
+def test_the_young_generation_is_set_while_running_and_restored_after() -> None:
     before = gc.get_threshold()
 
     async def run() -> tuple[int, int, int]:
@@ -45,42 +60,63 @@ def test_the_young_generation_is_large_while_running_and_restored_after() -> Non
     assert gc.get_threshold() == before
 
 
-def test_what_survives_a_full_collection_is_frozen() -> None:
+def test_what_a_middle_collection_promotes_is_collected_and_frozen() -> None:
+    full_collections: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "stop" and info["generation"] == OLDEST_GENERATION:
+            full_collections.append(1)
+
     async def run() -> int:
         policy = GcPolicy(check_interval_s=CHECK_S)
         policy.start()
-        assert gc.get_freeze_count() == 0
-        gc.collect()
+        gc.collect(1)  # promotes the survivors of the two younger generations
         await _until(lambda: gc.get_freeze_count() > 0)
         frozen = gc.get_freeze_count()
         await policy.stop()
         return frozen
 
-    assert asyncio.run(run()) > 0
+    gc.callbacks.append(count)
+    try:
+        assert asyncio.run(run()) > 0
+    finally:
+        gc.callbacks.remove(count)
+    assert full_collections  # the policy's own full collection, before it froze
     assert gc.get_freeze_count() == 0  # stop() hands everything back
 
 
-def test_young_collections_freeze_nothing() -> None:
-    async def run() -> int:
-        policy = GcPolicy(check_interval_s=CHECK_S)
-        policy.start()
-        gc.collect(0)
-        gc.collect(1)
-        await asyncio.sleep(CHECK_S * 10)
-        frozen = gc.get_freeze_count()
-        await policy.stop()
-        return frozen
+def test_nothing_promoted_means_no_full_collection() -> None:
+    full_collections: list[int] = []
 
-    assert asyncio.run(run()) == 0
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "stop" and info["generation"] == OLDEST_GENERATION:
+            full_collections.append(1)
+
+    policy = GcPolicy()
+    gc.collect()  # nothing left in the middle generation's count
+    gc.callbacks.append(count)
+    try:
+        policy.collect_promoted()
+    finally:
+        gc.callbacks.remove(count)
+    assert not full_collections
+    assert gc.get_freeze_count() == 0
 
 
-def test_frozen_objects_go_back_to_the_collector_on_a_timer() -> None:
+def test_a_frozen_cycle_is_freed_once_handed_back() -> None:
+    ref = _frozen_cycle()
+    gc.collect()
+    assert ref() is not None  # frozen: the collector does not look at it
+    GcPolicy().hand_back_frozen()
+    assert ref() is None
+
+
+def test_frozen_objects_are_handed_back_on_a_timer() -> None:
     async def run() -> None:
-        policy = GcPolicy(unfreeze_interval_s=0.2, check_interval_s=CHECK_S)
+        policy = GcPolicy(unfreeze_interval_s=0.1, check_interval_s=CHECK_S)
         policy.start()
-        gc.collect()
-        await _until(lambda: gc.get_freeze_count() > 0)
-        await _until(lambda: gc.get_freeze_count() == 0)
+        ref = _frozen_cycle()
+        await _until(lambda: ref() is None)
         await policy.stop()
 
     asyncio.run(run())
