@@ -8,12 +8,15 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
+from broker.loop_slice import LoopSlice
 from broker.protocol.metadata_encoding import PartitionEncodings
 from zk.cluster_watch import ClusterView
 from zk.kafka_zk import BrokerRegistration
 from zk.znodes import PartitionState, kafka_string_to_uuid
 
 ENCODINGS_PER_TOPIC = 4
+# Partition entries encoded between two looks at the clock.
+ROWS_PER_SLICE_CHECK = 128
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,10 +61,13 @@ class MetadataCache:
         at most, so more than that means deleted topics' are still kept."""
         return kept > ENCODINGS_PER_TOPIC * (len(self._view.topics) + 1)
 
-    def encoded_partitions(self, cls: type, topic: str) -> list[bytes] | None:
+    async def encoded_partitions(self, cls: type, topic: str) -> list[bytes] | None:
         """The topic's Metadata partition entries as `cls` (see `partition_encodings`), or None
         until this broker has read every partition's state. Kept whole until the topic or the
-        live brokers change: a topic of 5,000 partitions is then no work to answer again."""
+        live brokers change: a topic of 5,000 partitions is then no work to answer again.
+        After a change, what changed is encoded in slices of loop time (a broker lost changes
+        every entry that names it): from the rows and brokers read before the first pause,
+        so that the answer is one moment's view."""
         version = self._view.topic_versions.get(topic)
         brokers = self._view.brokers
         cached = self._encoded_topics.get((cls, topic))
@@ -70,7 +76,15 @@ class MetadataCache:
         rows = self.partition_rows(topic)
         if not rows:
             return None
-        encoded = self.partition_encodings.encode(cls, topic, rows, self.live_broker_ids())
+        live = self.live_broker_ids()
+        encodings = self.partition_encodings
+        encoded: list[bytes] = []
+        loop_slice = LoopSlice()
+        for start in range(0, len(rows), ROWS_PER_SLICE_CHECK):
+            await loop_slice.pause_if_spent()
+            encoded += encodings.encode(
+                cls, topic, rows[start : start + ROWS_PER_SLICE_CHECK], live
+            )
         if version is not None:
             if self._too_many_kept(len(self._encoded_topics)):
                 self._encoded_topics = {

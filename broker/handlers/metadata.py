@@ -110,7 +110,7 @@ async def _topic(
 ) -> tuple[dict[str, Any], list[bytes]]:
     """The topic's entry (without partitions) and its encoded partition entries."""
     partition_cls = adapter.nested_class(topic_cls, "partitions")
-    partitions = cache.encoded_partitions(partition_cls, name)
+    partitions = await cache.encoded_partitions(partition_cls, name)
     if partitions is None:
         if not _is_legal_name(name):
             # As Kafka 3.9 answers: no such topic can exist, so none is looked up or created.

@@ -206,10 +206,12 @@ class ReplicaFetcher:
         if not requests:
             return
         response = await client.send(self._epoch_request(states, requests))
+        errors = PartitionErrors(f"OffsetForLeaderEpoch from broker {self.source_broker_id}")
         for topic in response.topics:
             for result in topic.partitions:
                 key = (topic.topic, int(result.partition))
-                self._on_epoch_end_offset(key, result)
+                self._on_epoch_end_offset(key, result, errors)
+        errors.log()
 
     def _epoch_request(
         self, states: dict[TopicPartition, FetchState], requests: dict[TopicPartition, int]
@@ -227,7 +229,9 @@ class ReplicaFetcher:
         topics = [{"topic": t, "partitions": p} for t, p in by_topic.items()]
         return adapter.build(cls, {"replica_id": self._config.broker_id, "topics": topics})
 
-    def _on_epoch_end_offset(self, key: TopicPartition, result: Any) -> None:
+    def _on_epoch_end_offset(
+        self, key: TopicPartition, result: Any, errors: PartitionErrors
+    ) -> None:
         state = self.partitions.get(key)
         if state is None or not state.truncating:
             return
@@ -235,7 +239,7 @@ class ReplicaFetcher:
         if partition is None:
             return
         if result.error_code != ErrorCode.none:
-            log.info("%s-%d: OffsetForLeaderEpoch: %s", *key, result.error_code.name)
+            errors.add(key, result.error_code)
             self._delay(key, state)
             return
         leader_epoch, end_offset = int(result.leader_epoch), int(result.end_offset)
@@ -303,13 +307,15 @@ class ReplicaFetcher:
         # after a failover holds thousands with records: appended in slices of loop time (each
         # partition's state is looked up again after a pause).
         loop_slice = LoopSlice()
+        errors = PartitionErrors(f"fetch from broker {self.source_broker_id}")
         for topic in response.responses:
             for data in topic.partitions:
                 await loop_slice.pause_if_spent()
                 key = (topic.topic, int(data.partition_index))
                 position = wanted.get(key)
                 if position is not None:
-                    self._on_partition_data(key, position.fetch_offset, data)
+                    self._on_partition_data(key, position.fetch_offset, data, errors)
+        errors.log()
 
     def _fetch_request(self, request: SessionRequest) -> Any:
         values = {
@@ -332,7 +338,9 @@ class ReplicaFetcher:
         }
         return adapter.build(request_class(ApiKey.FETCH, FETCH_VERSION), values)
 
-    def _on_partition_data(self, key: TopicPartition, fetch_offset: int, data: Any) -> None:
+    def _on_partition_data(
+        self, key: TopicPartition, fetch_offset: int, data: Any, errors: PartitionErrors
+    ) -> None:
         state = self.partitions.get(key)
         if state is None or state.truncating or state.fetch_offset != fetch_offset:
             return  # removed, re-added or moved while the request was out
@@ -346,7 +354,7 @@ class ReplicaFetcher:
             self._on_out_of_range(partition, state, data)
         else:
             if error != ErrorCode.not_leader_or_follower:
-                log.info("%s-%d: fetch from broker %d: %s", *key, self.source_broker_id, error.name)
+                errors.add(key, error)
             self._delay(key, state)
 
     def _append(
@@ -379,6 +387,27 @@ class ReplicaFetcher:
             # Our log ends beyond the leader's (an unclean election): drop what it lacks.
             self._logs.truncate(partition, max(int(data.high_watermark), 0))
         state.fetch_offset = partition.log.log_end_offset
+
+
+class PartitionErrors:
+    """The partitions of one response that answered an error, logged as one line per error:
+    after a failover thousands answer FENCED_LEADER_EPOCH at once, and a line each cost the
+    loop more than the rest of the response."""
+
+    SHOWN = 5  # partitions named per line
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self._by_error: dict[ErrorCode, list[TopicPartition]] = {}
+
+    def add(self, key: TopicPartition, error: ErrorCode) -> None:
+        self._by_error.setdefault(error, []).append(key)
+
+    def log(self) -> None:
+        for error, keys in self._by_error.items():
+            shown = ", ".join(f"{topic}-{partition}" for topic, partition in keys[: self.SHOWN])
+            more = f" and {len(keys) - self.SHOWN} more" if len(keys) > self.SHOWN else ""
+            log.info("%s: %s for %s%s", self.what, error.name, shown, more)
 
 
 def _by_topic(items: Iterable[tuple[TopicPartition, T]]) -> list[tuple[str, list[tuple[int, T]]]]:

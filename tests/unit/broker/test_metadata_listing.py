@@ -3,10 +3,13 @@ znodes one by one, and a partial set would tell clients a new topic has fewer pa
 
 from __future__ import annotations
 
+import asyncio
+
 from broker.handlers.metadata import _listed_topics
-from broker.metadata_cache import MetadataCache
+from broker.metadata_cache import ROWS_PER_SLICE_CHECK, MetadataCache
 from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
+from broker.protocol.metadata_encoding import PartitionEncodings
 from broker.protocol.registry import response_class
 from zk.cluster_watch import ClusterView
 from zk.znodes import PartitionState, TopicAssignment
@@ -41,17 +44,37 @@ def test_encoded_partitions_are_kept_until_the_topic_or_the_brokers_change() -> 
     entry_cls = adapter.nested_class(
         adapter.nested_class(response_class(ApiKey.METADATA, 12), "topics"), "partitions"
     )
-    first = cache.encoded_partitions(entry_cls, "t")
+    first = asyncio.run(cache.encoded_partitions(entry_cls, "t"))
     assert first is not None
-    assert cache.encoded_partitions(entry_cls, "t") is first
+    assert asyncio.run(cache.encoded_partitions(entry_cls, "t")) is first
 
     # Changed in place without a new version: still the kept entries (nothing changes the
     # view but the watch, which always touches the topic).
     view.partition_states[("t", 0)] = (PartitionState(2, 1, [2], 1), 1)
-    assert cache.encoded_partitions(entry_cls, "t") is first
+    assert asyncio.run(cache.encoded_partitions(entry_cls, "t")) is first
     view.touch("t")
-    moved = cache.encoded_partitions(entry_cls, "t")
+    moved = asyncio.run(cache.encoded_partitions(entry_cls, "t"))
     assert moved is not None and moved != first
 
     view.brokers = {}  # the watch replaces the broker map when a broker comes or goes
-    assert cache.encoded_partitions(entry_cls, "t") is not moved
+    assert asyncio.run(cache.encoded_partitions(entry_cls, "t")) is not moved
+
+
+def test_a_large_topic_is_encoded_across_slices_in_partition_order() -> None:
+    count = ROWS_PER_SLICE_CHECK * 3 + 5
+    view = ClusterView(
+        topics={"big": TopicAssignment(None, {p: [1, 2] for p in range(count)})},
+        partition_states={
+            ("big", p): (PartitionState(1 + p % 2, p, [1, 2], 1), 0) for p in range(count)
+        },
+    )
+    view.touch("big")
+    entry_cls = adapter.nested_class(
+        adapter.nested_class(response_class(ApiKey.METADATA, 12), "topics"), "partitions"
+    )
+    encoded = asyncio.run(MetadataCache(view).encoded_partitions(entry_cls, "big"))
+    rows = MetadataCache(view).partition_rows("big")
+    assert rows is not None
+    expected = PartitionEncodings().encode(entry_cls, "big", rows, frozenset())
+    assert encoded == expected
+    assert len(encoded) == count
