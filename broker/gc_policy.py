@@ -5,10 +5,10 @@ loop with it. A broker with 5,000 partitions keeps a few million long-lived obje
 segments, indexes, the cluster view), so a full collection walked them for 140-570 ms. With
 the default thresholds (700, 10, 10) the objects of each follower fetch round (thousands per
 round, living for the round) were promoted to the oldest generation fast enough to set off a
-full collection every 2-3 s during a failover; each freed nothing. (Much larger young
-generations only moved the pause: a 50,000-allocation one took 187 ms.) Hence:
+full collection every 2-3 s during a failover; each freed nothing. Hence:
 
-- young collections every YOUNG_GENERATION_THRESHOLD allocations: a few milliseconds each;
+- the young generations keep CPython's thresholds: larger ones only moved the pause (a
+  50,000-allocation young generation took 187 ms, a 5,000 one's middle collections 140 ms);
 - once a CHECK_INTERVAL_S, if anything was promoted to the oldest generation since the last
   full collection, a full collection, and what survives it is frozen (`gc.freeze()`: moved out
   of every generation), so that each full collection walks only what was promoted since the
@@ -31,18 +31,12 @@ import time
 
 log = logging.getLogger(__name__)
 
-# Allocations (less deallocations) of tracked objects between young collections; CPython's
-# default is 700. Ten young generations' survivors make a middle collection: well under the
-# loop's 100 ms stall bound.
-YOUNG_GENERATION_THRESHOLD = 5_000
-# Young collections per middle-generation collection, and those per full one (the defaults).
-MIDDLE_GENERATION_THRESHOLD = 10
-OLD_GENERATION_THRESHOLD = 10
 OLDEST_GENERATION = 2
 # How often frozen objects go back to be looked at by a full collection.
 UNFREEZE_INTERVAL_S = 600.0
-# How often the policy's task collects what was promoted, and freezes it.
-CHECK_INTERVAL_S = 1.0
+# How often the policy's task collects what was promoted, and freezes it: often, so that
+# each full collection has little to walk (a second's promotions during a failover took 320 ms).
+CHECK_INTERVAL_S = 0.1
 
 
 class GcPolicy:
@@ -56,15 +50,10 @@ class GcPolicy:
         self._full_collections = 0  # counted by the collector's callback, on any thread
         self._frozen_after = 0  # the count at the last freeze
         self._task: asyncio.Task[None] | None = None
-        self._saved_thresholds = gc.get_threshold()
 
     def start(self) -> None:
         if self._task is not None:
             return
-        self._saved_thresholds = gc.get_threshold()
-        gc.set_threshold(
-            YOUNG_GENERATION_THRESHOLD, MIDDLE_GENERATION_THRESHOLD, OLD_GENERATION_THRESHOLD
-        )
         gc.callbacks.append(self._on_gc)
         self._task = asyncio.get_running_loop().create_task(self._run(), name="gc-policy")
 
@@ -76,7 +65,6 @@ class GcPolicy:
             await self._task
         self._task = None
         gc.callbacks.remove(self._on_gc)
-        gc.set_threshold(*self._saved_thresholds)
         gc.unfreeze()
 
     def _on_gc(self, phase: str, info: dict[str, int]) -> None:

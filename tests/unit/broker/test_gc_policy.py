@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from broker.gc_policy import OLDEST_GENERATION, YOUNG_GENERATION_THRESHOLD, GcPolicy
+from broker.gc_policy import OLDEST_GENERATION, GcPolicy
 
 CHECK_S = 0.01
 
@@ -32,10 +32,8 @@ async def _until(condition: Callable[[], bool], timeout_s: float = 5.0) -> None:
 
 @pytest.fixture(autouse=True)
 def _leave_the_collector_as_found() -> Iterator[None]:
-    thresholds = gc.get_threshold()
     yield
     gc.unfreeze()
-    gc.set_threshold(*thresholds)
 
 
 def _frozen_cycle() -> weakref.ref[_Node]:
@@ -44,20 +42,6 @@ def _frozen_cycle() -> weakref.ref[_Node]:
     node.me = node
     gc.freeze()
     return weakref.ref(node)
-
-
-def test_the_young_generation_is_set_while_running_and_restored_after() -> None:
-    before = gc.get_threshold()
-
-    async def run() -> tuple[int, int, int]:
-        policy = GcPolicy(check_interval_s=CHECK_S)
-        policy.start()
-        during = gc.get_threshold()
-        await policy.stop()
-        return during
-
-    assert asyncio.run(run())[0] == YOUNG_GENERATION_THRESHOLD
-    assert gc.get_threshold() == before
 
 
 def test_what_a_middle_collection_promotes_is_collected_and_frozen() -> None:
