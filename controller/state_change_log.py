@@ -4,6 +4,10 @@ partition leader/ISR change, with the reason, on the `state.change.logger` logge
 The broker process sends this logger to `state-change.log` (see `broker/__main__.py`), which
 `scripts/cluster events` merges across brokers into one timeline. Lines keep Kafka's shape:
 `[Controller id=1 epoch=3] Changed partition t-0 ... ` / `[Broker id=2] ...`.
+
+Every line's arguments are strings and numbers (lists are joined first): the broker queues
+these records unformatted for a thread to write, so an argument changed later would be
+written changed.
 """
 
 from __future__ import annotations
