@@ -14,43 +14,45 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.loop_slice import LoopSlice
 from broker.network.context import RequestContext
 from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
+from broker.protocol.epoch_end_offset_encoding import encode_response, encode_topic, entry_writer
 from broker.protocol.registry import response_class
 
 UNDEFINED = -1
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
-    topics = [
-        {
-            "topic": topic.topic,
-            "partitions": [_end_offset(context, topic.topic, p) for p in topic.partitions],
-        }
-        for topic in request.topics
-    ]
     cls = response_class(ApiKey.OFFSET_FOR_LEADER_EPOCH, context.api_version)
-    return adapter.build(cls, {"throttle_time": 0, "topics": topics})
+    topic_cls = adapter.nested_class(cls, "topics")
+    write = entry_writer(adapter.nested_class(topic_cls, "partitions"))
+    # Each partition is answered from its own state when it is looked at: a request for
+    # thousands is answered in slices of loop time.
+    loop_slice = LoopSlice()
+    topics = []
+    for topic in request.topics:
+        entries = []
+        for partition in topic.partitions:
+            await loop_slice.pause_if_spent()
+            entries.append(write(*_end_offset(context, topic.topic, partition)))
+        topics.append(encode_topic(topic_cls, topic.topic, entries))
+    return encode_response(cls, topics)
 
 
-def _end_offset(context: RequestContext, topic: str, request: Any) -> dict[str, Any]:
+def _end_offset(
+    context: RequestContext, topic: str, request: Any
+) -> tuple[ErrorCode, int, int, int]:
+    """(error, partition, leader epoch, end offset) for one requested partition."""
+    partition = int(request.partition)
     current, error = context.server.replica_manager.leader_partition(
-        topic, request.partition, getattr(request, "current_leader_epoch", -1)
+        topic, partition, getattr(request, "current_leader_epoch", -1)
     )
     if current is None:
-        return _result(request.partition, error, UNDEFINED, UNDEFINED)
+        return error, partition, UNDEFINED, UNDEFINED
     replica_log = current.log
     epoch, end_offset = replica_log.leader_epoch_cache.end_offset_for(
         request.leader_epoch, replica_log.log_end_offset
     )
-    return _result(request.partition, ErrorCode.none, epoch, end_offset)
-
-
-def _result(partition: int, error: ErrorCode, epoch: int, end_offset: int) -> dict[str, Any]:
-    return {
-        "error_code": error,
-        "partition": partition,
-        "leader_epoch": epoch,
-        "end_offset": end_offset,
-    }
+    return ErrorCode.none, partition, epoch, end_offset
