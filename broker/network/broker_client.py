@@ -28,6 +28,7 @@ from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 
+from broker.protocol.adapter import EncodedRequest
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.bounds import BoundsError, check_body
 from broker.protocol.header import MalformedRequestError, skip_tagged_fields
@@ -148,7 +149,8 @@ class BrokerClient:
         await self.close()
 
     async def send(self, request: Any) -> Any:
-        """Send one kio request entity; return the broker's response entity.
+        """Send one kio request entity (or `EncodedRequest`); return the broker's response
+        entity.
 
         Typed `Any` (as kio's own readers are): callers read version-specific fields that no
         common protocol declares. Raises a `BrokerClientError` subclass on any failure.
@@ -238,7 +240,10 @@ class BrokerClient:
         buffer.write(self._client_id_bytes)
         if flexible:
             buffer.write(_EMPTY_TAGGED_FIELDS)
-        entity_writer(type(request))(buffer, request)
+        if isinstance(request, EncodedRequest):
+            buffer.write(request.body)
+        else:
+            entity_writer(type(request))(buffer, request)
         frame_bytes = buffer.tell() - _FRAME_SIZE.size
         buffer.seek(0)
         buffer.write(_FRAME_SIZE.pack(frame_bytes))
@@ -280,7 +285,10 @@ class BrokerClient:
 
 
 def _request_identity(request: Any) -> tuple[int, int, bool]:
-    """(api key, version, flexible) of a kio request entity; refuses what `send` cannot do."""
+    """(api key, version, flexible) of a kio request entity or an `EncodedRequest`; refuses
+    what `send` cannot do."""
+    if isinstance(request, EncodedRequest):
+        return request.api_key, request.version, request.flexible
     cls = type(request)
     if getattr(cls, "__type__", None) is not EntityType.request:
         raise TypeError(f"{cls.__qualname__} is not a kio request entity")

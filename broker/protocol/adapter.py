@@ -123,6 +123,17 @@ class Encoded:
     parts: list[bytes]
 
 
+@dataclass(frozen=True, slots=True)
+class EncodedRequest:
+    """A request body its sender encoded itself (see fetch_request_encoding);
+    `BrokerClient.send` frames it as it is and decodes the answer as `version`'s response."""
+
+    api_key: int
+    version: int
+    flexible: bool
+    body: bytes
+
+
 def encode_parts(response: Any) -> list[bytes]:
     """A handler's response (a kio entity or `Encoded`) as buffers to write in order."""
     if isinstance(response, Encoded):

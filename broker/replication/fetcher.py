@@ -26,7 +26,9 @@ from broker.log.errors import RecordError, UnexpectedAppendOffsetError
 from broker.loop_slice import LoopSlice
 from broker.network.broker_client import BrokerClient, BrokerClientError
 from broker.protocol import adapter
+from broker.protocol.adapter import EncodedRequest
 from broker.protocol.api_keys import ApiKey
+from broker.protocol.fetch_request_encoding import FetchPartitionRequest, encode_fetch
 from broker.protocol.registry import request_class
 from broker.replication.fetch_session import FetchPosition
 from broker.replication.fetch_session_handler import FetchSessionHandler, SessionRequest
@@ -35,9 +37,8 @@ from broker.replication.partition import Partition
 log = logging.getLogger(__name__)
 
 # The versions one broker of this project sends another (Kafka pins them with
-# inter.broker.protocol.version): Fetch v12 still names topics, OffsetForLeaderEpoch v4 is
-# the last one.
-FETCH_VERSION = 12
+# inter.broker.protocol.version): Fetch v12 (fetch_request_encoding.VERSION) still names
+# topics, OffsetForLeaderEpoch v4 is the last one.
 OFFSET_FOR_LEADER_EPOCH_VERSION = 4
 UNDEFINED_EPOCH = -1
 UNDEFINED_OFFSET = -1
@@ -317,26 +318,25 @@ class ReplicaFetcher:
                     self._on_partition_data(key, position.fetch_offset, data, errors)
         errors.log()
 
-    def _fetch_request(self, request: SessionRequest) -> Any:
-        values = {
-            "replica_id": self._config.broker_id,
-            "max_wait": self._config.max_wait_ms,
-            "min_bytes": self._config.min_bytes,
-            "max_bytes": self._config.response_max_bytes,
-            "isolation_level": 0,
-            "session_id": request.session_id,
-            "session_epoch": request.epoch,
-            "topics": [
-                {"topic": topic, "partitions": [_fetch_partition(p, f) for p, f in partitions]}
+    def _fetch_request(self, request: SessionRequest) -> EncodedRequest:
+        # Packed rather than built as a kio entity: a full request names thousands of
+        # partitions after a failover (see fetch_request_encoding).
+        return encode_fetch(
+            replica_id=self._config.broker_id,
+            max_wait_ms=self._config.max_wait_ms,
+            min_bytes=self._config.min_bytes,
+            max_bytes=self._config.response_max_bytes,
+            session_id=request.session_id,
+            session_epoch=request.epoch,
+            topics=[
+                (topic, [_fetch_partition(p, f) for p, f in partitions])
                 for topic, partitions in _by_topic(request.to_send.items())
             ],
-            "forgotten_topics_data": [
-                {"topic": topic, "partitions": [p for p, _ in partitions]}
+            forgotten=[
+                (topic, [p for p, _ in partitions])
                 for topic, partitions in _by_topic((key, key) for key in request.forgotten)
             ],
-            "rack_id": "",
-        }
-        return adapter.build(request_class(ApiKey.FETCH, FETCH_VERSION), values)
+        )
 
     def _on_partition_data(
         self, key: TopicPartition, fetch_offset: int, data: Any, errors: PartitionErrors
@@ -417,15 +417,14 @@ def _by_topic(items: Iterable[tuple[TopicPartition, T]]) -> list[tuple[str, list
     return list(grouped.items())
 
 
-def _fetch_partition(partition: int, position: FetchPosition) -> dict[str, int]:
-    return {
-        "partition": partition,
-        "current_leader_epoch": position.current_leader_epoch,
-        "fetch_offset": position.fetch_offset,
-        "last_fetched_epoch": UNDEFINED_EPOCH,
-        "log_start_offset": position.log_start_offset,
-        "partition_max_bytes": position.partition_max_bytes,
-    }
+def _fetch_partition(partition: int, position: FetchPosition) -> FetchPartitionRequest:
+    return FetchPartitionRequest(
+        partition,
+        position.current_leader_epoch,
+        position.fetch_offset,
+        position.log_start_offset,
+        position.partition_max_bytes,
+    )
 
 
 class ReplicaFetcherManager:
