@@ -125,7 +125,7 @@ class Encoded:
 
 @dataclass(frozen=True, slots=True)
 class EncodedRequest:
-    """A request body its sender encoded itself (see fetch_request_encoding);
+    """A request body its sender encoded itself (see replica_request_encoding);
     `BrokerClient.send` frames it as it is and decodes the answer as `version`'s response."""
 
     api_key: int

@@ -25,21 +25,20 @@ from broker.java_hash import java_abs, java_string_hash, to_int32
 from broker.log.errors import RecordError, UnexpectedAppendOffsetError
 from broker.loop_slice import LoopSlice
 from broker.network.broker_client import BrokerClient, BrokerClientError
-from broker.protocol import adapter
 from broker.protocol.adapter import EncodedRequest
-from broker.protocol.api_keys import ApiKey
-from broker.protocol.fetch_request_encoding import FetchPartitionRequest, encode_fetch
-from broker.protocol.registry import request_class
+from broker.protocol.replica_request_encoding import (
+    FetchPartitionRequest,
+    encode_fetch,
+    encode_offset_for_leader_epoch,
+)
 from broker.replication.fetch_session import FetchPosition
 from broker.replication.fetch_session_handler import FetchSessionHandler, SessionRequest
 from broker.replication.partition import Partition
 
 log = logging.getLogger(__name__)
 
-# The versions one broker of this project sends another (Kafka pins them with
-# inter.broker.protocol.version): Fetch v12 (fetch_request_encoding.VERSION) still names
-# topics, OffsetForLeaderEpoch v4 is the last one.
-OFFSET_FOR_LEADER_EPOCH_VERSION = 4
+# The versions one broker of this project sends another are in replica_request_encoding
+# (Kafka pins them with inter.broker.protocol.version).
 UNDEFINED_EPOCH = -1
 UNDEFINED_OFFSET = -1
 
@@ -216,19 +215,12 @@ class ReplicaFetcher:
 
     def _epoch_request(
         self, states: dict[TopicPartition, FetchState], requests: dict[TopicPartition, int]
-    ) -> Any:
-        by_topic: dict[str, list[dict[str, int]]] = {}
+    ) -> EncodedRequest:
+        by_topic: dict[str, list[tuple[int, int, int]]] = {}
         for (topic, partition), epoch in requests.items():
-            by_topic.setdefault(topic, []).append(
-                {
-                    "partition": partition,
-                    "current_leader_epoch": states[(topic, partition)].leader_epoch,
-                    "leader_epoch": epoch,
-                }
-            )
-        cls = request_class(ApiKey.OFFSET_FOR_LEADER_EPOCH, OFFSET_FOR_LEADER_EPOCH_VERSION)
-        topics = [{"topic": t, "partitions": p} for t, p in by_topic.items()]
-        return adapter.build(cls, {"replica_id": self._config.broker_id, "topics": topics})
+            current_epoch = states[(topic, partition)].leader_epoch
+            by_topic.setdefault(topic, []).append((partition, current_epoch, epoch))
+        return encode_offset_for_leader_epoch(self._config.broker_id, list(by_topic.items()))
 
     def _on_epoch_end_offset(
         self, key: TopicPartition, result: Any, errors: PartitionErrors
@@ -320,7 +312,7 @@ class ReplicaFetcher:
 
     def _fetch_request(self, request: SessionRequest) -> EncodedRequest:
         # Packed rather than built as a kio entity: a full request names thousands of
-        # partitions after a failover (see fetch_request_encoding).
+        # partitions after a failover (see replica_request_encoding).
         return encode_fetch(
             replica_id=self._config.broker_id,
             max_wait_ms=self._config.max_wait_ms,
