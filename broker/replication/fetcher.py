@@ -207,8 +207,10 @@ class ReplicaFetcher:
             return
         response = await client.send(self._epoch_request(states, requests))
         errors = PartitionErrors(f"OffsetForLeaderEpoch from broker {self.source_broker_id}")
+        loop_slice = LoopSlice()  # thousands after a failover, each looked up after a pause
         for topic in response.topics:
             for result in topic.partitions:
+                await loop_slice.pause_if_spent()
                 key = (topic.topic, int(result.partition))
                 self._on_epoch_end_offset(key, result, errors)
         errors.log()
