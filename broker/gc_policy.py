@@ -58,6 +58,8 @@ class GcPolicy:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="gc-policy")
 
     async def stop(self) -> None:
+        """Stop freezing. What is frozen stays so: at exit, handing it back would only make
+        the interpreter's last collection walk the whole heap."""
         if self._task is None:
             return
         self._task.cancel()
@@ -65,7 +67,6 @@ class GcPolicy:
             await self._task
         self._task = None
         gc.callbacks.remove(self._on_gc)
-        gc.unfreeze()
 
     def _on_gc(self, phase: str, info: dict[str, int]) -> None:
         # Only counts (the collector may run on any thread): freezing is the task's job.
