@@ -12,7 +12,8 @@ and a `ControlledShutdownRequested` event carries it out on the controller's eve
    OfflineReplica transition), so acks=all produce stops waiting for it;
 4. the answer lists the partitions it still leads (no other replica qualified): the broker
    retries after `controlled.shutdown.retry.backoff.ms`.
-Every write goes through the partition state machine with reason CONTROLLED_SHUTDOWN.
+Every write goes through the partition state machine with reason CONTROLLED_SHUTDOWN; steps 2
+and 3 share one pipeline of writes, the moves first (Kafka finishes 2 before it starts 3).
 """
 
 from __future__ import annotations
@@ -120,8 +121,9 @@ async def shut_down_broker(
     led = [tp for tp in candidates if context.partition_states[tp][0].leader == broker_id]
     led_set = set(led)
     followed = [tp for tp in candidates if tp not in led_set]
-    await _write_until_settled(context, partitions, led, broker_id, _move_leadership)
-    await _write_until_settled(context, partitions, followed, broker_id, _leave_isr)
+    # One pipeline of writes, the moves first: the ISR removals need not wait for the last
+    # move's batch to come back (3,333 of them behind 1,667 moves in a 5,000-partition cluster).
+    await _write_until_settled(context, partitions, led + followed, broker_id, _move_or_leave)
     remaining = _partitions_led(context, broker_id)
     if remaining:
         log.info(
@@ -168,12 +170,13 @@ def _move_leadership(
     )
 
 
-def _leave_isr(
+def _move_or_leave(
     context: ControllerContext, tp: TopicPartition, broker_id: int
 ) -> LeaderAndIsr | None:
+    """Steps 2 and 3 for one partition, from its state when the decision is made."""
     state, _ = context.partition_states[tp]
     if state.leader == broker_id:
-        return None  # it became leader meanwhile; the next request moves it
+        return _move_leadership(context, tp, broker_id)
     return isr_without_follower(state.leader, list(state.isr), broker_id)
 
 
