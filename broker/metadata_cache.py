@@ -8,10 +8,10 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from broker.loop_slice import LoopSlice
 from broker.protocol.metadata_encoding import PartitionEncodings
 from zk.cluster_watch import ClusterView
 from zk.kafka_zk import BrokerRegistration
+from zk.loop_slice import LoopSlice
 from zk.znodes import PartitionState, kafka_string_to_uuid
 
 ENCODINGS_PER_TOPIC = 4

@@ -26,7 +26,6 @@ from broker.log.log import LogConfig
 from broker.log.manager import LogManager
 from broker.log.meta_properties import ensure_meta_properties
 from broker.log_dir_failure import LogDirFailureHandler
-from broker.loop_slice import LoopSlice
 from broker.loop_watchdog import LoopWatchdog
 from broker.metadata_cache import MetadataCache
 from broker.network.listener import Listener
@@ -44,6 +43,7 @@ from zk.client import ZkClient
 from zk.cluster_watch import ClusterChange, ClusterWatch
 from zk.errors import ZkError
 from zk.kafka_zk import BrokerRegistration, KafkaZk, TopicAssignment
+from zk.loop_slice import LoopSlice
 
 log = logging.getLogger(__name__)
 

@@ -35,6 +35,7 @@ from kazoo.retry import KazooRetry
 
 from zk import errors
 from zk.kazoo_extensions import MultiRead, PollingHandler, SetWatches
+from zk.loop_slice import LoopSlice
 
 log = logging.getLogger(__name__)
 
@@ -388,7 +389,7 @@ class ZkClient:
                 log.warning("ZooKeeper refused a multiRead (%s): one read per znode", error)
                 self._multi_read = False
             else:
-                return self._read_results([item for answer in answers for item in answer])
+                return await self._read_results([item for answer in answers for item in answer])
         if arm:
             # Watches armed before the reads: ZooKeeper answers in order, so the reads are
             # covered by them.
@@ -397,7 +398,7 @@ class ZkClient:
                     self._arm("data", path)
         client = self._client()
         futures = [self._bridge(functools.partial(client.get_async, path), path) for path in paths]
-        return self._read_results(await asyncio.gather(*futures, return_exceptions=True))
+        return await self._read_results(await asyncio.gather(*futures, return_exceptions=True))
 
     async def _multi_read_chunk(self, paths: Sequence[str], arm: bool) -> list[Any]:
         client = self._client()
@@ -455,9 +456,12 @@ class ZkClient:
         self._bridge(send, None).add_done_callback(self._ignore_arm_failure)
 
     @staticmethod
-    def _read_results(outcomes: Iterable[Any]) -> list[tuple[bytes, ZnodeStat] | None]:
+    async def _read_results(outcomes: Iterable[Any]) -> list[tuple[bytes, ZnodeStat] | None]:
+        # Thousands at a controller failover: converted in slices of loop time.
         results: list[tuple[bytes, ZnodeStat] | None] = []
+        loop_slice = LoopSlice()
         for outcome in outcomes:
+            await loop_slice.pause_if_spent()
             if isinstance(outcome, errors.NoNodeError):
                 results.append(None)
             elif isinstance(outcome, BaseException):

@@ -28,7 +28,6 @@ from kio.schema.errors import ErrorCode
 
 from broker.handlers import legacy_fetch
 from broker.handlers.current_leader import CurrentLeaders
-from broker.loop_slice import LoopSlice
 from broker.network.context import RequestContext
 from broker.protocol import adapter, fetch_encoding
 from broker.protocol.api_keys import ApiKey
@@ -42,6 +41,7 @@ from broker.replication.fetch_session import (
     TopicPartition,
 )
 from broker.replication.replica_manager import ReadResult
+from zk.loop_slice import LoopSlice
 
 Results = list[tuple[FetchKey, ReadResult]]
 TOPIC_ID_VERSION = 13
@@ -67,7 +67,9 @@ async def handle(context: RequestContext, request: Any) -> Any:
     results, total_bytes, any_error = await _read_all(context, request, positions, names)
     waits = total_bytes < request.min_bytes and not any_error
     delayed = (
-        await _wait_for_data(context, request, positions, names, deadline_s) if waits else None
+        await _wait_for_data(context, request, positions, names, deadline_s, results)
+        if waits
+        else None
     )
     if delayed is not None:
         # The delayed fetch's read, now that it completes: only of what changed meanwhile.
@@ -86,34 +88,36 @@ async def _wait_for_data(
     positions: list[tuple[FetchKey, FetchPosition]],
     names: dict[str | uuid.UUID, str],
     deadline_s: float,
+    results: Results,
 ) -> DelayedFetch | None:
     """Park the fetch until `min_bytes` may be readable, a partition must answer an error,
     or the deadline (Kafka's DelayedFetch: each wake-up checks offsets only, no log is
     read). None if there was nothing to wait for."""
     # Partitions of unknown topic ids are answered, but only the others are worth waiting for.
     waited_for = [
-        FetchRequestPosition(
-            (names[topic], partition),
-            position.fetch_offset,
-            position.partition_max_bytes,
-            position.current_leader_epoch,
+        (
+            FetchRequestPosition(
+                (names[topic], partition),
+                position.fetch_offset,
+                position.partition_max_bytes,
+                position.current_leader_epoch,
+            ),
+            result,
         )
-        for (topic, partition), position in positions
+        for ((topic, partition), position), (_, result) in zip(positions, results, strict=True)
         if topic in names
     ]
     remaining_s = deadline_s - asyncio.get_running_loop().time()
     if remaining_s <= 0 or not waited_for:
         return None
     replica_manager = context.server.replica_manager
-    # Parked from the replicas' states now: whatever was appended since the first read read
-    # a partition lies past the parked position, and completes the fetch at once.
-    delayed = DelayedFetch.park(
+    delayed = await DelayedFetch.park(
         replica_manager.get_by_key,
         waited_for,
         request.min_bytes,
         follower=_replica_id(request) >= 0,
     )
-    await replica_manager.wait_for_fetch(delayed, remaining_s)
+    await replica_manager.wait_for_fetch(delayed, deadline_s - asyncio.get_running_loop().time())
     return delayed
 
 

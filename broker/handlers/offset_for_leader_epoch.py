@@ -14,12 +14,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.loop_slice import LoopSlice
 from broker.network.context import RequestContext
 from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.epoch_end_offset_encoding import encode_response, encode_topic, entry_writer
 from broker.protocol.registry import response_class
+from zk.loop_slice import LoopSlice
 
 UNDEFINED = -1
 

@@ -32,6 +32,7 @@ from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
 from broker.replication.replica_manager import AppendResult
+from zk.loop_slice import LoopSlice
 
 VALID_ACKS = (-1, 0, 1)
 CURRENT_LEADER_VERSION = 10  # KIP-951
@@ -69,24 +70,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
     checked, compressed_errors = await _check_compressed_off_loop(context, request)
     for (topic_name, index), e in legacy_errors.items():
         compressed_errors[(topic_name, index)] = _error(index, ErrorCode(e.error_code), str(e))
-    results: TopicResults = [
-        (
-            topic.name,
-            [
-                compressed_errors.get((topic.name, data.index))
-                or _produce_partition(
-                    context,
-                    topic.name,
-                    data.index,
-                    data.records,
-                    acks,
-                    (topic.name, data.index) in checked,
-                )
-                for data in topic.partition_data
-            ],
-        )
-        for topic in request.topic_data
-    ]
+    results = await _produce_all(context, request, acks, checked, compressed_errors)
     if acks == -1:
         results = await _wait_for_replication(context, request, results)
     if acks == 0:
@@ -95,6 +79,38 @@ async def handle(context: RequestContext, request: Any) -> Any:
         _close_on_error(results)
         return None
     return _response(context, results)
+
+
+async def _produce_all(
+    context: RequestContext,
+    request: Any,
+    acks: int,
+    checked: set[tuple[str, int]],
+    errors: dict[tuple[str, int], PartitionProduceResult],
+) -> TopicResults:
+    """Append each partition's records, in the request's order. A producer's request may
+    name thousands of partitions (a batch per partition led here): appended in slices of loop
+    time. Requests of one connection are handled one at a time, so the order of a producer's
+    batches to a partition holds."""
+    results: TopicResults = []
+    loop_slice = LoopSlice()
+    for topic in request.topic_data:
+        partitions: list[PartitionProduceResult] = []
+        for data in topic.partition_data:
+            await loop_slice.pause_if_spent()
+            partitions.append(
+                errors.get((topic.name, data.index))
+                or _produce_partition(
+                    context,
+                    topic.name,
+                    data.index,
+                    data.records,
+                    acks,
+                    (topic.name, data.index) in checked,
+                )
+            )
+        results.append((topic.name, partitions))
+    return results
 
 
 def _response(context: RequestContext, results: TopicResults) -> Any:

@@ -36,6 +36,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.log.log import Log
 from broker.replication.partition import Partition
+from zk.loop_slice import LoopSlice
 
 if TYPE_CHECKING:  # replica_manager imports this module
     from broker.replication.replica_manager import ReadResult
@@ -89,36 +90,32 @@ class DelayedFetch:
         self.statuses = tuple(statuses)
         self.min_bytes = min_bytes
         self.follower = follower
+        self.changed_since_read = False
 
     @classmethod
-    def park(
+    async def park(
         cls,
         lookup: Callable[[TopicPartition], Partition | None],
-        requested: Sequence[FetchRequestPosition],
+        requested: Sequence[tuple[FetchRequestPosition, ReadResult]],
         min_bytes: int,
         follower: bool,
     ) -> DelayedFetch:
-        """Record each partition's replica and fetch position now (right after the first
-        read, with no await in between)."""
+        """Record each partition's replica and fetch position, with the read that preceded
+        (no error in any: a fetch with an error answers at once). A follower's session holds
+        thousands of partitions, so this runs in slices of loop time; a partition that moved
+        since its read (an append, a new leader or epoch during a pause) is noted in
+        `changed_since_read`, and the fetch then completes without waiting."""
         statuses = []
-        for request in requested:
+        changed = False
+        loop_slice = LoopSlice()
+        for request, earlier in requested:
+            await loop_slice.pause_if_spent()
             current = lookup(request.key)
-            if current is None:
-                statuses.append(
-                    FetchPartitionStatus(request, None, None, -1, -1, LogPosition(-1, -1))
-                )
-                continue
-            statuses.append(
-                FetchPartitionStatus(
-                    request,
-                    current,
-                    current.log,
-                    current.leadership_generation,
-                    current.leader_epoch,
-                    position_of(current.log, request.fetch_offset),
-                )
-            )
-        return cls(statuses, min_bytes, follower)
+            statuses.append(_status(request, current))
+            changed = changed or not _reads_as(current, earlier)
+        delayed = cls(statuses, min_bytes, follower)
+        delayed.changed_since_read = changed
+        return delayed
 
     def status_by_key(self) -> dict[TopicPartition, FetchPartitionStatus]:
         return {status.request.key: status for status in self.statuses}
@@ -148,10 +145,14 @@ class DelayedFetch:
     def keys(self) -> list[TopicPartition]:
         return [status.request.key for status in self.statuses]
 
-    def try_complete(self, lookup: Callable[[TopicPartition], Partition | None]) -> bool:
-        """Whether the fetch can be answered now; reads no log."""
+    async def try_complete(self, lookup: Callable[[TopicPartition], Partition | None]) -> bool:
+        """Whether the fetch can be answered now; reads no log. In slices of loop time: a
+        change to a partition already looked at wakes the fetch's watches, which the caller
+        sets before it looks."""
         accumulated_bytes = 0
+        loop_slice = LoopSlice()
         for status in self.statuses:
+            await loop_slice.pause_if_spent()
             available_bytes = self._available_bytes(status, lookup(status.request.key))
             if available_bytes is None:
                 return True
@@ -189,3 +190,27 @@ class DelayedFetch:
             return None
         # Something lies between: at least one batch, whatever the index's lower bounds say.
         return max(end_position.position_bytes - status.fetch_position.position_bytes, 1)
+
+
+def _status(request: FetchRequestPosition, current: Partition | None) -> FetchPartitionStatus:
+    if current is None:
+        return FetchPartitionStatus(request, None, None, -1, -1, LogPosition(-1, -1))
+    return FetchPartitionStatus(
+        request,
+        current,
+        current.log,
+        current.leadership_generation,
+        current.leader_epoch,
+        position_of(current.log, request.fetch_offset),
+    )
+
+
+def _reads_as(current: Partition | None, earlier: ReadResult) -> bool:
+    """Whether the replica still shows the offsets its read answered, as leader."""
+    return (
+        current is not None
+        and current.is_leader
+        and current.log.log_end_offset == earlier.log_end_offset
+        and current.high_watermark == earlier.high_watermark
+        and current.log.log_start_offset == earlier.log_start_offset
+    )

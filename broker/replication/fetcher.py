@@ -23,7 +23,6 @@ from kio.schema.errors import ErrorCode
 
 from broker.java_hash import java_abs, java_string_hash, to_int32
 from broker.log.errors import RecordError, UnexpectedAppendOffsetError
-from broker.loop_slice import LoopSlice
 from broker.network.broker_client import BrokerClient, BrokerClientError
 from broker.protocol.adapter import EncodedRequest
 from broker.protocol.replica_request_encoding import (
@@ -34,6 +33,7 @@ from broker.protocol.replica_request_encoding import (
 from broker.replication.fetch_session import FetchPosition
 from broker.replication.fetch_session_handler import FetchSessionHandler, SessionRequest
 from broker.replication.partition import Partition
+from zk.loop_slice import LoopSlice
 
 log = logging.getLogger(__name__)
 

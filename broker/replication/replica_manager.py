@@ -30,6 +30,7 @@ from broker.replication.partition import Partition
 from broker.replication.purgatory import TooManyWaitersError
 from controller.state_change_log import became_follower, became_leader
 from zk.kafka_zk import PartitionState
+from zk.loop_slice import LoopSlice
 
 log = logging.getLogger(__name__)
 
@@ -477,34 +478,42 @@ class ReplicaManager:
         """Return once `delayed` can complete or at the timeout. Each wake-up (an append for a
         follower, a high-watermark move for a consumer, a change of role) only checks
         offsets; the caller reads the logs once, afterwards."""
+        if delayed.changed_since_read:
+            return
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
-        while not delayed.try_complete(self.get_by_key):
+        while True:
             remaining_s = deadline - loop.time()
-            if remaining_s <= 0 or not await self._wait_for_data(delayed, remaining_s):
+            if remaining_s <= 0 or not await self._wait_for_change(delayed, remaining_s):
+                return
+            if await delayed.try_complete(self.get_by_key):
                 return
 
     def get_by_key(self, key: tuple[str, int]) -> Partition | None:
         return self._partitions.get(key)
 
-    async def _wait_for_data(self, delayed: DelayedFetch, timeout_s: float) -> bool:
-        """Wait until one of the fetch's partitions may have more to give, or the timeout;
-        False at once if a partition holds too many delayed operations to park another (the
-        fetch then answers with what there is, rather than park more)."""
+    async def _wait_for_change(self, delayed: DelayedFetch, timeout_s: float) -> bool:
+        """Watch the fetch's partitions and wait until one may have more to give: True then,
+        False when the fetch should answer now (it can complete already, the timeout passed,
+        or a partition holds too many delayed operations to park another). The watches are
+        set in slices of loop time, and completion checked after them: a change before a
+        partition's watch shows in the check, one after wakes the watch."""
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        watched = []
+        watched: list[Partition] = []
+        loop_slice = LoopSlice()
         try:
             for key in delayed.keys:
+                await loop_slice.pause_if_spent()
                 current = self._partitions.get(key)
                 if current is None:
                     continue
                 current.waiters.watch(waiter, delayed.follower)
                 watched.append(current)
+            if await delayed.try_complete(self.get_by_key):
+                return False
             await asyncio.wait_for(asyncio.shield(waiter), timeout_s)
-        except TooManyWaitersError:
+        except (TooManyWaitersError, TimeoutError):
             return False
-        except TimeoutError:
-            pass
         finally:
             for current in watched:
                 current.waiters.unwatch(waiter)

@@ -24,7 +24,7 @@ from broker.protocol.header import RequestHeader
 from broker.replication.delayed_fetch import DelayedFetch, FetchRequestPosition
 from broker.replication.fetch_session import FetchSessionCache
 from broker.replication.partition import Partition
-from broker.replication.replica_manager import ReplicaManager
+from broker.replication.replica_manager import ReadResult, ReplicaManager
 from tests.unit.replication.hosting import prepare_now
 from zk.znodes import PartitionState
 
@@ -304,6 +304,7 @@ class _Log:
 
     def __init__(self, log_end_offset: int, active: _Segment) -> None:
         self.log_end_offset = log_end_offset
+        self.log_start_offset = 0
         self.active_segment = active
 
     def segment_for(self, offset: int) -> _Segment:
@@ -324,18 +325,35 @@ def _stand_in(log_end_offset: int, high_watermark: int) -> Any:
     )
 
 
+def _read(partition: Any) -> ReadResult:
+    """What the fetch's read answered just before it parked."""
+    return ReadResult(
+        ErrorCode.none,
+        b"",
+        partition.high_watermark,
+        partition.log.log_start_offset,
+        partition.log.log_end_offset,
+    )
+
+
 def _park(partition: Any, fetch_offset: int, min_bytes: int, follower: bool) -> DelayedFetch:
     request = FetchRequestPosition(("t", 0), fetch_offset, max_bytes=1024 * 1024)
-    return DelayedFetch.park(lambda key: partition, [request], min_bytes, follower)
+    return asyncio.run(
+        DelayedFetch.park(lambda key: partition, [(request, _read(partition))], min_bytes, follower)
+    )
+
+
+def _completes(delayed: DelayedFetch, lookup: Any) -> bool:
+    return asyncio.run(delayed.try_complete(lookup))
 
 
 def test_truncation_below_the_fetch_offset_completes_the_fetch() -> None:
     partition = _stand_in(log_end_offset=10, high_watermark=10)
     delayed = _park(partition, fetch_offset=10, min_bytes=1, follower=True)
-    assert not delayed.try_complete(lambda key: partition)
+    assert not _completes(delayed, lambda key: partition)
     partition.log.log_end_offset = 7
     partition.log.active_segment.size_bytes = 700
-    assert delayed.try_complete(lambda key: partition)
+    assert _completes(delayed, lambda key: partition)
 
 
 def test_a_rolled_segment_completes_the_fetch() -> None:
@@ -343,7 +361,7 @@ def test_a_rolled_segment_completes_the_fetch() -> None:
     delayed = _park(partition, fetch_offset=10, min_bytes=1_000_000, follower=True)
     partition.log.log_end_offset = 11
     partition.log.active_segment = _Segment(10, 100)
-    assert delayed.try_complete(lambda key: partition)
+    assert _completes(delayed, lambda key: partition)
 
 
 def test_bytes_count_from_the_fetch_position_to_the_end_the_fetcher_may_read() -> None:
@@ -352,33 +370,51 @@ def test_bytes_count_from_the_fetch_position_to_the_end_the_fetcher_may_read() -
     follower = _park(partition, fetch_offset=10, min_bytes=300, follower=True)
     partition.log.log_end_offset = 13
     partition.log.active_segment.size_bytes = 1300  # three batches of 100 bytes
-    assert follower.try_complete(lambda key: partition)
-    assert not consumer.try_complete(lambda key: partition)  # none committed yet
+    assert _completes(follower, lambda key: partition)
+    assert not _completes(consumer, lambda key: partition)  # none committed yet
     partition.high_watermark = 13
-    assert consumer.try_complete(lambda key: partition)
+    assert _completes(consumer, lambda key: partition)
 
 
 def test_an_unknown_partition_completes_the_fetch() -> None:
     partition = _stand_in(log_end_offset=10, high_watermark=10)
     delayed = _park(partition, fetch_offset=10, min_bytes=1, follower=False)
-    assert delayed.try_complete(lambda key: None)
+    assert _completes(delayed, lambda key: None)
 
 
 def test_completion_stops_looking_once_min_bytes_are_readable() -> None:
     partitions = {("t", p): _stand_in(log_end_offset=10, high_watermark=10) for p in range(100)}
     requests = [FetchRequestPosition(key, 10, max_bytes=1024 * 1024) for key in partitions]
-    delayed = DelayedFetch.park(partitions.get, requests, min_bytes=1, follower=True)
+    parked = [(request, _read(partitions[request.key])) for request in requests]
+    delayed = asyncio.run(DelayedFetch.park(partitions.get, parked, min_bytes=1, follower=True))
     looked_at: list[tuple[str, int]] = []
 
     def lookup(key: tuple[str, int]) -> Any:
         looked_at.append(key)
         return partitions[key]
 
-    assert not delayed.try_complete(lookup)
+    assert not _completes(delayed, lookup)
     assert len(looked_at) == 100  # nothing new anywhere: every partition is looked at
     appended = partitions[("t", 2)]
     appended.log.log_end_offset = 11
     appended.log.active_segment.size_bytes = 1100
     looked_at.clear()
-    assert delayed.try_complete(lookup)
+    assert _completes(delayed, lookup)
     assert looked_at == [("t", 0), ("t", 1), ("t", 2)]
+
+
+def test_a_partition_that_moved_between_its_read_and_the_park_is_noted() -> None:
+    request = FetchRequestPosition(("t", 0), 10, max_bytes=1024 * 1024)
+    still = _stand_in(log_end_offset=10, high_watermark=10)
+    parked = asyncio.run(DelayedFetch.park(lambda key: still, [(request, _read(still))], 1, True))
+    assert not parked.changed_since_read
+    moved = _stand_in(log_end_offset=10, high_watermark=10)
+    earlier = _read(moved)
+    moved.log.log_end_offset = 11  # appended during a pause of the park
+    parked = asyncio.run(DelayedFetch.park(lambda key: moved, [(request, earlier)], 1, True))
+    assert parked.changed_since_read
+    lost = _stand_in(log_end_offset=10, high_watermark=10)
+    earlier = _read(lost)
+    lost.is_leader = False  # became a follower during a pause of the park
+    parked = asyncio.run(DelayedFetch.park(lambda key: lost, [(request, earlier)], 1, True))
+    assert parked.changed_since_read

@@ -6,8 +6,7 @@ import asyncio
 
 import pytest
 
-from broker import loop_slice
-from broker.loop_slice import LoopSlice
+from zk.loop_slice import LoopSlice
 
 
 class _Clock:
@@ -18,13 +17,12 @@ class _Clock:
         return self.now_s
 
 
-def test_pause_yields_only_once_the_slice_is_spent(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pause_yields_only_once_the_slice_is_spent() -> None:
     clock = _Clock()
-    monkeypatch.setattr(loop_slice.time, "monotonic", clock.monotonic)
 
     async def scenario() -> None:
         ran: list[bool] = []
-        work = LoopSlice(slice_ms=20)
+        work = LoopSlice(slice_ms=20, clock=clock.monotonic)
         asyncio.get_running_loop().call_soon(ran.append, True)
         clock.now_s += 0.019
         await work.pause_if_spent()
