@@ -15,6 +15,7 @@ INVALID_TIMESTAMP = ErrorCode.invalid_timestamp
 OFFSET_OUT_OF_RANGE = ErrorCode.offset_out_of_range
 OUT_OF_ORDER_SEQUENCE_NUMBER = ErrorCode.out_of_order_sequence_number
 INVALID_PRODUCER_EPOCH = ErrorCode.invalid_producer_epoch
+TRANSACTION_COORDINATOR_FENCED = ErrorCode.transaction_coordinator_fenced
 
 
 class RecordError(Exception):

@@ -30,6 +30,7 @@ from broker.log.checkpoints import (
     read_leader_epoch_checkpoint,
 )
 from broker.log.config import LOG_APPEND_TIME, LogConfig
+from broker.log.control_records import EndTxnMarker
 from broker.log.dir_names import is_future_dir, parse_log_dir_name, parse_partition_dir
 from broker.log.epoch_cache import (
     UNDEFINED_EPOCH,
@@ -48,7 +49,9 @@ from broker.log.errors import (
     UnexpectedAppendOffsetError,
 )
 from broker.log.log_loader import load_segments
+from broker.log.log_transactions import TransactionalLog, replicated_marker
 from broker.log.log_worker import LogWorker
+from broker.log.producer_scan import marker_at, producer_batches
 from broker.log.producer_state import NO_PRODUCER_ID, ProducerStateManager
 from broker.log.record_validation import RecordChecks, check_records
 from broker.log.segment import (
@@ -62,10 +65,14 @@ from broker.log.segment import (
     LogSegment,
     batch_spans,
 )
+from broker.log.transaction_state import CompletedTxn
 
 __all__ = ["AppendInfo", "Log", "LogConfig", "OffsetOutOfRangeError", "parse_partition_dir"]
 
 logger = logging.getLogger(__name__)
+
+# A producer batch appended while the producer state is rebuilt after a truncation.
+PendingBatch = tuple[BatchHeader, int, EndTxnMarker | None]
 
 LATEST_TIMESTAMP = -1  # ListOffsets' "latest" sentinel
 EARLIEST_TIMESTAMP = -2  # ListOffsets' "earliest" sentinel
@@ -89,7 +96,7 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class Log:
+class Log(TransactionalLog):
     def __init__(
         self,
         directory: Path,
@@ -127,7 +134,7 @@ class Log:
         self.producer_state = ProducerStateManager()
         # While a rebuild after a truncation reads the log on the worker: the producer batches
         # appended since, replayed on top of its result (`_finish_producer_rebuild`).
-        self._producer_batches_since_truncation: list[tuple[BatchHeader, int]] | None = None
+        self._producer_batches_since_truncation: list[PendingBatch] | None = None
         self._producer_rebuild: asyncio.Task[None] | None = None
         self._producer_rebuild_generation = 0  # a newer truncation voids an older rebuild
         self.leader_epoch_cache = LeaderEpochCache(directory / LEADER_EPOCH_CHECKPOINT, [])
@@ -247,11 +254,14 @@ class Log:
         self._check_follower_offsets(headers)
         spans = [(h.size_bytes, h.last_offset, h.max_timestamp) for h in headers]
         self._write(records, spans, headers[0].base_offset, _now_ms() if now_ms is None else now_ms)
+        position = 0
         for header in headers:
             # As on the leader: a follower that becomes leader must recognise retried batches.
             if header.partition_leader_epoch != UNDEFINED_EPOCH:
                 self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
-            self._record_producer_batch(header, header.base_offset)
+            marker = replicated_marker(records, position, header)
+            self._record_producer_batch(header, header.base_offset, marker)
+            position += header.size_bytes
         return AppendInfo(
             headers[0].base_offset,
             headers[-1].last_offset,
@@ -295,10 +305,12 @@ class Log:
         rebuilder = EpochRebuilder(checkpointed, self.log_start_offset, self.log_end_offset)
         self.producer_state.rebuild(())
         for segment in self._segments:
-            for _, header in segment.iter_batches(0):
+            for position, header in segment.iter_batches(0):
                 rebuilder.see(header.partition_leader_epoch, header.base_offset, header.last_offset)
                 if header.producer_id != NO_PRODUCER_ID:
-                    self.producer_state.update(header, header.base_offset)
+                    marker = marker_at(segment, position, header)
+                    self.producer_state.update(header, header.base_offset, marker)
+        self.producer_state.transactions.on_high_watermark(self.high_watermark)
         entries = rebuilder.result()
         if rebuilder.contradiction is not None:
             if checkpointed is not None:
@@ -356,25 +368,25 @@ class Log:
                 f" [{self.log_start_offset}, {self.log_end_offset}]"
             )
         self.high_watermark = offset
+        self.producer_state.transactions.on_high_watermark(offset)
         return self.high_watermark
 
     def _rebuild_producer_state(self) -> None:
-        self.producer_state.rebuild(
-            header
-            for segment in self._segments
-            for _, header in segment.iter_batches(0)
-            if header.producer_id != NO_PRODUCER_ID
-        )
+        self.producer_state.rebuild(producer_batches(self._segments))
+        self.producer_state.transactions.on_high_watermark(self.high_watermark)
 
-    def _record_producer_batch(self, header: BatchHeader, first_offset: int) -> None:
-        self.producer_state.update(header, first_offset)
+    def _record_producer_batch(
+        self, header: BatchHeader, first_offset: int, marker: EndTxnMarker | None = None
+    ) -> CompletedTxn | None:
+        completed = self.producer_state.update(header, first_offset, marker)
         pending = self._producer_batches_since_truncation
         if pending is not None and header.producer_id != NO_PRODUCER_ID:
-            pending.append((header, first_offset))
+            pending.append((header, first_offset, marker))
             if len(pending) > MAX_PRODUCER_BATCHES_DURING_REBUILD:
                 self._rebuild_producer_state()  # the worker is far behind: finish it here
                 self._producer_batches_since_truncation = None
                 self._producer_rebuild_generation += 1  # and discard what the worker brings
+        return completed
 
     def _rebuild_producer_state_after_truncation(self) -> None:
         """The producer state without the truncated batches: at once, those batches are
@@ -409,8 +421,9 @@ class Log:
         if rebuilt is None:
             self._rebuild_producer_state()
             return
-        for header, first_offset in replay:
-            rebuilt.update(header, first_offset)
+        for header, first_offset, marker in replay:
+            rebuilt.update(header, first_offset, marker)
+        rebuilt.transactions.on_high_watermark(self.high_watermark)
         self.producer_state = rebuilt
 
     def _read_producer_state(
@@ -421,12 +434,7 @@ class Log:
         with self._lifecycle_lock:
             if self._closed:
                 raise LogCorruptError(f"log {self.directory} is closed")
-            for segment in segments:
-                for _, header in segment.iter_batches(0):
-                    if header.base_offset >= end_offset:
-                        return state
-                    if header.producer_id != NO_PRODUCER_ID:
-                        state.update(header, header.base_offset)
+            state.rebuild(producer_batches(segments, end_offset))
         return state
 
     def _check_open(self) -> None:

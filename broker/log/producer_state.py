@@ -9,7 +9,13 @@ Kafka's rules (ProducerStateManager / ProducerAppendInfo), for batches from clie
   never seen, or removed), in which case any sequence is accepted;
 - otherwise the first sequence must follow the last one (wrapping at 2^31 - 1), or the
   batch is OUT_OF_ORDER_SEQUENCE_NUMBER.
-The state is rebuilt from the batch headers of the log when it is opened.
+Transactions (KIP-98): a producer's transactional batches open a transaction that its
+marker (a control batch, appended by the leader for the transaction coordinator) ends. A
+marker older than the producer's epoch is INVALID_PRODUCER_EPOCH, one from an older
+coordinator epoch TRANSACTION_COORDINATOR_FENCED. `transactions` keeps the open, unreplicated
+and aborted transactions (see `transaction_state`).
+The state is rebuilt from the batches of the log when it is opened (markers read from the
+control batches' records).
 """
 
 from __future__ import annotations
@@ -19,7 +25,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from broker.log.batch import BatchHeader
-from broker.log.errors import INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER, RecordError
+from broker.log.control_records import EndTxnMarker
+from broker.log.errors import (
+    INVALID_PRODUCER_EPOCH,
+    OUT_OF_ORDER_SEQUENCE_NUMBER,
+    TRANSACTION_COORDINATOR_FENCED,
+    RecordError,
+)
+from broker.log.transaction_state import CompletedTxn, TransactionTracker
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
@@ -43,6 +56,7 @@ class ProducerEntry:
     batches: deque[BatchRange] = field(
         default_factory=lambda: deque(maxlen=BATCHES_RETAINED_PER_PRODUCER)
     )
+    coordinator_epoch: int = -1  # of the last marker written for this producer
 
     @property
     def last_sequence(self) -> int | None:
@@ -53,13 +67,28 @@ def last_sequence_of(header: BatchHeader) -> int:
     return (header.base_sequence + header.last_offset_delta) % (MAX_SEQUENCE + 1)
 
 
+def _at_epoch(entry: ProducerEntry | None, epoch: int) -> ProducerEntry:
+    """The entry to record a batch of `epoch` in: a new epoch forgets the sequences, not
+    the coordinator epoch."""
+    if entry is None:
+        return ProducerEntry(epoch)
+    if entry.epoch != epoch:
+        return ProducerEntry(epoch, coordinator_epoch=entry.coordinator_epoch)
+    return entry
+
+
 def _in_sequence(last_sequence: int, next_sequence: int) -> bool:
     return next_sequence == (last_sequence + 1) % (MAX_SEQUENCE + 1)
+
+
+# A batch as the state sees it: its header, and the marker it carries if it is one.
+LoggedBatch = tuple[BatchHeader, EndTxnMarker | None]
 
 
 class ProducerStateManager:
     def __init__(self) -> None:
         self._producers: OrderedDict[int, ProducerEntry] = OrderedDict()
+        self.transactions = TransactionTracker()
 
     def __len__(self) -> int:
         return len(self._producers)
@@ -77,17 +106,23 @@ class ProducerStateManager:
         }
 
     def has_batches_from(self, offset: int) -> bool:
-        """Whether any producer's latest batch ends at or after `offset`: only then does a
-        truncation there change this state (the batches are recorded in offset order)."""
-        return any(
-            entry.batches and entry.batches[-1].last_offset >= offset
-            for entry in self._producers.values()
+        """Whether any producer's latest batch or marker ends at or after `offset`: only then
+        does a truncation there change this state (the batches are recorded in offset
+        order)."""
+        return (
+            any(
+                entry.batches and entry.batches[-1].last_offset >= offset
+                for entry in self._producers.values()
+            )
+            or any(t.last_offset >= offset for t in self.transactions.aborted)
+            or any(first_offset >= offset for first_offset in self.transactions.ongoing.values())
         )
 
     def remove_batches_from(self, offset: int) -> None:
         """Forget the batches at and after `offset` (a truncation there). What remains is
         exact for the batches it keeps, but a producer whose every retained batch went is
         forgotten, and its older history is not restored: a rebuild from the log is."""
+        self.transactions.truncate_from(offset)
         for producer_id, entry in list(self._producers.items()):
             if not entry.batches or entry.batches[-1].last_offset < offset:
                 continue
@@ -142,13 +177,36 @@ class ProducerStateManager:
                 return batch
         return None
 
-    def update(self, header: BatchHeader, first_offset: int) -> None:
-        """Record a batch that was written at `first_offset` (leader) or as stored (loading)."""
-        if header.producer_id == NO_PRODUCER_ID or header.is_control:
+    def check_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int) -> None:
+        """Validate a marker before the leader writes it (Kafka's appendEndTxnMarker checks)."""
+        entry = self._producers.get(producer_id)
+        if entry is None:
             return
-        entry = self._producers.pop(header.producer_id, None)
-        if entry is None or header.producer_epoch != entry.epoch:
-            entry = ProducerEntry(header.producer_epoch)
+        if producer_epoch < entry.epoch:
+            raise RecordError(
+                INVALID_PRODUCER_EPOCH,
+                f"marker for producer {producer_id} at epoch {producer_epoch}, older than"
+                f" {entry.epoch}",
+            )
+        if coordinator_epoch < entry.coordinator_epoch:
+            raise RecordError(
+                TRANSACTION_COORDINATOR_FENCED,
+                f"marker for producer {producer_id} from coordinator epoch {coordinator_epoch},"
+                f" older than {entry.coordinator_epoch}",
+            )
+
+    def update(
+        self, header: BatchHeader, first_offset: int, marker: EndTxnMarker | None = None
+    ) -> CompletedTxn | None:
+        """Record a batch that was written at `first_offset` (leader) or as stored (loading);
+        a control batch with its `marker`. Returns the transaction a marker completed."""
+        if header.producer_id == NO_PRODUCER_ID:
+            return None
+        if header.is_control:
+            return None if marker is None else self._complete(header, first_offset, marker)
+        if header.is_transactional:
+            self.transactions.on_transactional_batch(header.producer_id, first_offset)
+        entry = _at_epoch(self._producers.pop(header.producer_id, None), header.producer_epoch)
         entry.batches.append(
             BatchRange(
                 header.base_sequence,
@@ -158,11 +216,24 @@ class ProducerStateManager:
                 header.max_timestamp,
             )
         )
-        self._producers[header.producer_id] = entry  # most recently used goes last
+        self._remember(header.producer_id, entry)
+        return None
+
+    def _complete(self, header: BatchHeader, offset: int, marker: EndTxnMarker) -> CompletedTxn:
+        # A marker may carry a bumped epoch (the coordinator fenced the producer or aborted
+        # on timeout): the producer's sequences then start anew.
+        entry = _at_epoch(self._producers.pop(header.producer_id, None), header.producer_epoch)
+        entry.coordinator_epoch = marker.coordinator_epoch
+        self._remember(header.producer_id, entry)
+        return self.transactions.on_marker(header.producer_id, offset, marker.is_commit)
+
+    def _remember(self, producer_id: int, entry: ProducerEntry) -> None:
+        self._producers[producer_id] = entry  # most recently used goes last
         while len(self._producers) > MAX_PRODUCERS_PER_PARTITION:
             self._producers.popitem(last=False)
 
-    def rebuild(self, headers: Iterable[BatchHeader]) -> None:
+    def rebuild(self, batches: Iterable[LoggedBatch]) -> None:
         self._producers.clear()
-        for header in headers:
-            self.update(header, header.base_offset)
+        self.transactions = TransactionTracker()
+        for header, marker in batches:
+            self.update(header, header.base_offset, marker)
