@@ -193,7 +193,7 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("log.roll.jitter.hours", _int, 0, used=False),
     ConfigDef("log.flush.start.offset.checkpoint.interval.ms", _int, 60000, used=False),
     ConfigDef("background.threads", _int, 10, used=False),
-    ConfigDef("request.timeout.ms", _int, 30000, used=False),
+    ConfigDef("request.timeout.ms", _int, 30000),
     ConfigDef("queued.max.request.bytes", _int, -1, used=False, type_name="LONG"),
     ConfigDef("replica.socket.receive.buffer.bytes", _int, 65536, used=False),
     ConfigDef("fetch.purgatory.purge.interval.requests", _int, 1000, used=False),

@@ -34,6 +34,7 @@ from broker.handlers import (
     offset_for_leader_epoch,
     produce,
     sync_group,
+    write_txn_markers,
 )
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import ApiSpec, Registry
@@ -77,6 +78,7 @@ def build_registry() -> Registry:
                 0,
                 offset_for_leader_epoch.handle,
             ),
+            ApiSpec(ApiKey.WRITE_TXN_MARKERS, "WriteTxnMarkers", 0, 1, 1, write_txn_markers.handle),
             ApiSpec(ApiKey.DESCRIBE_CONFIGS, "DescribeConfigs", 0, 4, 0, describe_configs.handle),
             ApiSpec(ApiKey.ALTER_CONFIGS, "AlterConfigs", 0, 2, 0, alter_configs.handle),
             ApiSpec(

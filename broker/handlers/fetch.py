@@ -50,6 +50,7 @@ CURRENT_LEADER_VERSION = 16
 LEADER_MOVED_ERRORS = frozenset({ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch})
 # Partitions read between two looks at the clock (see _read_all).
 PARTITIONS_PER_SLICE_CHECK = 32
+READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
@@ -116,6 +117,7 @@ async def _wait_for_data(
         waited_for,
         request.min_bytes,
         follower=_replica_id(request) >= 0,
+        read_committed=_read_committed(request),
     )
     await replica_manager.wait_for_fetch(delayed, deadline_s - asyncio.get_running_loop().time())
     return delayed
@@ -189,6 +191,20 @@ def _now_ms() -> int:
     return time.monotonic_ns() // 1_000_000
 
 
+def _read_committed(request: Any) -> bool:
+    """Fetch v4+ names an isolation level; older versions read uncommitted."""
+    return int(getattr(request, "isolation_level", READ_UNCOMMITTED)) == READ_COMMITTED
+
+
+def _aborted(result: ReadResult) -> list[dict[str, int]] | None:
+    if result.aborted_transactions is None:
+        return None
+    return [
+        {"producer_id": txn.producer_id, "first_offset": txn.first_offset}
+        for txn in result.aborted_transactions
+    ]
+
+
 def _replica_id(request: Any) -> int:
     replica_state = getattr(request, "replica_state", None)
     if replica_state is not None:
@@ -246,6 +262,7 @@ async def _read_all(
                 current_leader_epoch=position.current_leader_epoch,
                 replica_id=replica_id,
                 follower_log_start_offset=position.log_start_offset,
+                read_committed=_read_committed(request),
             )
         total_bytes += len(result.records)
         any_error = any_error or result.error_code != ErrorCode.none
@@ -277,9 +294,11 @@ def _partition_data(partition: int, result: ReadResult) -> dict[str, Any]:
         "partition_index": partition,
         "error_code": result.error_code,
         "high_watermark": result.high_watermark,
-        "last_stable_offset": result.high_watermark,
+        "last_stable_offset": (
+            result.last_stable_offset if result.last_stable_offset >= 0 else result.high_watermark
+        ),
         "log_start_offset": result.log_start_offset,
-        "aborted_transactions": None,
+        "aborted_transactions": _aborted(result),
         "preferred_read_replica": -1,
         "records": result.records,
     }

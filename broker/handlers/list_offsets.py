@@ -22,6 +22,7 @@ from broker.protocol.registry import response_class
 from broker.replication.partition import Partition
 
 LATEST_TIMESTAMP = -1
+READ_COMMITTED = 1
 EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
@@ -40,11 +41,13 @@ NO_LEADER_EPOCH = -1
 async def handle(context: RequestContext, request: Any) -> Any:
     if context.api_version == 0:
         return await list_offsets_v0.handle(context, request)
+    # v2+: a read_committed consumer's "latest" is the last stable offset.
+    read_committed = int(getattr(request, "isolation_level", 0)) == READ_COMMITTED
     topics = [
         {
             "name": topic.name,
             "partitions": [
-                _list_partition(context, topic.name, p)
+                _list_partition(context, topic.name, p, read_committed)
                 if _knows_timestamp(context.api_version, p.timestamp)
                 else _result(p.partition_index, ErrorCode.unsupported_version, -1, -1, -1)
                 for p in topic.partitions
@@ -63,13 +66,17 @@ def _knows_timestamp(version: int, timestamp: int) -> bool:
     return min_version is not None and version >= min_version
 
 
-def _list_partition(context: RequestContext, topic: str, request: Any) -> dict[str, Any]:
+def _list_partition(
+    context: RequestContext, topic: str, request: Any, read_committed: bool
+) -> dict[str, Any]:
     current, error = context.server.replica_manager.leader_partition(
         topic, request.partition_index, getattr(request, "current_leader_epoch", -1)
     )
     if current is None:
         return _result(request.partition_index, error, -1, -1, -1)
     found = _lookup(current, request.timestamp)
+    if request.timestamp == LATEST_TIMESTAMP and read_committed:
+        found = current.log.last_stable_offset, -1
     if found is None:
         return _result(request.partition_index, ErrorCode.none, -1, -1, -1)
     offset, timestamp = found

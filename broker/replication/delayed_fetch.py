@@ -85,11 +85,16 @@ class FetchPartitionStatus(NamedTuple):
 
 class DelayedFetch:
     def __init__(
-        self, statuses: Sequence[FetchPartitionStatus], min_bytes: int, follower: bool
+        self,
+        statuses: Sequence[FetchPartitionStatus],
+        min_bytes: int,
+        follower: bool,
+        read_committed: bool = False,
     ) -> None:
         self.statuses = tuple(statuses)
         self.min_bytes = min_bytes
         self.follower = follower
+        self.read_committed = read_committed and not follower
         self.changed_since_read = False
 
     @classmethod
@@ -99,6 +104,7 @@ class DelayedFetch:
         requested: Sequence[tuple[FetchRequestPosition, ReadResult]],
         min_bytes: int,
         follower: bool,
+        read_committed: bool = False,
     ) -> DelayedFetch:
         """Record each partition's replica and fetch position, with the read that preceded
         (no error in any: a fetch with an error answers at once). A follower's session holds
@@ -113,7 +119,7 @@ class DelayedFetch:
             current = lookup(request.key)
             statuses.append(_status(request, current))
             changed = changed or not _reads_as(current, earlier)
-        delayed = cls(statuses, min_bytes, follower)
+        delayed = cls(statuses, min_bytes, follower, read_committed)
         delayed.changed_since_read = changed
         return delayed
 
@@ -180,6 +186,8 @@ class DelayedFetch:
         if requested_epoch >= 0 and requested_epoch != current.leader_epoch:
             return None
         end_offset = current.log.log_end_offset if self.follower else current.high_watermark
+        if self.read_committed:
+            end_offset = current.log.last_stable_offset
         fetch_offset = status.request.fetch_offset
         if end_offset < fetch_offset:
             return None

@@ -19,10 +19,12 @@ from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
+from broker.log.control_records import EndTxnMarker
 from broker.log.log import AppendInfo, Log, LogConfig, OffsetOutOfRangeError
 from broker.log.manager import LogManager
 from broker.log.partition_metadata import read_topic_id, write_topic_id
 from broker.log.records import RecordError
+from broker.log.transaction_state import AbortedTxn
 from broker.replication.delayed_fetch import DelayedFetch
 from broker.replication.fetcher import ReplicaFetcherManager
 from broker.replication.isr import IsrWriter
@@ -56,6 +58,9 @@ class ReadResult:
     high_watermark: int = -1
     log_start_offset: int = -1
     log_end_offset: int = -1
+    last_stable_offset: int = -1
+    # For read_committed fetches: the aborted transactions the records may hold.
+    aborted_transactions: tuple[AbortedTxn, ...] | None = None
 
 
 def _now_ms() -> int:
@@ -411,6 +416,34 @@ class ReplicaManager:
         self._after_high_watermark_check(current)
         return AppendResult(ErrorCode.none, info)
 
+    def append_marker(
+        self,
+        topic: str,
+        partition: int,
+        producer_id: int,
+        producer_epoch: int,
+        marker: EndTxnMarker,
+    ) -> tuple[ErrorCode, int | None]:
+        """A transaction marker for the coordinator (WriteTxnMarkers), on the leader: the
+        error, and the offset after the marker (what the high watermark must reach)."""
+        current, error = self._leader(topic, partition)
+        if current is None:
+            return error, None
+        try:
+            completed = current.log.append_marker_as_leader(
+                producer_id, producer_epoch, marker, current.leader_epoch, int(time.time() * 1000)
+            )
+        except RecordError as record_error:
+            log.warning("rejected marker for %s-%d: %s", topic, partition, record_error)
+            return ErrorCode(record_error.error_code), None
+        except OSError as io_error:
+            log.error("write to %s-%d failed: %s", topic, partition, io_error)
+            self.report_io_error(current.log, io_error)
+            return ErrorCode.kafka_storage_error, None
+        current.waiters.on_append()
+        self._after_high_watermark_check(current)
+        return ErrorCode.none, completed.last_offset + 1
+
     def _after_high_watermark_check(self, current: Partition) -> None:
         if current.maybe_increment_high_watermark():
             current.waiters.on_high_watermark(current.high_watermark)
@@ -425,10 +458,12 @@ class ReplicaManager:
         current_leader_epoch: int = -1,
         replica_id: int = -1,
         follower_log_start_offset: int = -1,
+        read_committed: bool = False,
     ) -> ReadResult:
-        """Consumers read below the high watermark; a follower (`replica_id` >= 0) reads to
-        the log end, and its fetch offset (and log start offset) tell the leader how far it
-        has come."""
+        """Consumers read below the high watermark (read_committed ones below the last stable
+        offset, told which transactions there were aborted); a follower (`replica_id` >= 0)
+        reads to the log end, and its fetch offset (and log start offset) tell the leader how
+        far it has come."""
         current, error = self._leader(topic, partition, current_leader_epoch)
         if current is None:
             return ReadResult(error)
@@ -436,7 +471,11 @@ class ReplicaManager:
             self._on_follower_fetch(current, replica_id, fetch_offset, follower_log_start_offset)
         replica_log = current.log
         high_watermark = current.high_watermark
+        last_stable_offset = replica_log.last_stable_offset
+        read_committed = read_committed and replica_id < 0
         max_offset = None if replica_id >= 0 else high_watermark
+        if read_committed:
+            max_offset = last_stable_offset
         try:
             records = replica_log.read(fetch_offset, max_bytes, max_offset, min_one_batch)
         except OffsetOutOfRangeError:
@@ -444,12 +483,17 @@ class ReplicaManager:
         except OSError as error:
             self.report_io_error(replica_log, error)
             return ReadResult(ErrorCode.kafka_storage_error)
+        aborted = None
+        if read_committed:
+            aborted = tuple(replica_log.aborted_transactions(fetch_offset, last_stable_offset))
         return ReadResult(
             ErrorCode.none,
             records,
             high_watermark,
             replica_log.log_start_offset,
             replica_log.log_end_offset,
+            last_stable_offset,
+            aborted,
         )
 
     def _on_follower_fetch(

@@ -1,0 +1,185 @@
+"""The partition side of transactions against a real 3-broker cluster: a transactional batch
+holds the last stable offset, read_committed fetches and ListOffsets stop there, and the
+markers WriteTxnMarkers writes end the transaction: an aborted one is named to read_committed
+fetches (and librdkafka's read_committed consumer skips its records), a committed one becomes
+visible. The transaction coordinator is not involved: the test sends what it would."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from broker.log.record_codec import SimpleRecord, build_batch
+from tests.integration.conftest import ClusterHandle, wait_until
+from tests.integration.requests import (
+    FETCH,
+    INIT_PRODUCER_ID,
+    LIST_OFFSETS,
+    fetch_request,
+    topic_spec,
+)
+from tests.integration.wire import (
+    LATEST,
+    WireClient,
+    controller_address,
+    create_topics,
+    leader_address,
+    produce,
+)
+
+WRITE_TXN_MARKERS = 27
+READ_COMMITTED = 1
+
+
+def _transactional_batch(producer_id: int, sequence: int, values: list[bytes]) -> bytes:
+    records = [SimpleRecord(None, value, (), 1_000 + i) for i, value in enumerate(values)]
+    return build_batch(
+        records,
+        producer_id=producer_id,
+        producer_epoch=0,
+        base_sequence=sequence,
+        is_transactional=True,
+    )
+
+
+def _producer_id(client: WireClient) -> int:
+    response = client.request(
+        INIT_PRODUCER_ID,
+        4,
+        {
+            "transactional_id": None,
+            "transaction_timeout": 60000,
+            "producer_id": -1,
+            "producer_epoch": -1,
+        },
+    )
+    assert int(response.error_code) == 0
+    return int(response.producer_id)
+
+
+def _fetch(client: WireClient, topic: str, offset: int, isolation_level: int) -> Any:
+    fields = fetch_request(topic, 0, offset)
+    fields["isolation_level"] = isolation_level
+    return client.request(FETCH, 12, fields).responses[0].partitions[0]
+
+
+def _latest(client: WireClient, topic: str, isolation_level: int) -> int:
+    fields = {
+        "replica_id": -1,
+        "isolation_level": isolation_level,
+        "topics": [
+            {
+                "name": topic,
+                "partitions": [
+                    {"partition_index": 0, "current_leader_epoch": -1, "timestamp": LATEST}
+                ],
+            }
+        ],
+    }
+    response = client.request(LIST_OFFSETS, 7, fields)
+    return int(response.topics[0].partitions[0].offset)
+
+
+def _end_transaction(client: WireClient, topic: str, producer_id: int, commit: bool) -> int:
+    response = client.request(
+        WRITE_TXN_MARKERS,
+        1,
+        {
+            "markers": [
+                {
+                    "producer_id": producer_id,
+                    "producer_epoch": 0,
+                    "transaction_result": commit,
+                    "topics": [{"name": topic, "partition_indexes": [0]}],
+                    "coordinator_epoch": 0,
+                }
+            ]
+        },
+    )
+    return int(response.markers[0].topics[0].partitions[0].error_code)
+
+
+def _read_all(bootstrap: str, topic: str, isolation_level: str, expected: int) -> list[bytes]:
+    from confluent_kafka import Consumer
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"txn-log-{uuid.uuid4()}",
+            "auto.offset.reset": "earliest",
+            "isolation.level": isolation_level,
+            "enable.auto.commit": False,
+        }
+    )
+    values: list[bytes] = []
+    try:
+        consumer.subscribe([topic])
+
+        def read_enough() -> bool:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                values.append(message.value())
+            return len(values) >= expected
+
+        wait_until(read_enough, 60, f"{expected} records read {isolation_level}")
+        extra = consumer.poll(1.0)  # nothing else may follow
+        assert extra is None or extra.error() is not None, extra.value()
+    finally:
+        consumer.close()
+    return values
+
+
+def test_markers_end_transactions_for_read_committed_readers(cluster: ClusterHandle) -> None:
+    topic = "txn-log"
+    controller = controller_address(cluster)
+    with WireClient.to(controller) as client:
+        assert int(create_topics(client, [topic_spec(topic, 1, 3)]).topics[0].error_code) == 0
+    leader = leader_address(cluster, topic, via=controller)
+    with WireClient.to(leader) as client:
+        producer_id = _producer_id(client)
+        aborted = _transactional_batch(producer_id, 0, [b"aborted-1", b"aborted-2"])
+        assert int(produce(client, topic, 0, aborted, acks=-1).error_code) == 0
+        # Open: uncommitted readers see it, read_committed ones stop before it.
+        assert _latest(client, topic, 0) == 2
+        assert _latest(client, topic, READ_COMMITTED) == 0
+        held = _fetch(client, topic, 0, READ_COMMITTED)
+        assert (held.records or b"") == b"" and held.last_stable_offset == 0
+        assert _fetch(client, topic, 0, 0).records
+        assert _end_transaction(client, topic, producer_id, commit=False) == 0  # marker at 2
+        assert _latest(client, topic, READ_COMMITTED) == 3
+        answered = _fetch(client, topic, 0, READ_COMMITTED)
+        assert [(t.producer_id, t.first_offset) for t in answered.aborted_transactions] == [
+            (producer_id, 0)
+        ]
+        committed = _transactional_batch(producer_id, 2, [b"committed-1", b"committed-2"])
+        assert int(produce(client, topic, 0, committed, acks=-1).error_code) == 0
+        assert _end_transaction(client, topic, producer_id, commit=True) == 0
+        assert _latest(client, topic, READ_COMMITTED) == 6
+    bootstrap = cluster.bootstrap
+    assert _read_all(bootstrap, topic, "read_committed", 2) == [b"committed-1", b"committed-2"]
+    assert _read_all(bootstrap, topic, "read_uncommitted", 4) == [
+        b"aborted-1",
+        b"aborted-2",
+        b"committed-1",
+        b"committed-2",
+    ]
+
+
+def test_a_marker_from_an_older_producer_epoch_is_refused(cluster: ClusterHandle) -> None:
+    topic = "txn-log-fenced"
+    controller = controller_address(cluster)
+    with WireClient.to(controller) as client:
+        assert int(create_topics(client, [topic_spec(topic, 1, 3)]).topics[0].error_code) == 0
+    leader = leader_address(cluster, topic, via=controller)
+    with WireClient.to(leader) as client:
+        producer_id = _producer_id(client)
+        batch = build_batch(
+            [SimpleRecord(None, b"v")],
+            producer_id=producer_id,
+            producer_epoch=3,
+            base_sequence=0,
+            is_transactional=True,
+        )
+        assert int(produce(client, topic, 0, batch, acks=-1).error_code) == 0
+        invalid_producer_epoch = 47
+        assert _end_transaction(client, topic, producer_id, commit=True) == invalid_producer_epoch
