@@ -646,6 +646,7 @@ class Log(TransactionalLog):
             self.high_watermark = max(self.high_watermark, offset)
             self.leader_epoch_cache.truncate_from_start(offset)
             self.producer_state.transactions.trim_below(offset)
+            self.producer_state.transactions.on_high_watermark(self.high_watermark)
 
     def delete_oldest_segments(self, count: int) -> int:
         """Delete up to `count` oldest segments (never the active one); returns how many.
