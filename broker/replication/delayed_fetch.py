@@ -4,10 +4,9 @@ reads the logs once, when it completes.
 
 For each partition the fetch parks on, the bytes available are those between the fetch
 position and the end a fetcher may read to: the log end for a follower, the high watermark for
-a consumer (without transactions the last stable offset is the high watermark, so
-read_committed consumers wait for the same end). As in Kafka, each partition counts at most
-its `partition_max_bytes`, and the fetch completes once they add up to `min_bytes`, or at once
-when a partition can only answer an error or must be read anew:
+a consumer, the last stable offset for a read_committed consumer. As in Kafka, each partition
+counts at most its `partition_max_bytes`, and the fetch completes once they add up to
+`min_bytes`, or at once when a partition can only answer an error or must be read anew:
 
 - the replica is gone from this broker, no longer leads, or leads anew (leadership moved
   away and back), or its log was swapped by AlterReplicaLogDirs;
