@@ -201,11 +201,33 @@ def _controlled_shutdown_request(bootstrap: str) -> None:
     """ControlledShutdown, which only brokers send (no client library has it), for a broker
     id no cluster uses: a valid request that moves nothing (BROKER_NOT_AVAILABLE from the
     controller, NOT_CONTROLLER elsewhere)."""
-    host, _, port = bootstrap.split(",")[0].rpartition(":")
-    request = adapter.build(
-        request_class(ApiKey.CONTROLLED_SHUTDOWN, 3),
-        {"broker_id": UNUSED_BROKER_ID, "broker_epoch": 0},
+    _broker_request(
+        bootstrap,
+        adapter.build(
+            request_class(ApiKey.CONTROLLED_SHUTDOWN, 3),
+            {"broker_id": UNUSED_BROKER_ID, "broker_epoch": 0},
+        ),
     )
+
+
+def _write_txn_markers_request(bootstrap: str) -> None:
+    """WriteTxnMarkers, which only transaction coordinators send, for a topic no cluster has:
+    a valid request that writes nothing (UNKNOWN_TOPIC_OR_PARTITION)."""
+    marker = {
+        "producer_id": 1,
+        "producer_epoch": 0,
+        "transaction_result": False,
+        "topics": [{"name": "fuzz-no-such-topic", "partition_indexes": [0]}],
+        "coordinator_epoch": 0,
+    }
+    _broker_request(
+        bootstrap,
+        adapter.build(request_class(ApiKey.WRITE_TXN_MARKERS, 1), {"markers": [marker]}),
+    )
+
+
+def _broker_request(bootstrap: str, request: Any) -> None:
+    host, _, port = bootstrap.split(",")[0].rpartition(":")
 
     async def send() -> None:
         async with BrokerClient(host, int(port), client_id="fuzz-rec-broker") as client:
@@ -223,6 +245,7 @@ def kafka_python_steps(bootstrap: str, topics: Topics) -> list[Step]:
         ("kafka-python validate", lambda: _kafka_python_validate_position(bootstrap, topic)),
         ("kafka-python commit", lambda: _kafka_python_commit(bootstrap, topic)),
         ("broker ControlledShutdown", lambda: _controlled_shutdown_request(bootstrap)),
+        ("broker WriteTxnMarkers", lambda: _write_txn_markers_request(bootstrap)),
         ("kafka-python records admin", lambda: _kafka_python_records_admin(bootstrap, topic)),
         ("kafka-python partitions admin", lambda: _kafka_python_partitions_admin(bootstrap, topic)),
     ]
