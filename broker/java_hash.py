@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from zk.json_order import java_string_hash
 
-__all__ = ["java_abs", "java_string_hash", "to_int32"]
+__all__ = ["java_abs", "java_string_hash", "key_partition", "to_int32"]
 
 INT_MIN = -(1 << 31)
 
@@ -20,3 +20,9 @@ def to_int32(value: int) -> int:
 def java_abs(value: int) -> int:
     """Kafka's `Utils.abs`: the absolute value, with Integer.MIN_VALUE taken as 0."""
     return 0 if value == INT_MIN else abs(value)
+
+
+def key_partition(key: str, partition_count: int) -> int:
+    """The internal-topic partition of a group id or transactional id: Kafka's
+    `Utils.abs(key.hashCode) % partitionCount`."""
+    return java_abs(java_string_hash(key)) % partition_count

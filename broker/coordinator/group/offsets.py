@@ -23,7 +23,6 @@ from broker.coordinator.group.records import (
     GroupValue,
     OffsetKey,
     OffsetValue,
-    RecordFormatError,
     decode_group_value,
     decode_key,
     decode_offset_value,
@@ -33,6 +32,7 @@ from broker.coordinator.group.records import (
     encode_offset_value,
     partition_for,
 )
+from broker.coordinator.record_io import RecordFormatError
 from broker.log.batch import walk_headers
 from broker.log.errors import RecordError
 from broker.log.log import Log

@@ -17,24 +17,16 @@ counts: the classic non-flexible encoding.
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
-from broker.java_hash import java_abs, java_string_hash
+from broker.coordinator.record_io import RecordFormatError, RecordReader, RecordWriter
+from broker.java_hash import key_partition
 
 OFFSET_COMMIT_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2
 OFFSET_COMMIT_VALUE_VERSION = 3
 GROUP_METADATA_VALUE_VERSION = 3
 NO_LEADER_EPOCH = -1
-
-_INT16 = struct.Struct(">h")
-_INT32 = struct.Struct(">i")
-_INT64 = struct.Struct(">q")
-
-
-class RecordFormatError(ValueError):
-    """A key or value that does not follow the schemas above."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,55 +75,23 @@ class GroupValue:
 # ---- encoding -------------------------------------------------------------------------------
 
 
-class _Writer:
-    def __init__(self) -> None:
-        self.buffer = bytearray()
-
-    def int16(self, value: int) -> _Writer:
-        self.buffer += _INT16.pack(value)
-        return self
-
-    def int32(self, value: int) -> _Writer:
-        self.buffer += _INT32.pack(value)
-        return self
-
-    def int64(self, value: int) -> _Writer:
-        self.buffer += _INT64.pack(value)
-        return self
-
-    def string(self, value: str | None) -> _Writer:
-        if value is None:
-            return self.int16(-1)
-        data = value.encode("utf-8")
-        if len(data) > 0x7FFF:
-            raise RecordFormatError(f"string of {len(data)} bytes is too long")
-        self.int16(len(data))
-        self.buffer += data
-        return self
-
-    def bytes_(self, value: bytes) -> _Writer:
-        self.int32(len(value))
-        self.buffer += value
-        return self
-
-
 def encode_offset_key(key: OffsetKey) -> bytes:
-    writer = _Writer().int16(OFFSET_COMMIT_KEY_VERSION)
+    writer = RecordWriter().int16(OFFSET_COMMIT_KEY_VERSION)
     return bytes(writer.string(key.group).string(key.topic).int32(key.partition).buffer)
 
 
 def encode_group_key(key: GroupKey) -> bytes:
-    return bytes(_Writer().int16(GROUP_METADATA_KEY_VERSION).string(key.group).buffer)
+    return bytes(RecordWriter().int16(GROUP_METADATA_KEY_VERSION).string(key.group).buffer)
 
 
 def encode_offset_value(value: OffsetValue) -> bytes:
-    writer = _Writer().int16(OFFSET_COMMIT_VALUE_VERSION).int64(value.offset)
+    writer = RecordWriter().int16(OFFSET_COMMIT_VALUE_VERSION).int64(value.offset)
     writer.int32(value.leader_epoch).string(value.metadata).int64(value.commit_timestamp_ms)
     return bytes(writer.buffer)
 
 
 def encode_group_value(value: GroupValue) -> bytes:
-    writer = _Writer().int16(GROUP_METADATA_VALUE_VERSION).string(value.protocol_type)
+    writer = RecordWriter().int16(GROUP_METADATA_VALUE_VERSION).string(value.protocol_type)
     writer.int32(value.generation).string(value.protocol).string(value.leader)
     writer.int64(value.current_state_timestamp_ms).int32(len(value.members))
     for member in value.members:
@@ -145,55 +105,8 @@ def encode_group_value(value: GroupValue) -> bytes:
 # ---- decoding -------------------------------------------------------------------------------
 
 
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.position = 0
-
-    def _take(self, size: int) -> bytes:
-        if size < 0 or self.position + size > len(self.data):
-            raise RecordFormatError(f"needs {size} bytes at {self.position} of {len(self.data)}")
-        chunk = self.data[self.position : self.position + size]
-        self.position += size
-        return chunk
-
-    def int16(self) -> int:
-        return int(_INT16.unpack(self._take(2))[0])
-
-    def int32(self) -> int:
-        return int(_INT32.unpack(self._take(4))[0])
-
-    def int64(self) -> int:
-        return int(_INT64.unpack(self._take(8))[0])
-
-    def nullable_string(self) -> str | None:
-        size = self.int16()
-        if size == -1:
-            return None
-        try:
-            return self._take(size).decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise RecordFormatError(f"string is not UTF-8: {error}") from None
-
-    def string(self) -> str:
-        value = self.nullable_string()
-        if value is None:
-            raise RecordFormatError("null where a string is required")
-        return value
-
-    def bytes_(self) -> bytes:
-        return self._take(self.int32())
-
-    def array_count(self) -> int:
-        count = self.int32()
-        # Each element takes at least one byte: a forged count cannot make us loop for long.
-        if count < 0 or count > len(self.data) - self.position:
-            raise RecordFormatError(f"array count {count} does not fit")
-        return count
-
-
 def decode_key(data: bytes) -> OffsetKey | GroupKey:
-    reader = _Reader(data)
+    reader = RecordReader(data)
     version = reader.int16()
     if version in (0, 1):
         return OffsetKey(reader.string(), reader.string(), reader.int32())
@@ -203,7 +116,7 @@ def decode_key(data: bytes) -> OffsetKey | GroupKey:
 
 
 def decode_offset_value(data: bytes) -> OffsetValue:
-    reader = _Reader(data)
+    reader = RecordReader(data)
     version = reader.int16()
     if version in (0, 2):
         offset, metadata, timestamp = reader.int64(), reader.string(), reader.int64()
@@ -218,7 +131,7 @@ def decode_offset_value(data: bytes) -> OffsetValue:
 
 
 def decode_group_value(data: bytes) -> GroupValue:
-    reader = _Reader(data)
+    reader = RecordReader(data)
     version = reader.int16()
     if not 0 <= version <= GROUP_METADATA_VALUE_VERSION:
         raise RecordFormatError(f"unknown group value version {version}")
@@ -229,7 +142,7 @@ def decode_group_value(data: bytes) -> GroupValue:
     return GroupValue(protocol_type, generation, protocol, leader, timestamp_ms, members)
 
 
-def _decode_member(reader: _Reader, version: int) -> MemberValue:
+def _decode_member(reader: RecordReader, version: int) -> MemberValue:
     member_id = reader.string()
     instance_id = reader.nullable_string() if version >= 3 else None
     client_id, client_host = reader.string(), reader.string()
@@ -251,6 +164,5 @@ def _decode_member(reader: _Reader, version: int) -> MemberValue:
 
 
 def partition_for(group_id: str, partition_count: int) -> int:
-    """The offsets partition of a group: Kafka's `Utils.abs(groupId.hashCode) % count`, where
-    the absolute value of Integer.MIN_VALUE is taken as 0."""
-    return java_abs(java_string_hash(group_id)) % partition_count
+    """The offsets partition of a group (Integer.MIN_VALUE's absolute value taken as 0)."""
+    return key_partition(group_id, partition_count)

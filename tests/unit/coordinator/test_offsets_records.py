@@ -10,7 +10,6 @@ from broker.coordinator.group.records import (
     MemberValue,
     OffsetKey,
     OffsetValue,
-    RecordFormatError,
     decode_group_value,
     decode_key,
     decode_offset_value,
@@ -20,6 +19,7 @@ from broker.coordinator.group.records import (
     encode_offset_value,
     partition_for,
 )
+from broker.coordinator.record_io import RecordFormatError
 from broker.java_hash import java_string_hash
 
 
