@@ -169,8 +169,11 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("offsets.retention.minutes", _int, 10080),
     ConfigDef("offsets.retention.check.interval.ms", _int, 600000, type_name="LONG"),
     ConfigDef("offset.metadata.max.bytes", _int, 4096),
-    ConfigDef("transaction.state.log.replication.factor", _int, 3, used=False, type_name="SHORT"),
-    ConfigDef("transaction.state.log.min.isr", _int, 2, used=False),
+    ConfigDef("transaction.state.log.num.partitions", _int, 50),
+    ConfigDef("transaction.state.log.replication.factor", _int, 3, type_name="SHORT"),
+    ConfigDef("transaction.state.log.min.isr", _int, 2),
+    ConfigDef("transaction.state.log.segment.bytes", _int, 104857600),
+    ConfigDef("transaction.max.timeout.ms", _int, 900000),
     ConfigDef("group.initial.rebalance.delay.ms", _int, 3000),
     ConfigDef("group.min.session.timeout.ms", _int, 6000),
     ConfigDef("group.max.session.timeout.ms", _int, 1800000),
@@ -373,6 +376,11 @@ def _validate(config: KafkaConfig) -> None:
     _require_range(config, "offsets.topic.replication.factor", 1)
     _require_range(config, "offsets.topic.num.partitions", 1)
     _require_range(config, "offsets.topic.segment.bytes", 1)
+    _require_range(config, "transaction.state.log.num.partitions", 1)
+    _require_range(config, "transaction.state.log.replication.factor", 1)
+    _require_range(config, "transaction.state.log.min.isr", 1)
+    _require_range(config, "transaction.state.log.segment.bytes", 1)
+    _require_range(config, "transaction.max.timeout.ms", 1)
     _require_range(config, "offsets.commit.timeout.ms", 1)
     _require_range(config, "offsets.retention.minutes", 1)
     _require_range(config, "offsets.retention.check.interval.ms", 1)

@@ -17,6 +17,7 @@ from broker.config import KafkaConfig
 from broker.config_changes import ConfigChangeListener
 from broker.controlled_shutdown import ControlledShutdown, ControlledShutdownConfig
 from broker.coordinator.group.coordinator import GroupCoordinator
+from broker.coordinator.transaction.coordinator import TransactionCoordinator
 from broker.coordinator.transaction.producer_id_manager import ProducerIdManager
 from broker.dynamic_config import DynamicBrokerConfig
 from broker.handlers import build_registry
@@ -103,6 +104,7 @@ class KafkaServer:
         self.topic_configs = TopicConfigs(self.kafka_zk)
         self.group_coordinator = GroupCoordinator(self)
         self.producer_ids = ProducerIdManager(self.kafka_zk, self.broker_id)
+        self.transaction_coordinator = TransactionCoordinator(self)
         self.cluster_watch = ClusterWatch(self.kafka_zk, self._on_cluster_change)
         self.dynamic_config = DynamicBrokerConfig(config, self.zk_client, self._apply_config)
         self.config_changes = ConfigChangeListener(
@@ -609,6 +611,7 @@ class KafkaServer:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await _quietly(self.transaction_coordinator.stop())
         await _quietly(self.controller.stop())
         for listener in self.listeners:
             await _quietly(listener.stop())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from broker.handlers import (
+    add_partitions_to_txn,
     alter_configs,
     alter_partition_reassignments,
     alter_replica_log_dirs,
@@ -17,6 +18,7 @@ from broker.handlers import (
     describe_groups,
     describe_log_dirs,
     elect_leaders,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -78,6 +80,15 @@ def build_registry() -> Registry:
                 0,
                 offset_for_leader_epoch.handle,
             ),
+            ApiSpec(
+                ApiKey.ADD_PARTITIONS_TO_TXN,
+                "AddPartitionsToTxn",
+                0,
+                5,
+                0,
+                add_partitions_to_txn.handle,
+            ),
+            ApiSpec(ApiKey.END_TXN, "EndTxn", 0, 4, 0, end_txn.handle),
             ApiSpec(ApiKey.WRITE_TXN_MARKERS, "WriteTxnMarkers", 0, 1, 1, write_txn_markers.handle),
             ApiSpec(ApiKey.DESCRIBE_CONFIGS, "DescribeConfigs", 0, 4, 0, describe_configs.handle),
             ApiSpec(ApiKey.ALTER_CONFIGS, "AlterConfigs", 0, 2, 0, alter_configs.handle),

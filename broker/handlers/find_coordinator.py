@@ -2,10 +2,11 @@
 KIP-890, which nothing here returns; v6 allows share-group keys, KIP-932).
 
 Group keys (key type 0) are answered with the leader of the group's `__consumer_offsets`
-partition, created on first use; COORDINATOR_NOT_AVAILABLE (retriable) while the topic or its
-leader is not there yet. Transaction keys (type 1) get COORDINATOR_NOT_AVAILABLE: there is no
-transaction coordinator yet (DEVIATIONS.md). Share keys (type 2) get INVALID_REQUEST below v6
-and COORDINATOR_NOT_AVAILABLE from v6, as Kafka 3.9 answers them (it has no share coordinator).
+partition, transaction keys (type 1) with the leader of the transactional id's
+`__transaction_state` partition, each topic created on first use; COORDINATOR_NOT_AVAILABLE
+(retriable) while the topic or its leader is not there yet. Share keys (type 2) get
+INVALID_REQUEST below v6 and COORDINATOR_NOT_AVAILABLE from v6, as Kafka 3.9 answers them (it
+has no share coordinator).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.coordinator.group.coordinator import CoordinatorAddress
+from broker.coordinator.internal_topics import CoordinatorAddress
 from broker.network.context import RequestContext
 from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
@@ -40,17 +41,16 @@ async def handle(context: RequestContext, request: Any) -> Any:
 
 
 async def _find(context: RequestContext, key_type: int, key: str) -> CoordinatorAddress:
-    if key_type != GROUP_KEY_TYPE:
+    if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
         return CoordinatorAddress(_other_key_type_error(key_type, context.api_version))
     if not key:
         return CoordinatorAddress(ErrorCode.invalid_request)
-    coordinator = context.server.group_coordinator
-    return await coordinator.find(key, context.listener_name)
+    if key_type == TRANSACTION_KEY_TYPE:
+        return await context.server.transaction_coordinator.find(key, context.listener_name)
+    return await context.server.group_coordinator.find(key, context.listener_name)
 
 
 def _other_key_type_error(key_type: int, version: int) -> ErrorCode:
-    if key_type == TRANSACTION_KEY_TYPE:
-        return ErrorCode.coordinator_not_available
     if key_type == SHARE_KEY_TYPE and version >= FIRST_VERSION_WITH_SHARE_KEYS:
         # Kafka 3.9 knows the key type but has no share coordinator to name.
         return ErrorCode.coordinator_not_available

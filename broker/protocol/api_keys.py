@@ -30,6 +30,8 @@ class ApiKey(enum.IntEnum):
     DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
+    ADD_PARTITIONS_TO_TXN = 24
+    END_TXN = 26
     WRITE_TXN_MARKERS = 27  # inter-broker: transaction coordinator to partition leaders
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33

@@ -290,6 +290,21 @@ def _confluent_produce(bootstrap: str, topic: str) -> None:
             raise RuntimeError(f"{codec} producer left records unacknowledged")
 
 
+def _confluent_transactions(bootstrap: str, topic: str) -> None:
+    """A committed and an aborted transaction: FindCoordinator for a transactional id,
+    InitProducerId, AddPartitionsToTxn and EndTxn."""
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "fuzz-rec-txn"})
+    producer.init_transactions(CLIENT_TIMEOUT_S)
+    for commit in (True, False):
+        producer.begin_transaction()
+        for index in range(RECORDS_PER_PRODUCER):
+            producer.produce(topic, f"confluent transactional {commit} {index}".encode())
+        if commit:
+            producer.commit_transaction(CLIENT_TIMEOUT_S)
+        else:
+            producer.abort_transaction(CLIENT_TIMEOUT_S)
+
+
 def _confluent_consume(bootstrap: str, topic: str) -> None:
     # No auto commit: with no coordinator, a final commit would hold close() for ~45 s.
     consumer = Consumer(
@@ -341,6 +356,7 @@ def confluent_steps(bootstrap: str, topics: Topics) -> list[Step]:
         ("confluent admin", lambda: _confluent_admin_create(bootstrap, topics)),
         ("confluent produce", lambda: _confluent_produce(bootstrap, topics.confluent)),
         ("confluent consume", lambda: _confluent_consume(bootstrap, topics.confluent)),
+        ("confluent transactions", lambda: _confluent_transactions(bootstrap, topics.confluent)),
         ("confluent group", lambda: _confluent_group(bootstrap, topics.confluent)),
         ("confluent group admin", lambda: _confluent_group_admin(bootstrap)),
         ("confluent admin finish", lambda: _confluent_admin_finish(bootstrap, topics)),

@@ -2,14 +2,13 @@
 topic's creation, and reacting to leadership of its partitions.
 
 `__consumer_offsets` is created on the first FindCoordinator for a group, with
-`offsets.topic.num.partitions` partitions and `offsets.topic.replication.factor` replicas; as in
-Kafka, creation waits (COORDINATOR_NOT_AVAILABLE meanwhile) until that many brokers are alive.
+`offsets.topic.num.partitions` partitions and `offsets.topic.replication.factor` replicas (see
+`internal_topics`).
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
@@ -21,24 +20,18 @@ from broker.coordinator.group.membership_results import GroupConfig
 from broker.coordinator.group.offsets import OFFSETS_TOPIC, OffsetsConfig, OffsetStore
 from broker.coordinator.group.records import GroupValue
 from broker.coordinator.group.state import GroupState
+from broker.coordinator.internal_topics import (
+    CoordinatorAddress,
+    InternalTopic,
+    create,
+    find_leader,
+)
 from broker.replication.partition import Partition
-from controller.errors import ApiError
-from controller.topic_creation import NewTopic, plan_new_topic
-from zk.errors import TopicExistsError
-from zk.znodes import new_kafka_uuid
 
 if TYPE_CHECKING:
     from broker.server import KafkaServer
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class CoordinatorAddress:
-    error: ErrorCode
-    node_id: int = -1
-    host: str = ""
-    port: int = -1
 
 
 class GroupCoordinator:
@@ -126,58 +119,24 @@ class GroupCoordinator:
 
     async def find(self, group_id: str, listener_name: str) -> CoordinatorAddress:
         """The broker leading the group's offsets partition, creating the topic if needed."""
-        cache = self._server.metadata_cache
-        partitions = cache.partitions(OFFSETS_TOPIC)
-        if partitions is None:
-            await self.create_offsets_topic()
-            return CoordinatorAddress(ErrorCode.coordinator_not_available)
         wanted = self.offsets.partition_of(group_id)
-        found = next((p for p in partitions if p.partition == wanted), None)
-        if found is None or not cache.is_leader_available(found):
-            return CoordinatorAddress(ErrorCode.coordinator_not_available)
-        registration = cache.live_brokers().get(found.leader_id)
-        endpoint = None
-        if registration is not None:
-            prefix = f"{listener_name}://"
-            endpoint = next((e for e in registration.endpoints if e.startswith(prefix)), None)
-        if endpoint is None:
-            return CoordinatorAddress(ErrorCode.coordinator_not_available)
-        host, _, port = endpoint[len(listener_name) + 3 :].rpartition(":")
-        return CoordinatorAddress(ErrorCode.none, found.leader_id, host, int(port))
+        return await find_leader(self._server, self._offsets_topic(), wanted, listener_name)
 
     async def create_offsets_topic(self) -> None:
-        server = self._server
-        config = server.config
-        live = list(server.metadata_cache.live_brokers())
-        replication_factor = config["offsets.topic.replication.factor"]
-        if len(live) < replication_factor:
-            log.info(
-                "not creating %s yet: %d live brokers, offsets.topic.replication.factor=%d",
-                OFFSETS_TOPIC,
-                len(live),
-                replication_factor,
-            )
-            return
-        new_topic = NewTopic(
+        await create(self._server, self._offsets_topic())
+
+    def _offsets_topic(self) -> InternalTopic:
+        config = self._server.config
+        return InternalTopic(
             OFFSETS_TOPIC,
-            num_partitions=self.offsets_config.partition_count,
-            replication_factor=replication_factor,
-            configs={
+            self.offsets_config.partition_count,
+            config["offsets.topic.replication.factor"],
+            {
                 "cleanup.policy": "compact",
                 "compression.type": "producer",
                 "segment.bytes": str(config["offsets.topic.segment.bytes"]),
             },
         )
-        try:
-            plan = plan_new_topic(new_topic, [], (), live, server.controller_config)
-            await server.kafka_zk.create_topic(
-                OFFSETS_TOPIC, plan.assignment, plan.configs, new_kafka_uuid()
-            )
-            log.info("created %s with %d partitions", OFFSETS_TOPIC, len(plan.assignment))
-        except TopicExistsError:
-            pass  # another broker created it first
-        except ApiError as error:
-            log.warning("cannot create %s: %s", OFFSETS_TOPIC, error.message)
 
 
 def to_group_value(snapshot: GroupSnapshot) -> GroupValue:

@@ -32,18 +32,15 @@ from broker.coordinator.group.records import (
     encode_offset_value,
     partition_for,
 )
+from broker.coordinator.internal_log import read_keyed_records
 from broker.coordinator.record_io import RecordFormatError
-from broker.log.batch import walk_headers
 from broker.log.errors import RecordError
-from broker.log.log import Log
-from broker.log.record_codec import SimpleRecord, build_batch, decode_records
+from broker.log.record_codec import SimpleRecord, build_batch
 from broker.replication.replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
-# Bytes read from the log per step while loading a partition.
-LOAD_READ_BYTES = 1024 * 1024
 # A load that failed (a disk error, a log not open yet) is retried after this backoff,
 # doubled on each failure up to the maximum.
 LOAD_RETRY_BACKOFF_MS = 500
@@ -134,7 +131,7 @@ class OffsetStore:
             log.warning("loading %s-%d: no local replica yet", OFFSETS_TOPIC, partition)
             return None
         try:
-            return await _read_all(leader.log)
+            return await read_keyed_records(leader.log)
         except (RecordError, OSError):
             log.exception("loading %s-%d failed", OFFSETS_TOPIC, partition)
             return None
@@ -277,29 +274,6 @@ def _coordinator_error(error: ErrorCode) -> ErrorCode:
     if error in (ErrorCode.message_too_large, ErrorCode.record_list_too_large):
         return ErrorCode.invalid_commit_offset_size
     return ErrorCode.coordinator_not_available
-
-
-async def _read_all(replica_log: Log) -> list[tuple[bytes, bytes | None]]:
-    """(key, value) of every record in the log. Reads happen on the loop, where the segment
-    list only changes between steps (retention, compaction swaps); decoding, the slow part,
-    runs on a worker thread."""
-    records: list[tuple[bytes, bytes | None]] = []
-    offset, end = replica_log.log_start_offset, replica_log.log_end_offset
-    while offset < min(end, replica_log.log_end_offset):
-        data = replica_log.read(offset, LOAD_READ_BYTES, end, min_one_batch=True)
-        if not data:
-            break
-        batch_end = _next_offset(data)
-        decoded = await asyncio.to_thread(decode_records, data)
-        records += [(r.key, r.value) for r in decoded if r.key is not None]
-        offset = max(batch_end, offset + 1)
-    return records
-
-
-def _next_offset(data: bytes) -> int:
-    """The offset after the last complete batch in `data` (empty batches included)."""
-    entries, _ = walk_headers(data)
-    return entries[-1][2] + 1 if entries else -1
 
 
 def _apply(state: _PartitionState, key_bytes: bytes, value: bytes | None) -> None:

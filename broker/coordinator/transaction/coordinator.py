@@ -1,0 +1,347 @@
+"""The transaction coordinator (KIP-98; Kafka's TransactionCoordinator and
+TransactionStateManager, ZooKeeper mode).
+
+A transactional id lives on partition `partition_for(id)` of `__transaction_state`, created on
+the first FindCoordinator for a transaction (`transaction.state.log.*`, compacted); the broker
+leading that partition coordinates the id. On becoming leader it reads the partition back
+(COORDINATOR_LOAD_IN_PROGRESS meanwhile) and finishes every transaction it finds prepared but
+not completed; on losing leadership it drops them (NOT_COORDINATOR). The partition's leader
+epoch at load is the coordinator epoch the markers carry, so a stale coordinator's markers are
+fenced by the partitions.
+
+Every decision (`TxnMetadata`) is written to the partition like an acks=all produce and only
+then applied. Ending a transaction writes PrepareCommit/PrepareAbort, answers the producer,
+then has the markers written to every partition of the transaction (`TxnMarkerSender`) and
+writes CompleteCommit/CompleteAbort.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from kio.schema.errors import ErrorCode
+
+from broker.coordinator.internal_log import read_keyed_records
+from broker.coordinator.internal_topics import (
+    CoordinatorAddress,
+    InternalTopic,
+    find_leader,
+)
+from broker.coordinator.record_io import RecordFormatError
+from broker.coordinator.transaction.marker_sender import TxnEnd, TxnMarkerSender
+from broker.coordinator.transaction.metadata import TxnMetadata, TxnRefused
+from broker.coordinator.transaction.records import (
+    TopicPartition,
+    TxnLogValue,
+    decode_key,
+    decode_value,
+    encode_key,
+    encode_value,
+    partition_for,
+)
+from broker.coordinator.transaction.state import TxnState
+from broker.log.errors import RecordError
+from broker.log.record_codec import SimpleRecord, build_batch
+from broker.replication.partition import Partition
+
+if TYPE_CHECKING:
+    from broker.server import KafkaServer
+
+log = logging.getLogger(__name__)
+
+TXN_TOPIC = "__transaction_state"
+LOAD_RETRY_BACKOFF_S = 0.5
+
+
+@dataclass(slots=True)
+class _LoadedPartition:
+    coordinator_epoch: int
+    loaded: bool = False
+    transactions: dict[str, TxnMetadata] = field(default_factory=dict)
+    load_task: asyncio.Task[None] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class InitResult:
+    error: ErrorCode
+    producer_id: int = -1
+    producer_epoch: int = -1
+
+
+class TransactionCoordinator:
+    def __init__(self, server: KafkaServer) -> None:
+        self._server = server
+        config = server.config
+        self.partition_count: int = config["transaction.state.log.num.partitions"]
+        self.max_timeout_ms: int = config["transaction.max.timeout.ms"]
+        self._write_timeout_s = config["request.timeout.ms"] / 1000
+        self._partitions: dict[int, _LoadedPartition] = {}
+        self.markers = TxnMarkerSender(server)
+        self._completions: set[asyncio.Task[None]] = set()
+        server.replica_manager.leadership_listeners.append(self._on_leadership_change)
+
+    # -- where ------------------------------------------------------------------------------
+
+    async def find(self, transactional_id: str, listener_name: str) -> CoordinatorAddress:
+        wanted = partition_for(transactional_id, self.partition_count)
+        return await find_leader(self._server, self._topic(), wanted, listener_name)
+
+    def _topic(self) -> InternalTopic:
+        config = self._server.config
+        return InternalTopic(
+            TXN_TOPIC,
+            self.partition_count,
+            config["transaction.state.log.replication.factor"],
+            {
+                "cleanup.policy": "compact",
+                "compression.type": "uncompressed",
+                "min.insync.replicas": str(config["transaction.state.log.min.isr"]),
+                "segment.bytes": str(config["transaction.state.log.segment.bytes"]),
+                "unclean.leader.election.enable": "false",
+            },
+        )
+
+    def _loaded(self, transactional_id: str) -> _LoadedPartition:
+        """The id's partition, loaded here; TxnRefused otherwise."""
+        state = self._partitions.get(partition_for(transactional_id, self.partition_count))
+        if state is None:
+            raise TxnRefused(ErrorCode.not_coordinator)
+        if not state.loaded:
+            raise TxnRefused(ErrorCode.coordinator_load_in_progress)
+        return state
+
+    # -- requests ---------------------------------------------------------------------------
+
+    async def init_producer_id(
+        self, transactional_id: str, timeout_ms: int, expected: tuple[int, int] | None
+    ) -> InitResult:
+        try:
+            if not 0 < timeout_ms <= self.max_timeout_ms:
+                raise TxnRefused(ErrorCode.invalid_transaction_timeout)
+            state = self._loaded(transactional_id)
+            metadata = state.transactions.get(transactional_id)
+            if metadata is None:
+                producer_id = await self._server.producer_ids.generate_producer_id()
+                metadata = state.transactions.setdefault(
+                    transactional_id, TxnMetadata(transactional_id, producer_id)
+                )
+            if metadata.state == TxnState.ONGOING and metadata.pending is None:
+                await self._fence(state, metadata)
+                raise TxnRefused(ErrorCode.concurrent_transactions, "aborting the open one")
+            new_id = None
+            if metadata.epoch_exhausted():
+                new_id = await self._server.producer_ids.generate_producer_id()
+            value = metadata.prepare_init(timeout_ms, _now_ms(), new_id, expected)
+            await self._write(state, metadata, value)
+            return InitResult(ErrorCode.none, metadata.producer_id, metadata.producer_epoch)
+        except TxnRefused as refused:
+            return InitResult(refused.error)
+
+    async def add_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Iterable[TopicPartition],
+    ) -> ErrorCode:
+        try:
+            state = self._loaded(transactional_id)
+            metadata = self._existing(state, transactional_id)
+            value = metadata.prepare_add_partitions(
+                producer_id, producer_epoch, partitions, _now_ms()
+            )
+            if value is not None:
+                await self._write(state, metadata, value)
+            return ErrorCode.none
+        except TxnRefused as refused:
+            return refused.error
+
+    def verify_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Iterable[TopicPartition],
+    ) -> ErrorCode:
+        """AddPartitionsToTxn v4+ with verify_only (KIP-890): whether the partitions are in
+        the producer's open transaction (INVALID_TXN_STATE if not)."""
+        try:
+            metadata = self._existing(self._loaded(transactional_id), transactional_id)
+            if (metadata.producer_id, metadata.producer_epoch) != (producer_id, producer_epoch):
+                raise TxnRefused(ErrorCode.producer_fenced)
+            in_transaction = metadata.state == TxnState.ONGOING and set(partitions) <= (
+                metadata.partitions
+            )
+            return ErrorCode.none if in_transaction else ErrorCode.invalid_txn_state
+        except TxnRefused as refused:
+            return refused.error
+
+    async def end_transaction(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
+    ) -> ErrorCode:
+        try:
+            state = self._loaded(transactional_id)
+            metadata = self._existing(state, transactional_id)
+            value = metadata.prepare_end(producer_id, producer_epoch, commit, _now_ms())
+            if value is None:
+                return ErrorCode.none  # a retry of an end that completed
+            await self._write(state, metadata, value)
+            self._complete_later(state, metadata)
+            return ErrorCode.none
+        except TxnRefused as refused:
+            return refused.error
+
+    @staticmethod
+    def _existing(state: _LoadedPartition, transactional_id: str) -> TxnMetadata:
+        metadata = state.transactions.get(transactional_id)
+        if metadata is None:
+            raise TxnRefused(ErrorCode.invalid_producer_id_mapping)
+        return metadata
+
+    # -- ending -----------------------------------------------------------------------------
+
+    async def _fence(self, state: _LoadedPartition, metadata: TxnMetadata) -> None:
+        """A new instance initialised while a transaction is open: abort it, bumping the
+        epoch, which fences the old instance's requests."""
+        await self._write(state, metadata, metadata.prepare_fence(_now_ms()))
+        self._complete_later(state, metadata)
+
+    def _complete_later(self, state: _LoadedPartition, metadata: TxnMetadata) -> None:
+        task = asyncio.get_running_loop().create_task(
+            self._complete(state, metadata), name=f"txn-markers-{metadata.transactional_id}"
+        )
+        self._completions.add(task)
+        task.add_done_callback(self._completions.discard)
+
+    async def _complete(self, state: _LoadedPartition, metadata: TxnMetadata) -> None:
+        """Markers to every partition of the prepared transaction, then Complete*."""
+        commit = metadata.state == TxnState.PREPARE_COMMIT
+        end = TxnEnd(metadata.producer_id, metadata.producer_epoch, commit, state.coordinator_epoch)
+        delivered = await self.markers.send(
+            end,
+            sorted(metadata.partitions),
+            still_coordinator=lambda: self._partitions.get(self._partition_of(metadata)) is state,
+        )
+        if not delivered:
+            return  # no longer the coordinator: the next one finishes it after loading
+        try:
+            await self._write(state, metadata, metadata.prepare_complete(_now_ms()))
+        except TxnRefused as refused:
+            log.warning(
+                "completing transaction of %r failed: %s", metadata.transactional_id, refused
+            )
+
+    def _partition_of(self, metadata: TxnMetadata) -> int:
+        return partition_for(metadata.transactional_id, self.partition_count)
+
+    # -- the log ----------------------------------------------------------------------------
+
+    async def _write(
+        self, state: _LoadedPartition, metadata: TxnMetadata, value: TxnLogValue
+    ) -> None:
+        """Append `value` and wait for the ISR; then apply it. TxnRefused on failure (the
+        pending transit is dropped, so the producer may retry)."""
+        partition = partition_for(metadata.transactional_id, self.partition_count)
+        record = SimpleRecord(encode_key(metadata.transactional_id), encode_value(value))
+        replica_manager = self._server.replica_manager
+        result = replica_manager.append(TXN_TOPIC, partition, build_batch([record]))
+        error = result.error_code
+        if result.info is not None:
+            min_isr = self._server.topic_config_int(TXN_TOPIC, "min.insync.replicas")
+            error = await replica_manager.wait_for_replication(
+                TXN_TOPIC, partition, result.info.last_offset + 1, min_isr, self._write_timeout_s
+            )
+        if self._partitions.get(partition) is not state:
+            metadata.pending = None
+            raise TxnRefused(ErrorCode.not_coordinator)
+        if error != ErrorCode.none:
+            metadata.pending = None
+            raise TxnRefused(_coordinator_error(error))
+        metadata.apply(value)
+
+    # -- loading ----------------------------------------------------------------------------
+
+    def _on_leadership_change(self, partition: Partition, is_leader: bool) -> None:
+        if partition.topic != TXN_TOPIC:
+            return
+        current = self._partitions.pop(partition.partition, None)
+        if current is not None and current.load_task is not None:
+            current.load_task.cancel()
+        if not is_leader:
+            return
+        state = _LoadedPartition(coordinator_epoch=partition.leader_epoch)
+        self._partitions[partition.partition] = state
+        state.load_task = asyncio.get_running_loop().create_task(
+            self._load(partition.partition, state), name=f"load-transactions-{partition}"
+        )
+
+    async def _load(self, partition: int, state: _LoadedPartition) -> None:
+        """Read the partition back (retried until it succeeds or leadership moves, which
+        cancels this task), then finish the transactions left prepared."""
+        while (records := await self._read(partition)) is None:
+            await asyncio.sleep(LOAD_RETRY_BACKOFF_S)
+        for key, value in records:
+            _apply(state, key, value)
+        state.loaded = True
+        prepared = [
+            m
+            for m in state.transactions.values()
+            if m.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT)
+        ]
+        for metadata in prepared:
+            self._complete_later(state, metadata)
+        log.info(
+            "loaded %d transactional ids from %s-%d (%d to complete)",
+            len(state.transactions),
+            TXN_TOPIC,
+            partition,
+            len(prepared),
+        )
+
+    async def _read(self, partition: int) -> list[tuple[bytes, bytes | None]] | None:
+        leader = self._server.replica_manager.get(TXN_TOPIC, partition)
+        if leader is None:
+            return None
+        try:
+            return await read_keyed_records(leader.log)
+        except (RecordError, OSError):
+            log.exception("loading %s-%d failed", TXN_TOPIC, partition)
+            return None
+
+    async def stop(self) -> None:
+        for task in list(self._completions):
+            task.cancel()
+        await asyncio.gather(*self._completions, return_exceptions=True)
+
+
+def _apply(state: _LoadedPartition, key: bytes, value: bytes | None) -> None:
+    try:
+        transactional_id = decode_key(key)
+        if value is None:
+            state.transactions.pop(transactional_id, None)
+            return
+        decoded = decode_value(value)
+    except RecordFormatError as error:
+        log.warning("skipping an unreadable record in %s: %s", TXN_TOPIC, error)
+        return
+    state.transactions[transactional_id] = TxnMetadata.from_log(transactional_id, decoded)
+
+
+def _coordinator_error(error: ErrorCode) -> ErrorCode:
+    """How Kafka maps a failed append to the transaction log for producers."""
+    if error in (ErrorCode.not_leader_or_follower, ErrorCode.kafka_storage_error):
+        return ErrorCode.not_coordinator
+    if error in (ErrorCode.not_enough_replicas, ErrorCode.request_timed_out):
+        return ErrorCode.coordinator_not_available
+    if error == ErrorCode.unknown_topic_or_partition:
+        return ErrorCode.not_coordinator
+    return ErrorCode.unknown_server_error
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000

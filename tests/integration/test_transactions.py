@@ -1,0 +1,118 @@
+"""Transactions end to end with librdkafka (confluent-kafka) against a real 3-broker cluster:
+FindCoordinator for the transactional id, InitProducerId, AddPartitionsToTxn, EndTxn and the
+coordinator's markers. A read_committed consumer sees committed records only; a
+read_uncommitted one sees every record; a second instance with the same transactional id
+fences the first and aborts what it left open."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from tests.integration.conftest import ClusterHandle, wait_until
+from tests.integration.requests import topic_spec
+from tests.integration.wire import WireClient, controller_address, create_topics
+
+TIMEOUT_S = 60
+
+
+def _create(cluster: ClusterHandle, topic: str) -> None:
+    with WireClient.to(controller_address(cluster)) as client:
+        assert int(create_topics(client, [topic_spec(topic, 3, 3)]).topics[0].error_code) == 0
+
+
+def _producer(bootstrap: str, transactional_id: str) -> Any:
+    from confluent_kafka import Producer
+
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": transactional_id,
+            "transaction.timeout.ms": 60_000,
+        }
+    )
+    producer.init_transactions(TIMEOUT_S)
+    return producer
+
+
+def _send(producer: Any, topic: str, prefix: str, count: int) -> None:
+    for i in range(count):
+        producer.produce(topic, value=f"{prefix}-{i}".encode(), partition=i % 3)
+    producer.flush(TIMEOUT_S)
+
+
+def _read(bootstrap: str, topic: str, isolation_level: str, expected: int) -> set[bytes]:
+    from confluent_kafka import Consumer
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"txn-{uuid.uuid4()}",
+            "auto.offset.reset": "earliest",
+            "isolation.level": isolation_level,
+            "enable.auto.commit": False,
+        }
+    )
+    values: list[bytes] = []
+    try:
+        consumer.subscribe([topic])
+
+        def read_enough() -> bool:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                values.append(message.value())
+            return len(values) >= expected
+
+        wait_until(read_enough, TIMEOUT_S, f"{expected} records read {isolation_level}")
+        extra = consumer.poll(2.0)
+        assert extra is None or extra.error() is not None, extra.value()
+    finally:
+        consumer.close()
+    assert len(values) == len(set(values)), "a record was read twice"
+    return set(values)
+
+
+def _values(prefix: str, count: int) -> set[bytes]:
+    return {f"{prefix}-{i}".encode() for i in range(count)}
+
+
+def test_read_committed_sees_committed_transactions_only(cluster: ClusterHandle) -> None:
+    topic = "txn-e2e"
+    _create(cluster, topic)
+    producer = _producer(cluster.bootstrap, "txn-e2e-app")
+    producer.begin_transaction()
+    _send(producer, topic, "committed", 10)
+    producer.commit_transaction(TIMEOUT_S)
+    producer.begin_transaction()
+    _send(producer, topic, "aborted", 5)
+    producer.abort_transaction(TIMEOUT_S)
+    producer.begin_transaction()
+    _send(producer, topic, "committed-later", 4)
+    producer.commit_transaction(TIMEOUT_S)
+    committed = _values("committed", 10) | _values("committed-later", 4)
+    assert _read(cluster.bootstrap, topic, "read_committed", 14) == committed
+    assert _read(cluster.bootstrap, topic, "read_uncommitted", 19) == committed | _values(
+        "aborted", 5
+    )
+
+
+def test_a_new_instance_fences_the_old_one_and_aborts_its_open_transaction(
+    cluster: ClusterHandle,
+) -> None:
+    from confluent_kafka import KafkaException
+
+    topic = "txn-fence"
+    _create(cluster, topic)
+    first = _producer(cluster.bootstrap, "txn-fence-app")
+    first.begin_transaction()
+    _send(first, topic, "left-open", 6)
+    second = _producer(cluster.bootstrap, "txn-fence-app")  # aborts the open transaction
+    second.begin_transaction()
+    _send(second, topic, "second", 3)
+    second.commit_transaction(TIMEOUT_S)
+    with pytest.raises(KafkaException) as fenced:
+        first.commit_transaction(TIMEOUT_S)
+    assert fenced.value.args[0].fatal() or not fenced.value.args[0].retriable()
+    assert _read(cluster.bootstrap, topic, "read_committed", 3) == _values("second", 3)
