@@ -208,6 +208,14 @@ class KafkaServer:
                 ),
                 name="offset-expiry",
             ),
+            asyncio.create_task(
+                every(
+                    config["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
+                    self.transaction_coordinator.abort_timed_out,
+                    "aborting timed-out transactions",
+                ),
+                name="transaction-timeouts",
+            ),
             asyncio.create_task(self._cleaner_loop(), name="log-cleaner"),
         ]
         log.info("broker %d started (cluster id %s)", self.broker_id, self.cluster_id)

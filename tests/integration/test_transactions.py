@@ -116,3 +116,29 @@ def test_a_new_instance_fences_the_old_one_and_aborts_its_open_transaction(
         first.commit_transaction(TIMEOUT_S)
     assert fenced.value.args[0].fatal() or not fenced.value.args[0].retriable()
     assert _read(cluster.bootstrap, topic, "read_committed", 3) == _values("second", 3)
+
+
+def test_a_transaction_left_open_past_its_timeout_is_aborted(make_cluster: Any) -> None:
+    from confluent_kafka import Producer
+
+    interval_ms = "200"
+    cluster = make_cluster(
+        brokers=3,
+        overrides={"transaction.abort.timed.out.transaction.cleanup.interval.ms": interval_ms},
+    )
+    topic = "txn-timeout"
+    _create(cluster, topic)
+    abandoned = Producer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "transactional.id": "txn-timeout-app",
+            "transaction.timeout.ms": 2_000,
+        }
+    )
+    abandoned.init_transactions(TIMEOUT_S)
+    abandoned.begin_transaction()
+    _send(abandoned, topic, "abandoned", 3)  # one record per partition, never committed
+    plain = Producer({"bootstrap.servers": cluster.bootstrap})
+    _send(plain, topic, "after", 3)
+    # Visible to read_committed readers only once the coordinator aborted the transaction.
+    assert _read(cluster.bootstrap, topic, "read_committed", 3) == _values("after", 3)

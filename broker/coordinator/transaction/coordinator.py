@@ -203,6 +203,30 @@ class TransactionCoordinator:
             raise TxnRefused(ErrorCode.invalid_producer_id_mapping)
         return metadata
 
+    async def abort_timed_out(self) -> None:
+        """Abort, fencing their producers, the transactions open for longer than their
+        `transaction.timeout.ms` (a producer that died mid-transaction would otherwise hold
+        back read_committed readers of its partitions for good)."""
+        now_ms = _now_ms()
+        for state in list(self._partitions.values()):
+            if not state.loaded:
+                continue
+            for metadata in list(state.transactions.values()):
+                expired = metadata.start_timestamp_ms + metadata.transaction_timeout_ms < now_ms
+                if metadata.state == TxnState.ONGOING and metadata.pending is None and expired:
+                    log.info(
+                        "aborting the transaction of %r (producer %d epoch %d): open for more"
+                        " than %d ms",
+                        metadata.transactional_id,
+                        metadata.producer_id,
+                        metadata.producer_epoch,
+                        metadata.transaction_timeout_ms,
+                    )
+                    try:
+                        await self._fence(state, metadata)
+                    except TxnRefused as refused:
+                        log.warning("aborting %r failed: %s", metadata.transactional_id, refused)
+
     # -- ending -----------------------------------------------------------------------------
 
     async def _fence(self, state: _LoadedPartition, metadata: TxnMetadata) -> None:
