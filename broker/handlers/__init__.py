@@ -17,6 +17,7 @@ from broker.handlers import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_transactions,
     elect_leaders,
     end_txn,
     fetch,
@@ -29,6 +30,7 @@ from broker.handlers import (
     list_groups,
     list_offsets,
     list_partition_reassignments,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -131,5 +133,16 @@ def build_registry() -> Registry:
                 list_partition_reassignments.handle,
             ),
             ApiSpec(ApiKey.OFFSET_DELETE, "OffsetDelete", 0, 0, 0, offset_delete.handle),
+            ApiSpec(
+                ApiKey.DESCRIBE_TRANSACTIONS,
+                "DescribeTransactions",
+                0,
+                0,
+                0,
+                describe_transactions.handle,
+            ),
+            ApiSpec(
+                ApiKey.LIST_TRANSACTIONS, "ListTransactions", 0, 1, 0, list_transactions.handle
+            ),
         ]
     )

@@ -90,7 +90,9 @@ def _convert(spec: _FieldSpec, value: Any) -> Any:
     if isinstance(value, list):
         return tuple(value)
     converter = _CONVERTERS.get(spec.kafka_type or "")
-    if converter is not None and not isinstance(value, ErrorCode | datetime.timedelta):
+    if converter is not None and not isinstance(
+        value, ErrorCode | datetime.timedelta | datetime.datetime
+    ):
         return converter(value)
     return value
 

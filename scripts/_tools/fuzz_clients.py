@@ -226,6 +226,24 @@ def _write_txn_markers_request(bootstrap: str) -> None:
     )
 
 
+def _transaction_admin_requests(bootstrap: str) -> None:
+    """DescribeTransactions and ListTransactions, which kafka-transactions sends (the Python
+    clients have no call for them)."""
+    _broker_request(
+        bootstrap,
+        adapter.build(
+            request_class(ApiKey.DESCRIBE_TRANSACTIONS, 0), {"transactional_ids": ["fuzz-rec-txn"]}
+        ),
+    )
+    _broker_request(
+        bootstrap,
+        adapter.build(
+            request_class(ApiKey.LIST_TRANSACTIONS, 1),
+            {"state_filters": ["Ongoing"], "producer_id_filters": [], "duration_filter": -1},
+        ),
+    )
+
+
 def _broker_request(bootstrap: str, request: Any) -> None:
     host, _, port = bootstrap.split(",")[0].rpartition(":")
 
@@ -246,6 +264,7 @@ def kafka_python_steps(bootstrap: str, topics: Topics) -> list[Step]:
         ("kafka-python commit", lambda: _kafka_python_commit(bootstrap, topic)),
         ("broker ControlledShutdown", lambda: _controlled_shutdown_request(bootstrap)),
         ("broker WriteTxnMarkers", lambda: _write_txn_markers_request(bootstrap)),
+        ("transaction admin", lambda: _transaction_admin_requests(bootstrap)),
         ("kafka-python records admin", lambda: _kafka_python_records_admin(bootstrap, topic)),
         ("kafka-python partitions admin", lambda: _kafka_python_partitions_admin(bootstrap, topic)),
     ]

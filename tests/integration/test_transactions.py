@@ -142,3 +142,46 @@ def test_a_transaction_left_open_past_its_timeout_is_aborted(make_cluster: Any) 
     _send(plain, topic, "after", 3)
     # Visible to read_committed readers only once the coordinator aborted the transaction.
     assert _read(cluster.bootstrap, topic, "read_committed", 3) == _values("after", 3)
+
+
+FIND_COORDINATOR, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 10, 65, 66
+TRANSACTION_KEY_TYPE = 1
+
+
+def _coordinator(cluster: ClusterHandle, transactional_id: str) -> str:
+    with WireClient.to(controller_address(cluster)) as client:
+        found = client.request(
+            FIND_COORDINATOR, 3, {"key": transactional_id, "key_type": TRANSACTION_KEY_TYPE}
+        )
+    assert int(found.error_code) == 0
+    return f"{found.host}:{found.port}"
+
+
+def test_describe_and_list_transactions(cluster: ClusterHandle) -> None:
+    topic = "txn-describe"
+    _create(cluster, topic)
+    producer = _producer(cluster.bootstrap, "txn-describe-app")
+    producer.begin_transaction()
+    _send(producer, topic, "open", 3)
+    with WireClient.to(_coordinator(cluster, "txn-describe-app")) as client:
+        described = client.request(
+            DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": ["txn-describe-app", "nobody"]}
+        ).transaction_states
+        listed = client.request(
+            LIST_TRANSACTIONS,
+            1,
+            {
+                "state_filters": ["Ongoing", "Nonsense"],
+                "producer_id_filters": [],
+                "duration_filter": -1,
+            },
+        )
+    state, unknown = described
+    assert (int(state.error_code), state.transaction_state) == (0, "Ongoing")
+    assert [(t.topic, sorted(t.partitions)) for t in state.topics] == [(topic, [0, 1, 2])]
+    assert int(unknown.error_code) == 105  # TRANSACTIONAL_ID_NOT_FOUND
+    assert list(listed.unknown_state_filters) == ["Nonsense"]
+    ongoing = [(t.transactional_id, t.transaction_state) for t in listed.transaction_states]
+    assert ("txn-describe-app", "Ongoing") in ongoing
+    assert all(s == "Ongoing" for _, s in ongoing)
+    producer.commit_transaction(TIMEOUT_S)

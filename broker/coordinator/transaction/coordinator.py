@@ -227,6 +227,29 @@ class TransactionCoordinator:
                     except TxnRefused as refused:
                         log.warning("aborting %r failed: %s", metadata.transactional_id, refused)
 
+    def describe(self, transactional_id: str) -> tuple[ErrorCode, TxnMetadata | None]:
+        try:
+            state = self._loaded(transactional_id)
+        except TxnRefused as refused:
+            return refused.error, None
+        metadata = state.transactions.get(transactional_id)
+        if metadata is None:
+            return ErrorCode.transactional_id_not_found, None
+        return ErrorCode.none, metadata
+
+    def list_transactions(self) -> tuple[ErrorCode, list[TxnMetadata]]:
+        """Every transactional id loaded here; COORDINATOR_LOAD_IN_PROGRESS with those
+        loaded so far while a partition is still loading."""
+        loading = any(not state.loaded for state in self._partitions.values())
+        listed = [
+            metadata
+            for state in self._partitions.values()
+            if state.loaded
+            for metadata in state.transactions.values()
+        ]
+        error = ErrorCode.coordinator_load_in_progress if loading else ErrorCode.none
+        return error, listed
+
     # -- ending -----------------------------------------------------------------------------
 
     async def _fence(self, state: _LoadedPartition, metadata: TxnMetadata) -> None:
