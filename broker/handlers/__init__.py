@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from broker.handlers import (
+    add_offsets_to_txn,
     add_partitions_to_txn,
     alter_configs,
     alter_partition_reassignments,
@@ -38,6 +39,7 @@ from broker.handlers import (
     offset_for_leader_epoch,
     produce,
     sync_group,
+    txn_offset_commit,
     write_txn_markers,
 )
 from broker.protocol.api_keys import ApiKey
@@ -90,8 +92,12 @@ def build_registry() -> Registry:
                 0,
                 add_partitions_to_txn.handle,
             ),
+            ApiSpec(
+                ApiKey.ADD_OFFSETS_TO_TXN, "AddOffsetsToTxn", 0, 4, 0, add_offsets_to_txn.handle
+            ),
             ApiSpec(ApiKey.END_TXN, "EndTxn", 0, 4, 0, end_txn.handle),
             ApiSpec(ApiKey.WRITE_TXN_MARKERS, "WriteTxnMarkers", 0, 1, 1, write_txn_markers.handle),
+            ApiSpec(ApiKey.TXN_OFFSET_COMMIT, "TxnOffsetCommit", 0, 4, 0, txn_offset_commit.handle),
             ApiSpec(ApiKey.DESCRIBE_CONFIGS, "DescribeConfigs", 0, 4, 0, describe_configs.handle),
             ApiSpec(ApiKey.ALTER_CONFIGS, "AlterConfigs", 0, 2, 0, alter_configs.handle),
             ApiSpec(

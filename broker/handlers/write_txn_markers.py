@@ -15,6 +15,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.coordinator.group.offsets import OFFSETS_TOPIC
 from broker.log.control_records import ControlType, EndTxnMarker
 from broker.network.context import RequestContext
 from broker.protocol import adapter
@@ -41,7 +42,10 @@ async def _write_marker(context: RequestContext, marker: Any) -> list[dict[str, 
             for index in topic.partition_indexes
         ]
         errors = await asyncio.gather(
-            *(_replicated(context, topic.name, index, outcome) for index, outcome in outcomes)
+            *(
+                _replicated(context, topic.name, index, outcome, marker)
+                for index, outcome in outcomes
+            )
         )
         topics.append(
             {
@@ -70,13 +74,23 @@ def _append(
 
 
 async def _replicated(
-    context: RequestContext, topic: str, index: int, outcome: tuple[ErrorCode, int | None]
+    context: RequestContext,
+    topic: str,
+    index: int,
+    outcome: tuple[ErrorCode, int | None],
+    marker: Any,
 ) -> ErrorCode:
     error, required_offset = outcome
     if error != ErrorCode.none or required_offset is None:
         return error
     min_isr = context.server.topic_config_int(topic, "min.insync.replicas")
     timeout_s = context.server.config["request.timeout.ms"] / 1000
-    return await context.server.replica_manager.wait_for_replication(
+    error = await context.server.replica_manager.wait_for_replication(
         topic, index, required_offset, min_isr, timeout_s
     )
+    if error == ErrorCode.none and topic == OFFSETS_TOPIC:
+        # The group coordinator resolves the offsets TxnOffsetCommit wrote there.
+        context.server.group_coordinator.offsets.complete_transaction(
+            index, int(marker.producer_id), bool(marker.transaction_result)
+        )
+    return error

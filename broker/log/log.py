@@ -197,6 +197,7 @@ class Log(TransactionalLog):
         now_ms: int,
         require_single_batch: bool = False,
         compressed_checked: bool = False,
+        check_sequences: bool = True,
     ) -> AppendInfo:
         """Validate, assign offsets from log_end_offset, stamp LogAppendTime if configured,
         write. A retried idempotent batch is not written again: its original offsets are
@@ -217,7 +218,7 @@ class Log(TransactionalLog):
         checks = RecordChecks.for_log(self.config, now_ms)
         if checks is not None and not (compressed_checked and is_compressed(data)):
             check_records(data, checks, self.config.max_decompressed_bytes, self.directory.name)
-        duplicate = self.producer_state.check(headers[0])
+        duplicate = self.producer_state.check(headers[0], check_sequences)
         if duplicate is not None:
             return AppendInfo(
                 duplicate.first_offset,

@@ -132,11 +132,13 @@ class ProducerStateManager:
             else:
                 del self._producers[producer_id]
 
-    def check(self, header: BatchHeader) -> BatchRange | None:
+    def check(self, header: BatchHeader, sequences: bool = True) -> BatchRange | None:
         """Validate a client batch before it is written.
 
         Returns the original batch's range if this is a retry of it, None if it should be
-        appended; raises RecordError when the producer is fenced or out of sequence.
+        appended; raises RecordError when the producer is fenced or out of sequence. Without
+        `sequences` (a coordinator's own writes, as Kafka's AppendOrigin.Coordinator) only the
+        epoch is checked.
         """
         if header.producer_id == NO_PRODUCER_ID or header.is_control:
             return None
@@ -149,6 +151,8 @@ class ProducerStateManager:
                 f"producer {header.producer_id} epoch {header.producer_epoch} is older than"
                 f" the current epoch {entry.epoch}",
             )
+        if not sequences:
+            return None
         if header.producer_epoch > entry.epoch:
             if header.base_sequence != 0:
                 raise RecordError(

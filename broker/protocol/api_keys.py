@@ -31,8 +31,10 @@ class ApiKey(enum.IntEnum):
     INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
     ADD_PARTITIONS_TO_TXN = 24
+    ADD_OFFSETS_TO_TXN = 25
     END_TXN = 26
     WRITE_TXN_MARKERS = 27  # inter-broker: transaction coordinator to partition leaders
+    TXN_OFFSET_COMMIT = 28
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
     ALTER_REPLICA_LOG_DIRS = 34

@@ -387,8 +387,15 @@ class ReplicaManager:
         return current, ErrorCode.none
 
     def append(
-        self, topic: str, partition: int, records: bytes, compressed_checked: bool = False
+        self,
+        topic: str,
+        partition: int,
+        records: bytes,
+        compressed_checked: bool = False,
+        from_coordinator: bool = False,
     ) -> AppendResult:
+        """A leader's append; `from_coordinator`: a coordinator's own write to its internal
+        topic, whose producer sequences are not checked (Kafka's AppendOrigin.Coordinator)."""
         current, error = self._leader(topic, partition)
         if current is None:
             return AppendResult(error)
@@ -399,6 +406,7 @@ class ReplicaManager:
                 int(time.time() * 1000),
                 require_single_batch=True,
                 compressed_checked=compressed_checked,
+                check_sequences=not from_coordinator,
             )
         except RecordError as record_error:
             log.warning("rejected produce to %s-%d: %s", topic, partition, record_error)

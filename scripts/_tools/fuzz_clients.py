@@ -310,18 +310,28 @@ def _confluent_produce(bootstrap: str, topic: str) -> None:
 
 
 def _confluent_transactions(bootstrap: str, topic: str) -> None:
-    """A committed and an aborted transaction: FindCoordinator for a transactional id,
-    InitProducerId, AddPartitionsToTxn and EndTxn."""
+    """A committed transaction with a consumer group's offsets and an aborted one:
+    FindCoordinator for a transactional id, InitProducerId, AddPartitionsToTxn,
+    AddOffsetsToTxn, TxnOffsetCommit and EndTxn."""
     producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "fuzz-rec-txn"})
     producer.init_transactions(CLIENT_TIMEOUT_S)
-    for commit in (True, False):
-        producer.begin_transaction()
-        for index in range(RECORDS_PER_PRODUCER):
-            producer.produce(topic, f"confluent transactional {commit} {index}".encode())
-        if commit:
-            producer.commit_transaction(CLIENT_TIMEOUT_S)
-        else:
-            producer.abort_transaction(CLIENT_TIMEOUT_S)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "fuzz-rec-txn-group"})
+    try:
+        for commit in (True, False):
+            producer.begin_transaction()
+            for index in range(RECORDS_PER_PRODUCER):
+                producer.produce(topic, f"confluent transactional {commit} {index}".encode())
+            producer.send_offsets_to_transaction(
+                [TopicPartition(topic, 0, 1)],
+                consumer.consumer_group_metadata(),
+                CLIENT_TIMEOUT_S,
+            )
+            if commit:
+                producer.commit_transaction(CLIENT_TIMEOUT_S)
+            else:
+                producer.abort_transaction(CLIENT_TIMEOUT_S)
+    finally:
+        consumer.close()
 
 
 def _confluent_consume(bootstrap: str, topic: str) -> None:

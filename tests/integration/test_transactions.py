@@ -185,3 +185,62 @@ def test_describe_and_list_transactions(cluster: ClusterHandle) -> None:
     assert ("txn-describe-app", "Ongoing") in ongoing
     assert all(s == "Ongoing" for _, s in ongoing)
     producer.commit_transaction(TIMEOUT_S)
+
+
+def test_consume_transform_produce_commits_offsets_in_the_transaction(
+    cluster: ClusterHandle,
+) -> None:
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    source, sink, group = "ctp-in", "ctp-out", "ctp-app"
+    _create(cluster, source)
+    _create(cluster, sink)
+    _send(Producer({"bootstrap.servers": cluster.bootstrap}), source, "in", 30)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+        }
+    )
+    producer = _producer(cluster.bootstrap, "ctp-app-txn")
+    copied: list[bytes] = []
+    try:
+        consumer.subscribe([source])
+        aborted_once = False
+
+        def copy_some() -> bool:
+            nonlocal aborted_once
+            messages = [m for m in consumer.consume(10, 0.5) if m.error() is None]
+            if not messages:
+                return len(copied) >= 30
+            producer.begin_transaction()
+            for message in messages:
+                producer.produce(sink, value=b"out-" + message.value(), partition=0)
+            producer.send_offsets_to_transaction(
+                consumer.position(consumer.assignment()),
+                consumer.consumer_group_metadata(),
+                TIMEOUT_S,
+            )
+            if not aborted_once:
+                # The first batch is aborted: its output vanishes and its offsets are not
+                # committed, so it is read and copied again.
+                aborted_once = True
+                producer.abort_transaction(TIMEOUT_S)
+                for partition in consumer.assignment():
+                    committed = consumer.committed([partition], TIMEOUT_S)[0].offset
+                    consumer.seek(TopicPartition(source, partition.partition, max(committed, 0)))
+                return False
+            producer.commit_transaction(TIMEOUT_S)
+            copied.extend(m.value() for m in messages)
+            return len(copied) >= 30
+
+        wait_until(copy_some, TIMEOUT_S, "30 records copied in transactions")
+        committed = consumer.committed([TopicPartition(source, p) for p in range(3)], TIMEOUT_S)
+        assert sum(tp.offset for tp in committed) == 30
+    finally:
+        consumer.close()
+    expected = {b"out-" + value for value in _values("in", 30)}
+    assert _read(cluster.bootstrap, sink, "read_committed", 30) == expected

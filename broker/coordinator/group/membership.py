@@ -683,6 +683,38 @@ class GroupMembership(GroupRebalancer):
             self._schedule_session_expiry(group, member, member.session_timeout_ms)
         return ErrorCode.none
 
+    def validate_txn_offset_commit(
+        self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
+    ) -> ErrorCode:
+        """May this TxnOffsetCommit go ahead? An unknown group is created Empty, as Kafka
+        does."""
+        error = self._status_error(group_id, empty_id_allowed=True)
+        if error is not ErrorCode.none:
+            return error
+        group = self._groups.get(group_id)
+        if group is None:
+            if len(self._groups) >= self._config.max_groups:
+                return ErrorCode.coordinator_not_available
+            self._create_group(group_id)
+            return ErrorCode.none
+        return _txn_offset_commit_error(group, member_id, group_instance_id, generation_id)
+
+
+def _txn_offset_commit_error(
+    group: Group, member_id: str, group_instance_id: str | None, generation_id: int
+) -> ErrorCode:
+    """Kafka's `doTxnCommitOffsets` checks: a producer that names no member and no generation
+    (TxnOffsetCommit v0-v2) commits for any group; one that names them must match (KIP-447)."""
+    if group.state is _S.DEAD:
+        return ErrorCode.coordinator_not_available
+    if member_id != UNKNOWN_MEMBER_ID or group_instance_id is not None:
+        error = validate_current_member(group, member_id, group_instance_id)
+        if error is not ErrorCode.none:
+            return error
+    if generation_id >= 0 and generation_id != group.generation_id:
+        return ErrorCode.illegal_generation
+    return ErrorCode.none
+
 
 def _sync_error(
     group: Group,

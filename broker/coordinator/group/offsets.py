@@ -32,7 +32,7 @@ from broker.coordinator.group.records import (
     encode_offset_value,
     partition_for,
 )
-from broker.coordinator.internal_log import read_keyed_records
+from broker.coordinator.internal_log import LoggedBatch, read_logged_batches
 from broker.coordinator.record_io import RecordFormatError
 from broker.log.errors import RecordError
 from broker.log.record_codec import SimpleRecord, build_batch
@@ -57,11 +57,17 @@ class OffsetsConfig:
     retention_ms: int = 7 * 24 * 3600 * 1000  # offsets.retention.minutes
 
 
+# Offsets committed in a transaction, not yet resolved by its marker: per producer id, per
+# group.
+PendingOffsets = dict[int, dict[str, dict[TopicPartition, OffsetValue]]]
+
+
 @dataclass(slots=True)
 class _PartitionState:
     loaded: bool = False
     offsets: dict[str, dict[TopicPartition, OffsetValue]] = field(default_factory=dict)
     groups: dict[str, GroupValue] = field(default_factory=dict)
+    pending: PendingOffsets = field(default_factory=dict)
     load_task: asyncio.Task[None] | None = None
 
 
@@ -110,8 +116,7 @@ class OffsetStore:
             log.warning("retrying the load of %s-%d in %d ms", OFFSETS_TOPIC, partition, backoff_ms)
             await asyncio.sleep(backoff_ms / 1000)
             backoff_ms = min(backoff_ms * 2, LOAD_RETRY_MAX_BACKOFF_MS)
-        for key, value in records:
-            _apply(state, key, value)
+        _replay(state, records)
         state.loaded = True
         for group, group_value in state.groups.items():
             self.on_group_loaded(group, group_value)
@@ -124,14 +129,14 @@ class OffsetStore:
             (time.monotonic() - started) * 1000,
         )
 
-    async def _read_partition(self, partition: int) -> list[tuple[bytes, bytes | None]] | None:
-        """Every keyed record of the partition's log; None if it cannot be read now."""
+    async def _read_partition(self, partition: int) -> list[LoggedBatch] | None:
+        """Every batch of the partition's log; None if it cannot be read now."""
         leader = self._replica_manager.get(OFFSETS_TOPIC, partition)
         if leader is None:
             log.warning("loading %s-%d: no local replica yet", OFFSETS_TOPIC, partition)
             return None
         try:
-            return await read_keyed_records(leader.log)
+            return await read_logged_batches(leader.log)
         except (RecordError, OSError):
             log.exception("loading %s-%d failed", OFFSETS_TOPIC, partition)
             return None
@@ -160,23 +165,11 @@ class OffsetStore:
         self, group_id: str, offsets: Mapping[TopicPartition, OffsetValue]
     ) -> dict[TopicPartition, ErrorCode]:
         """Append the commits and wait for the ISR; per-partition error codes."""
-        errors = {
-            tp: ErrorCode.offset_metadata_too_large
-            for tp, value in offsets.items()
-            if len(value.metadata.encode("utf-8")) > self._config.metadata_max_bytes
-        }
+        errors = self._too_large(offsets)
         valid = {tp: value for tp, value in offsets.items() if tp not in errors}
         if not valid:
             return errors
-        records = [
-            SimpleRecord(
-                encode_offset_key(OffsetKey(group_id, topic, partition)),
-                encode_offset_value(value),
-                (),
-                value.commit_timestamp_ms,
-            )
-            for (topic, partition), value in valid.items()
-        ]
+        records = self._offset_records(group_id, valid)
         error = await self._append(group_id, records)
         if error == ErrorCode.none:
             state = self._partitions.get(self.partition_of(group_id))
@@ -184,6 +177,76 @@ class OffsetStore:
                 state.offsets.setdefault(group_id, {}).update(valid)
         errors.update(dict.fromkeys(valid, error))
         return errors
+
+    def _too_large(
+        self, offsets: Mapping[TopicPartition, OffsetValue]
+    ) -> dict[TopicPartition, ErrorCode]:
+        return {
+            tp: ErrorCode.offset_metadata_too_large
+            for tp, value in offsets.items()
+            if len(value.metadata.encode("utf-8")) > self._config.metadata_max_bytes
+        }
+
+    @staticmethod
+    def _offset_records(
+        group_id: str, offsets: Mapping[TopicPartition, OffsetValue]
+    ) -> list[SimpleRecord]:
+        return [
+            SimpleRecord(
+                encode_offset_key(OffsetKey(group_id, topic, partition)),
+                encode_offset_value(value),
+                (),
+                value.commit_timestamp_ms,
+            )
+            for (topic, partition), value in offsets.items()
+        ]
+
+    async def commit_transactional(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        offsets: Mapping[TopicPartition, OffsetValue],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """TxnOffsetCommit: the commits are appended as part of the producer's transaction
+        and stay pending, invisible to OffsetFetch, until its marker resolves them."""
+        errors = self._too_large(offsets)
+        valid = {tp: value for tp, value in offsets.items() if tp not in errors}
+        if not valid:
+            return errors
+        batch = build_batch(
+            self._offset_records(group_id, valid),
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            is_transactional=True,
+        )
+        error = await self._append_batch(group_id, batch)
+        if error == ErrorCode.none:
+            state = self._partitions.get(self.partition_of(group_id))
+            if state is not None:
+                by_group = state.pending.setdefault(producer_id, {})
+                by_group.setdefault(group_id, {}).update(valid)
+        errors.update(dict.fromkeys(valid, error))
+        return errors
+
+    def complete_transaction(self, partition: int, producer_id: int, commit: bool) -> None:
+        """The producer's marker reached offsets partition `partition`: its pending commits
+        there become visible (commit) or are dropped (abort)."""
+        state = self._partitions.get(partition)
+        if state is None:
+            return
+        by_group = state.pending.pop(producer_id, {})
+        if commit:
+            for group_id, committed in by_group.items():
+                state.offsets.setdefault(group_id, {}).update(committed)
+
+    def pending_partitions(self, group_id: str) -> set[TopicPartition]:
+        """The group's partitions with a transaction's commit still unresolved (OffsetFetch
+        with require_stable answers UNSTABLE_OFFSET_COMMIT for them, KIP-447)."""
+        state = self._partitions.get(self.partition_of(group_id))
+        if state is None:
+            return set()
+        return {tp for by_group in state.pending.values() for tp in by_group.get(group_id, {})}
 
     # -- groups ------------------------------------------------------------------------------
 
@@ -250,9 +313,13 @@ class OffsetStore:
         return found
 
     async def _append(self, group_id: str, records: list[SimpleRecord]) -> ErrorCode:
+        return await self._append_batch(group_id, build_batch(records))
+
+    async def _append_batch(self, group_id: str, batch: bytes) -> ErrorCode:
         partition = self.partition_of(group_id)
-        batch = build_batch(records)
-        result = self._replica_manager.append(OFFSETS_TOPIC, partition, batch)
+        result = self._replica_manager.append(
+            OFFSETS_TOPIC, partition, batch, from_coordinator=True
+        )
         if result.info is None:
             return _coordinator_error(result.error_code)
         outcome = await self._replica_manager.wait_for_replication(
@@ -267,13 +334,47 @@ class OffsetStore:
 
 def _coordinator_error(error: ErrorCode) -> ErrorCode:
     """How Kafka maps a failed append to the offsets topic for group clients."""
-    if error == ErrorCode.none:
-        return error
+    if error in (ErrorCode.none, ErrorCode.invalid_producer_epoch):
+        return error  # the latter: a fenced transactional producer's TxnOffsetCommit
     if error in (ErrorCode.not_leader_or_follower, ErrorCode.kafka_storage_error):
         return ErrorCode.not_coordinator
     if error in (ErrorCode.message_too_large, ErrorCode.record_list_too_large):
         return ErrorCode.invalid_commit_offset_size
     return ErrorCode.coordinator_not_available
+
+
+def _replay(state: _PartitionState, batches: list[LoggedBatch]) -> None:
+    """Apply the log in order: plain commits at once, a transaction's commits when its
+    commit marker follows (dropped on an abort marker, pending while none has)."""
+    open_transactions: dict[int, list[tuple[bytes, bytes | None]]] = {}
+    for batch in batches:
+        if batch.marker is not None:
+            records = open_transactions.pop(batch.producer_id, [])
+            if batch.marker.is_commit:
+                for key, value in records:
+                    _apply(state, key, value)
+        elif batch.transactional:
+            open_transactions.setdefault(batch.producer_id, []).extend(batch.records)
+        else:
+            for key, value in batch.records:
+                _apply(state, key, value)
+    for producer_id, records in open_transactions.items():
+        for key, value in records:
+            _apply_pending(state, producer_id, key, value)
+
+
+def _apply_pending(
+    state: _PartitionState, producer_id: int, key_bytes: bytes, value: bytes | None
+) -> None:
+    try:
+        key = decode_key(key_bytes)
+        if isinstance(key, OffsetKey) and value is not None:
+            by_group = state.pending.setdefault(producer_id, {})
+            by_group.setdefault(key.group, {})[(key.topic, key.partition)] = decode_offset_value(
+                value
+            )
+    except RecordFormatError as error:
+        log.warning("skipping an unreadable record in %s: %s", OFFSETS_TOPIC, error)
 
 
 def _apply(state: _PartitionState, key_bytes: bytes, value: bytes | None) -> None:
