@@ -140,12 +140,11 @@ KNOWN_DIFFERENCES = (
     Known(
         "broker",
         "only in kafka",
-        "no transaction coordinator (DEVIATIONS: Consumer groups and transactions)",
-        names="transaction.abort.timed.out.transaction.cleanup.interval.ms"
-        " transaction.max.timeout.ms transaction.partition.verification.enable"
+        "transaction coordinator features not built yet: id expiry, KIP-890 verification, the"
+        " load buffer (DEVIATIONS: Configuration)",
+        names="transaction.partition.verification.enable"
         " transaction.remove.expired.transaction.cleanup.interval.ms"
-        " transaction.state.log.load.buffer.size transaction.state.log.num.partitions"
-        " transaction.state.log.segment.bytes transactional.id.expiration.ms",
+        " transaction.state.log.load.buffer.size transactional.id.expiration.ms",
     ),
     Known(
         "broker",
