@@ -13,9 +13,10 @@ modules) with this venv's pytest, pointed at the cluster through kafka-python's 
 line per test (PASSED, FAILED, ERROR or SKIPPED, with the reason)
 and the counts, then stops the cluster (--keep-cluster leaves it up to investigate).
 
-The brokers get the group settings of kafka-python's own broker fixture
-(`group.min.session.timeout.ms=1000`, `group.initial.rebalance.delay.ms=0`): its tests use 3 s
-session timeouts, which Kafka's default minimum (6 s) refuses. --kafka-defaults leaves them out;
+The brokers get the settings of kafka-python's own broker fixture that its tests rely on
+(`group.min.session.timeout.ms=1000`, `group.initial.rebalance.delay.ms=0`,
+`num.partitions=4`): its tests use 3 s session timeouts, which Kafka's default minimum (6 s)
+refuses, and partitions of auto-created topics beyond the first. --kafka-defaults leaves them out;
 --set adds or replaces broker settings. The fixture runs one broker with id 0; a few tests rely
 on that (see --brokers).
 
@@ -55,6 +56,9 @@ DEFAULT_BROKER_COUNT = 3
 FIXTURE_OVERRIDES = {
     "group.min.session.timeout.ms": "1000",
     "group.initial.rebalance.delay.ms": "0",
+    # Its KafkaFixture's `partitions=4`: tests rely on auto-created topics having partition 1
+    # (test_transactional_producer_offsets commits an offset for it).
+    "num.partitions": "4",
 }
 # Same ranges as the integration tests: below Linux's ephemeral ports (32768+).
 BROKER_PORT_RANGE = (10000, 19000)
