@@ -244,3 +244,35 @@ def test_consume_transform_produce_commits_offsets_in_the_transaction(
         consumer.close()
     expected = {b"out-" + value for value in _values("in", 30)}
     assert _read(cluster.bootstrap, sink, "read_committed", 30) == expected
+
+
+def test_aiokafkas_transactional_producer(cluster: ClusterHandle) -> None:
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer
+
+    topic = "txn-aiokafka"
+    _create(cluster, topic)
+
+    async def produce() -> None:
+        producer = AIOKafkaProducer(
+            bootstrap_servers=cluster.bootstrap, transactional_id="txn-aiokafka-app"
+        )
+        await producer.start()
+        try:
+            async with producer.transaction():
+                for i in range(6):
+                    await producer.send(topic, f"committed-{i}".encode(), partition=i % 3)
+            await producer.begin_transaction()
+            for i in range(4):
+                await producer.send(topic, f"aborted-{i}".encode(), partition=i % 3)
+            await producer.abort_transaction()
+        finally:
+            await producer.stop()
+
+    asyncio.run(asyncio.wait_for(produce(), TIMEOUT_S))
+    committed = _values("committed", 6)
+    assert _read(cluster.bootstrap, topic, "read_committed", 6) == committed
+    assert _read(cluster.bootstrap, topic, "read_uncommitted", 10) == committed | _values(
+        "aborted", 4
+    )
