@@ -76,19 +76,19 @@ class RecordReader:
         return int(_INT64.unpack(self._take(8))[0])
 
     def nullable_string(self) -> str | None:
-        size = self.int16()
+        return self._text(self.int16())
+
+    def string(self) -> str:
+        return _required(self.nullable_string())
+
+    def _text(self, size: int) -> str | None:
+        """`size` bytes of UTF-8, None for the null length -1."""
         if size == -1:
             return None
         try:
             return self._take(size).decode("utf-8")
         except UnicodeDecodeError as error:
             raise RecordFormatError(f"string is not UTF-8: {error}") from None
-
-    def string(self) -> str:
-        value = self.nullable_string()
-        if value is None:
-            raise RecordFormatError("null where a string is required")
-        return value
 
     def bytes_(self) -> bytes:
         return self._take(self.int32())
@@ -115,19 +115,10 @@ class RecordReader:
                 raise RecordFormatError("unsigned varint longer than 5 bytes")
 
     def compact_nullable_string(self) -> str | None:
-        size = self.unsigned_varint() - 1
-        if size == -1:
-            return None
-        try:
-            return self._take(size).decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise RecordFormatError(f"string is not UTF-8: {error}") from None
+        return self._text(self.unsigned_varint() - 1)
 
     def compact_string(self) -> str:
-        value = self.compact_nullable_string()
-        if value is None:
-            raise RecordFormatError("null where a string is required")
-        return value
+        return _required(self.compact_nullable_string())
 
     def compact_array_count(self) -> int | None:
         """None for a null array."""
@@ -142,3 +133,9 @@ class RecordReader:
         for _ in range(self.unsigned_varint()):
             self.unsigned_varint()  # tag
             self._take(self.unsigned_varint())
+
+
+def _required(value: str | None) -> str:
+    if value is None:
+        raise RecordFormatError("null where a string is required")
+    return value

@@ -6,11 +6,11 @@ visible. The transaction coordinator is not involved: the test sends what it wou
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from broker.log.record_codec import SimpleRecord, build_batch
-from tests.integration.conftest import ClusterHandle, wait_until
+from tests.integration.conftest import ClusterHandle
+from tests.integration.isolated_reads import read_values
 from tests.integration.requests import (
     FETCH,
     INIT_PRODUCER_ID,
@@ -99,43 +99,17 @@ def _end_transaction(client: WireClient, topic: str, producer_id: int, commit: b
     return int(response.markers[0].topics[0].partitions[0].error_code)
 
 
-def _read_all(bootstrap: str, topic: str, isolation_level: str, expected: int) -> list[bytes]:
-    from confluent_kafka import Consumer
-
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"txn-log-{uuid.uuid4()}",
-            "auto.offset.reset": "earliest",
-            "isolation.level": isolation_level,
-            "enable.auto.commit": False,
-        }
-    )
-    values: list[bytes] = []
-    try:
-        consumer.subscribe([topic])
-
-        def read_enough() -> bool:
-            message = consumer.poll(0.5)
-            if message is not None and message.error() is None:
-                values.append(message.value())
-            return len(values) >= expected
-
-        wait_until(read_enough, 60, f"{expected} records read {isolation_level}")
-        extra = consumer.poll(1.0)  # nothing else may follow
-        assert extra is None or extra.error() is not None, extra.value()
-    finally:
-        consumer.close()
-    return values
+def _create_led(cluster: ClusterHandle, topic: str) -> str:
+    """Create `topic` (1 partition, RF 3); the address of its leader."""
+    controller = controller_address(cluster)
+    with WireClient.to(controller) as client:
+        assert int(create_topics(client, [topic_spec(topic, 1, 3)]).topics[0].error_code) == 0
+    return leader_address(cluster, topic, via=controller)
 
 
 def test_markers_end_transactions_for_read_committed_readers(cluster: ClusterHandle) -> None:
     topic = "txn-log"
-    controller = controller_address(cluster)
-    with WireClient.to(controller) as client:
-        assert int(create_topics(client, [topic_spec(topic, 1, 3)]).topics[0].error_code) == 0
-    leader = leader_address(cluster, topic, via=controller)
-    with WireClient.to(leader) as client:
+    with WireClient.to(_create_led(cluster, topic)) as client:
         producer_id = _producer_id(client)
         aborted = _transactional_batch(producer_id, 0, [b"aborted-1", b"aborted-2"])
         assert int(produce(client, topic, 0, aborted, acks=-1).error_code) == 0
@@ -156,8 +130,8 @@ def test_markers_end_transactions_for_read_committed_readers(cluster: ClusterHan
         assert _end_transaction(client, topic, producer_id, commit=True) == 0
         assert _latest(client, topic, READ_COMMITTED) == 6
     bootstrap = cluster.bootstrap
-    assert _read_all(bootstrap, topic, "read_committed", 2) == [b"committed-1", b"committed-2"]
-    assert _read_all(bootstrap, topic, "read_uncommitted", 4) == [
+    assert read_values(bootstrap, topic, "read_committed", 2) == [b"committed-1", b"committed-2"]
+    assert read_values(bootstrap, topic, "read_uncommitted", 4) == [
         b"aborted-1",
         b"aborted-2",
         b"committed-1",
@@ -167,11 +141,7 @@ def test_markers_end_transactions_for_read_committed_readers(cluster: ClusterHan
 
 def test_a_marker_from_an_older_producer_epoch_is_refused(cluster: ClusterHandle) -> None:
     topic = "txn-log-fenced"
-    controller = controller_address(cluster)
-    with WireClient.to(controller) as client:
-        assert int(create_topics(client, [topic_spec(topic, 1, 3)]).topics[0].error_code) == 0
-    leader = leader_address(cluster, topic, via=controller)
-    with WireClient.to(leader) as client:
+    with WireClient.to(_create_led(cluster, topic)) as client:
         producer_id = _producer_id(client)
         batch = build_batch(
             [SimpleRecord(None, b"v")],

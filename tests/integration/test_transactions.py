@@ -6,12 +6,12 @@ fences the first and aborts what it left open."""
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import pytest
 
 from tests.integration.conftest import ClusterHandle, wait_until
+from tests.integration.isolated_reads import read_values
 from tests.integration.requests import topic_spec
 from tests.integration.wire import WireClient, controller_address, create_topics
 
@@ -44,32 +44,7 @@ def _send(producer: Any, topic: str, prefix: str, count: int) -> None:
 
 
 def _read(bootstrap: str, topic: str, isolation_level: str, expected: int) -> set[bytes]:
-    from confluent_kafka import Consumer
-
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"txn-{uuid.uuid4()}",
-            "auto.offset.reset": "earliest",
-            "isolation.level": isolation_level,
-            "enable.auto.commit": False,
-        }
-    )
-    values: list[bytes] = []
-    try:
-        consumer.subscribe([topic])
-
-        def read_enough() -> bool:
-            message = consumer.poll(0.5)
-            if message is not None and message.error() is None:
-                values.append(message.value())
-            return len(values) >= expected
-
-        wait_until(read_enough, TIMEOUT_S, f"{expected} records read {isolation_level}")
-        extra = consumer.poll(2.0)
-        assert extra is None or extra.error() is not None, extra.value()
-    finally:
-        consumer.close()
+    values = read_values(bootstrap, topic, isolation_level, expected)
     assert len(values) == len(set(values)), "a record was read twice"
     return set(values)
 

@@ -1,0 +1,41 @@
+"""Reading a topic back with librdkafka at an isolation level, for the transaction tests."""
+
+from __future__ import annotations
+
+import uuid
+
+from tests.integration.conftest import wait_until
+
+READ_TIMEOUT_S = 60
+
+
+def read_values(bootstrap: str, topic: str, isolation_level: str, expected: int) -> list[bytes]:
+    """The values of the topic's first `expected` records, read from the start by a fresh
+    group at `isolation_level`; fails if fewer arrive in time or more follow."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"isolated-read-{uuid.uuid4()}",
+            "auto.offset.reset": "earliest",
+            "isolation.level": isolation_level,
+            "enable.auto.commit": False,
+        }
+    )
+    values: list[bytes] = []
+    try:
+        consumer.subscribe([topic])
+
+        def read_enough() -> bool:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                values.append(message.value())
+            return len(values) >= expected
+
+        wait_until(read_enough, READ_TIMEOUT_S, f"{expected} records read {isolation_level}")
+        extra = consumer.poll(2.0)  # nothing else may follow
+        assert extra is None or extra.error() is not None, extra.value()
+    finally:
+        consumer.close()
+    return values
