@@ -228,6 +228,7 @@ async def _read_all(
     position is then behind the log end."""
     replica_manager = context.server.replica_manager
     replica_id = _replica_id(request)
+    read_committed = _read_committed(request)  # once, not per partition
     # fetch.max.bytes caps what one response may hold, whatever the client asks (KIP-541).
     budget_bytes = min(
         getattr(request, "max_bytes", 0x7FFFFFFF), context.server.config["fetch.max.bytes"]
@@ -262,7 +263,7 @@ async def _read_all(
                 current_leader_epoch=position.current_leader_epoch,
                 replica_id=replica_id,
                 follower_log_start_offset=position.log_start_offset,
-                read_committed=_read_committed(request),
+                read_committed=read_committed,
             )
         total_bytes += len(result.records)
         any_error = any_error or result.error_code != ErrorCode.none
