@@ -26,12 +26,17 @@ class CheckpointError(Exception):
     """A checkpoint file that does not parse."""
 
 
-def fsync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
+def fsync_path(path: Path) -> None:
+    """fsync a file or a directory named by its path."""
+    fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def fsync_directory(directory: Path) -> None:
+    fsync_path(directory)
 
 
 def write_checkpoint_lines(path: Path, entries: Sequence[str], fsync: bool = True) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from broker.log.checkpoints import (
     CheckpointError,
+    fsync_path,
     read_leader_epoch_checkpoint,
     write_leader_epoch_checkpoint,
 )
@@ -44,9 +45,11 @@ class LeaderEpochCache:
         if any(b <= a for (a, _), (b, _) in zip(self.entries, self.entries[1:], strict=False)):
             raise CheckpointError(f"{path}: epochs do not increase: {self.entries}")
         self.on_change = on_change
-        # Bumped by every change; the writer records the version it wrote (`written_version`).
+        # Bumped by every change; the writer records the version it wrote (`written_version`)
+        # and the version known to be on disk (`synced_version`: fsynced, or a file-system sync).
         self.version = 0
         self.written_version = 0
+        self.synced_version = 0
 
     @property
     def latest_epoch(self) -> int:
@@ -55,6 +58,10 @@ class LeaderEpochCache:
     @property
     def dirty(self) -> bool:
         return self.written_version != self.version
+
+    @property
+    def unsynced(self) -> bool:
+        return self.synced_version != self.version
 
     def assign(self, epoch: int, start_offset: int) -> None:
         """Record that `epoch` starts at `start_offset`, by Kafka's LeaderEpochFileCache rules:
@@ -125,6 +132,23 @@ class LeaderEpochCache:
         version, entries = self.version, list(self.entries)
         write_leader_epoch_checkpoint(self.path, entries, fsync)
         self.written_version = version
+        if fsync:
+            self.synced_version = version
+
+    def sync_checkpoint(self) -> None:
+        """Make the current entries durable (blocking): written with fsync when the file is
+        behind, else the file written without one fsynced now."""
+        if self.dirty:
+            self.write_checkpoint(fsync=True)
+        elif self.unsynced:
+            version = self.written_version
+            fsync_path(self.path)
+            fsync_path(self.path.parent)
+            self.synced_version = version
+
+    def mark_synced(self) -> None:
+        """A sync of the whole file system made the written file durable."""
+        self.synced_version = self.written_version
 
     def _set(self, entries: EpochEntries) -> None:
         if entries == self.entries:

@@ -4,9 +4,11 @@ A failover makes thousands of partitions change epoch in a row; each used to wri
 `leader-epoch-checkpoint` (temp file, fsync, rename, directory fsync) on the loop. Now a change
 only marks its log dirty here, and one task per event loop (so one per broker) writes every
 dirty log's checkpoint on a worker thread soon after (`DELAY_S` gathers a burst into one
-batch). A log also writes a dirty checkpoint when it is flushed or closed, so a clean
-shutdown leaves every file current; a crash before the write is repaired when the log is
-loaded (`epoch_cache.EpochRebuilder`).
+batch). Those writes skip fsync (Kafka skips it only for truncations): a failover's
+thousands of fsyncs would keep the disk busy and a controlled shutdown waiting. A log's
+flush makes its file durable before the recovery point moves past the epochs it holds, and
+a clean shutdown leaves every file current and synced; a file lost or stale after a crash
+is repaired when the log is loaded (`epoch_cache.EpochRebuilder`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ MAX_LOGS_PER_BATCH = 1000  # bounds each worker-thread call, so shutdown waits l
 
 
 class EpochCheckpointed(Protocol):
-    def write_epoch_checkpoint_if_dirty(self) -> None:
+    def write_epoch_checkpoint_if_dirty(self, fsync: bool = True) -> None:
         """(A worker thread.) Write the checkpoint if it changed since the last write;
         report, not raise, an I/O error."""
 
@@ -80,7 +82,7 @@ class EpochCheckpointWriter:
 def _write_all(logs: list[EpochCheckpointed]) -> None:
     for log in logs:
         try:
-            log.write_epoch_checkpoint_if_dirty()
+            log.write_epoch_checkpoint_if_dirty(fsync=False)
         except Exception:  # one log's failure must not stop the others' writes
             logger.exception("writing the leader-epoch checkpoint of %s failed", log)
 

@@ -581,7 +581,7 @@ class Log(TransactionalLog):
                 fsync_directory(self.directory)
             # Kafka's order: the epochs of everything below the new recovery point are on
             # disk before it moves (recovery re-derives only the epochs above it).
-            self._write_epoch_checkpoint_locked()
+            self.leader_epoch_cache.sync_checkpoint()
         # A truncation while fsync ran may have moved the end below what was flushed.
         self.recovery_point = min(max(self.recovery_point, end_offset), self.log_end_offset)
 
@@ -594,6 +594,7 @@ class Log(TransactionalLog):
                 return
             self._directory_dirty = False
             self._truncations_flushed = truncations
+            self.leader_epoch_cache.mark_synced()
         self.recovery_point = min(max(self.recovery_point, end_offset), self.log_end_offset)
 
     # ---- truncation ------------------------------------------------------------------------

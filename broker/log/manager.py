@@ -23,6 +23,7 @@ import concurrent.futures
 import logging
 import shutil
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -600,8 +601,10 @@ class LogManager:
         exist."""
         if not syncfs_available():
             return False
+        started = time.monotonic()
         logs = [*self.all_logs(), *self.all_future_logs()]
         ends = [(log, log.log_end_offset, log.truncation_count) for log in logs]
+        dirty = sum(1 for log in logs if log.leader_epoch_cache.dirty)
         # The syncfs below makes them durable; written on threads, as each rename still
         # waits for the disk (ext4 flushes a file renamed over another).
         with concurrent.futures.ThreadPoolExecutor(
@@ -620,6 +623,12 @@ class LogManager:
         for log, end_offset, truncations in ends:
             if log.directory.parent in synced:
                 log.mark_synced(end_offset, truncations)
+        logger.info(
+            "synced %d logs (%d epoch checkpoints written) in %d ms",
+            len(logs),
+            dirty,
+            (time.monotonic() - started) * 1000,
+        )
         return True
 
     def checkpoint(self) -> None:

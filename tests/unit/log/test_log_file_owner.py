@@ -62,10 +62,12 @@ def test_epoch_checkpoint_is_written_off_the_loop_in_one_batch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     writer_threads: list[int] = []
+    fsyncs: list[bool] = []
     write = epoch_cache.write_leader_epoch_checkpoint
 
     def recording_write(path: Path, entries: list[tuple[int, int]], fsync: bool = True) -> None:
         writer_threads.append(threading.get_ident())
+        fsyncs.append(fsync)
         write(path, entries, fsync)
 
     monkeypatch.setattr(epoch_cache, "write_leader_epoch_checkpoint", recording_write)
@@ -81,8 +83,32 @@ def test_epoch_checkpoint_is_written_off_the_loop_in_one_batch(
         assert len(writer_threads) == 50
         assert threading.get_ident() not in writer_threads
         assert writer.batches_written == 1  # the burst went to the worker in one call
+        assert not any(fsyncs)  # a failover's thousands of files: no fsync each
         for log in logs:
             log.close()
+
+    asyncio.run(scenario())
+
+
+def test_flush_makes_a_background_epoch_checkpoint_durable_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: list[Path] = []
+    monkeypatch.setattr(epoch_cache, "fsync_path", synced.append)
+
+    async def scenario() -> None:
+        log = Log.open(tmp_path / "t-0", SMALL_CONFIG)
+        log.append_as_leader(make_batch(), leader_epoch=4, now_ms=1_000)
+        writer = EpochCheckpointWriter.for_loop(asyncio.get_running_loop())
+        await writer.flush()
+        checkpoint = log.directory / LEADER_EPOCH_CHECKPOINT
+        assert _checkpoint(log) == [(4, 0)] and synced == []
+        await asyncio.to_thread(log.flush)  # the recovery point moves past epoch 4's start
+        assert synced == [checkpoint, log.directory]
+        assert log.recovery_point == 1
+        await asyncio.to_thread(log.flush)
+        assert synced == [checkpoint, log.directory]  # nothing new to make durable
+        log.close()
 
     asyncio.run(scenario())
 
