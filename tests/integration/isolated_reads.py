@@ -28,9 +28,13 @@ def read_values(bootstrap: str, topic: str, isolation_level: str, expected: int)
         consumer.subscribe([topic])
 
         def read_enough() -> bool:
-            message = consumer.poll(0.5)
-            if message is not None and message.error() is None:
-                values.append(message.value())
+            # All that arrived, not one record per call: each call is followed by a pause.
+            wanted = expected - len(values)
+            for message in consumer.consume(wanted, 0.5):
+                if message.error() is None:
+                    value = message.value()
+                    assert value is not None, "a record without a value"
+                    values.append(value)
             return len(values) >= expected
 
         wait_until(read_enough, READ_TIMEOUT_S, f"{expected} records read {isolation_level}")
