@@ -251,3 +251,40 @@ def test_aiokafkas_transactional_producer(cluster: ClusterHandle) -> None:
     assert _read(cluster.bootstrap, topic, "read_uncommitted", 10) == committed | _values(
         "aborted", 4
     )
+
+
+def test_aiokafka_a_new_instance_fences_the_old_one(cluster: ClusterHandle) -> None:
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer
+    from aiokafka.errors import ProducerFenced
+
+    topic = "txn-aiokafka-fence"
+    _create(cluster, topic)
+
+    def producer() -> AIOKafkaProducer:
+        return AIOKafkaProducer(
+            bootstrap_servers=cluster.bootstrap, transactional_id="txn-aiokafka-fence-app"
+        )
+
+    async def produce() -> None:
+        first, second = producer(), producer()
+        await first.start()
+        try:
+            await first.begin_transaction()
+            for i in range(4):
+                await first.send_and_wait(topic, f"left-open-{i}".encode(), partition=i % 3)
+            await second.start()  # its InitProducerId aborts the first's transaction
+            async with second.transaction():
+                for i in range(5):
+                    await second.send(topic, f"second-{i}".encode(), partition=i % 3)
+            with pytest.raises(ProducerFenced):
+                await first.commit_transaction()
+        finally:
+            await asyncio.gather(first.stop(), second.stop(), return_exceptions=True)
+
+    asyncio.run(asyncio.wait_for(produce(), TIMEOUT_S))
+    assert _read(cluster.bootstrap, topic, "read_committed", 5) == _values("second", 5)
+    assert _read(cluster.bootstrap, topic, "read_uncommitted", 9) == _values("second", 5) | _values(
+        "left-open", 4
+    )
