@@ -18,6 +18,7 @@ from broker.handlers import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_producers,
     describe_transactions,
     elect_leaders,
     end_txn,
@@ -139,6 +140,9 @@ def build_registry() -> Registry:
                 list_partition_reassignments.handle,
             ),
             ApiSpec(ApiKey.OFFSET_DELETE, "OffsetDelete", 0, 0, 0, offset_delete.handle),
+            ApiSpec(
+                ApiKey.DESCRIBE_PRODUCERS, "DescribeProducers", 0, 0, 0, describe_producers.handle
+            ),
             ApiSpec(
                 ApiKey.DESCRIBE_TRANSACTIONS,
                 "DescribeTransactions",

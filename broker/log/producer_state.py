@@ -81,6 +81,18 @@ def _in_sequence(last_sequence: int, next_sequence: int) -> bool:
     return next_sequence == (last_sequence + 1) % (MAX_SEQUENCE + 1)
 
 
+@dataclass(frozen=True, slots=True)
+class ActiveProducer:
+    """One producer as DescribeProducers reports it (-1 where nothing is known)."""
+
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int
+    current_txn_start_offset: int
+
+
 # A batch as the state sees it: its header, and the marker it carries if it is one.
 LoggedBatch = tuple[BatchHeader, EndTxnMarker | None]
 
@@ -95,6 +107,20 @@ class ProducerStateManager:
 
     def entry(self, producer_id: int) -> ProducerEntry | None:
         return self._producers.get(producer_id)
+
+    def active_producers(self) -> list[ActiveProducer]:
+        ongoing = self.transactions.ongoing
+        return [
+            ActiveProducer(
+                producer_id,
+                entry.epoch,
+                entry.batches[-1].last_sequence if entry.batches else -1,
+                entry.batches[-1].max_timestamp if entry.batches else -1,
+                entry.coordinator_epoch,
+                ongoing.get(producer_id, -1),
+            )
+            for producer_id, entry in self._producers.items()
+        ]
 
     def last_offsets(self) -> dict[int, int]:
         """Producer id -> last offset of its latest batch: the batch the log cleaner keeps

@@ -367,16 +367,23 @@ class ReplicaManager:
 
     # -- leader data path ---------------------------------------------------------------
 
+    def replica(self, topic: str, partition: int) -> tuple[Partition | None, ErrorCode]:
+        """This broker's replica, leader or follower (Kafka's getPartitionOrError)."""
+        current = self._partitions.get((topic, partition))
+        if current is not None:
+            return current, ErrorCode.none
+        if (topic, partition) in self._offline:
+            return None, ErrorCode.kafka_storage_error
+        if self._partition_exists(topic, partition):
+            return None, ErrorCode.not_leader_or_follower
+        return None, ErrorCode.unknown_topic_or_partition
+
     def _leader(
         self, topic: str, partition: int, current_leader_epoch: int = -1
     ) -> tuple[Partition | None, ErrorCode]:
-        current = self._partitions.get((topic, partition))
+        current, error = self.replica(topic, partition)
         if current is None:
-            if (topic, partition) in self._offline:
-                return None, ErrorCode.kafka_storage_error
-            if self._partition_exists(topic, partition):
-                return None, ErrorCode.not_leader_or_follower
-            return None, ErrorCode.unknown_topic_or_partition
+            return None, error
         # As in Kafka, a known replica answers a stale or future epoch before its role, so the
         # client retries without refreshing metadata.
         epoch_error = _check_leader_epoch(current, current_leader_epoch)
