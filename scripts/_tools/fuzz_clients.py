@@ -227,8 +227,8 @@ def _write_txn_markers_request(bootstrap: str) -> None:
 
 
 def _transaction_admin_requests(bootstrap: str) -> None:
-    """DescribeTransactions and ListTransactions, which kafka-transactions sends (the Python
-    clients have no call for them)."""
+    """DescribeTransactions, ListTransactions and DescribeProducers, which kafka-transactions
+    sends (the Python clients have no call for them)."""
     _broker_request(
         bootstrap,
         adapter.build(
@@ -241,6 +241,11 @@ def _transaction_admin_requests(bootstrap: str) -> None:
             request_class(ApiKey.LIST_TRANSACTIONS, 1),
             {"state_filters": ["Ongoing"], "producer_id_filters": [], "duration_filter": -1},
         ),
+    )
+    topics = [{"name": "fuzz-no-such-topic", "partition_indexes": [0, 1]}]
+    _broker_request(
+        bootstrap,
+        adapter.build(request_class(ApiKey.DESCRIBE_PRODUCERS, 0), {"topics": topics}),
     )
 
 
