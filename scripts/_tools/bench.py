@@ -3,11 +3,15 @@
     scripts/bench [--bootstrap 127.0.0.1:9092] [--records 200000] [--record-bytes 100]
                   [--partitions 6] [--replication-factor 1] [--compression none] [--acks 1]
                   [--compare-replication] [--compare [--impls ours,kafka]]
+                  [--compare-transactional [--transaction-records 10000]]
     scripts/bench failover [--partitions 5000] [--impl ours|kafka] [--signal KILL|TERM]
 
 Prints one JSON object with records/s and MB/s for each phase. `--compare-replication` runs
 acks=1 on replication factor 1 and then acks=all on replication factor 3 (each on a new topic)
-and reports both with the ratio of their produce throughputs: what durability costs. Start a
+and reports both with the ratio of their produce throughputs: what durability costs.
+`--compare-transactional` does the same for exactly-once: idempotent acks=all produce, then a
+transactional producer committing every --transaction-records records (read back
+read_committed), both on replication factor 3 with the same batching. Start a
 cluster first (`make up` or `scripts/cluster up`; 3 brokers for the comparison); a cluster of
 Apache Kafka 3.9 (`scripts/cluster up --impl kafka`) is measured the same way.
 
@@ -48,6 +52,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--compare-replication", action="store_true")
     parser.add_argument("--compare", action="store_true", help="ours against Apache Kafka 3.9")
     parser.add_argument("--impls", default="ours,kafka", help="with --compare: which, in order")
+    parser.add_argument("--compare-transactional", action="store_true")
+    parser.add_argument("--transaction-records", type=int, default=10_000)
+    parser.set_defaults(idempotent=False, transactional=False)
     return parser.parse_args()
 
 
@@ -60,16 +67,21 @@ def create_topic(args: argparse.Namespace, topic: str) -> None:
 def produce(args: argparse.Namespace, topic: str, latencies_s: list[float]) -> float:
     """Produce `args.records` records; return the seconds taken. Each delivered record's
     latency (librdkafka's time from produce() to its acknowledgement) goes to `latencies_s`."""
-    producer = Producer(
-        {
-            "bootstrap.servers": args.bootstrap,
-            "acks": args.acks,
-            "compression.type": args.compression,
-            "linger.ms": 5,
-            "batch.size": 1_000_000,
-            "queue.buffering.max.messages": 1_000_000,
-        }
-    )
+    config: dict[str, object] = {
+        "bootstrap.servers": args.bootstrap,
+        "acks": args.acks,
+        "compression.type": args.compression,
+        "linger.ms": 5,
+        "batch.size": 1_000_000,
+        "queue.buffering.max.messages": 1_000_000,
+        "enable.idempotence": args.idempotent or args.transactional,
+    }
+    if args.transactional:
+        config["transactional.id"] = f"bench-{topic}"
+    producer = Producer(config)
+    if args.transactional:
+        producer.init_transactions(60)
+        producer.begin_transaction()
     payload = os.urandom(args.record_bytes // 2).hex().encode()[: args.record_bytes]
     failures: list[str] = []
 
@@ -89,6 +101,11 @@ def produce(args: argparse.Namespace, topic: str, latencies_s: list[float]) -> f
                 producer.poll(0.01)
         if index % 10_000 == 0:
             producer.poll(0)
+        if args.transactional and (index + 1) % args.transaction_records == 0:
+            producer.commit_transaction(120)  # flushes the transaction's records first
+            producer.begin_transaction()
+    if args.transactional:
+        producer.commit_transaction(120)
     if producer.flush(120) != 0 or failures:
         raise SystemExit(f"produce failed: {failures[:3]}")
     return time.perf_counter() - started
@@ -101,6 +118,7 @@ def consume(args: argparse.Namespace, topic: str) -> float:
             "group.id": f"bench-{topic}",
             "enable.auto.commit": False,
             "fetch.max.bytes": 52_428_800,
+            "isolation.level": "read_committed" if args.transactional else "read_uncommitted",
         }
     )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(args.partitions)])
@@ -164,6 +182,18 @@ def compare_replication(args: argparse.Namespace) -> dict[str, object]:
     return {"acks=1 rf=1": fast, "acks=all rf=3": durable, "produce_ratio": round(ratio, 3)}
 
 
+def compare_transactional(args: argparse.Namespace) -> dict[str, object]:
+    durable = {**vars(args), "acks": "all", "replication_factor": 3}
+    idempotent = run_case(argparse.Namespace(**{**durable, "idempotent": True}))
+    transactional = run_case(argparse.Namespace(**{**durable, "transactional": True}))
+    ratio = _produce_rate(transactional) / _produce_rate(idempotent)
+    return {
+        "idempotent acks=all rf=3": idempotent,
+        f"transactional ({args.transaction_records} records each) acks=all rf=3": transactional,
+        "produce_ratio": round(ratio, 3),
+    }
+
+
 def _produce_rate(case: dict[str, object]) -> float:
     produce_phase = case["produce"]
     if not isinstance(produce_phase, dict):
@@ -181,7 +211,12 @@ def main() -> int:
         from .bench_compare import compare_implementations
 
         return compare_implementations(args)
-    results = compare_replication(args) if args.compare_replication else run_case(args)
+    if args.compare_transactional:
+        results = compare_transactional(args)
+    elif args.compare_replication:
+        results = compare_replication(args)
+    else:
+        results = run_case(args)
     print(json.dumps(results, indent=2))
     return 0
 
