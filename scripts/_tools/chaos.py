@@ -6,6 +6,12 @@ nothing acknowledged was lost, duplicated or reordered and that all replicas are
                   [--zookeeper-too] [--topic T] [--partitions 6] [--producers 2] [--rate 500]
                   [--interval-s 3] [--max-pause-s S] [--wait-full-isr]
                   [--recovery-timeout-s 120] [--settle-timeout-s 120] [--report-json FILE]
+                  [--transactional]
+
+--transactional checks exactly-once instead (chaos_txn.py, chaos_txn_check.py): transactional
+writers (some transactions aborted on purpose) and a consume-transform-produce copier into
+`<topic>-copies`; read committed, every committed record once, no aborted one, each
+transaction all or nothing, and every readable record copied exactly once.
 
 Fault kinds are `<role>-<signal>`: roles leader, follower (of a random partition), controller
 and, with --zookeeper-too, zookeeper (a random server); signals kill (SIGKILL, restart), term
@@ -60,7 +66,23 @@ from .chaos_faults import (
 )
 from .chaos_produce import FleetResult, ProducerFleet
 from .chaos_replicas import Divergence, batch_epochs, compare_topic, read_replica
-from .chaos_report import ack_times, measure_unavailability, summary, table
+from .chaos_report import (
+    ack_times,
+    measure_unavailability,
+    summary,
+    table,
+    txn_summary,
+    txn_table,
+)
+from .chaos_txn import Copier, TxnFleet
+from .chaos_txn_check import (
+    check_copies,
+    check_writers,
+    copy_targets,
+    read_committed,
+    table_rows,
+    wait_stable,
+)
 from .chaos_verify import EpochAt, check_records, read_topic
 from .chaos_zk import ClusterView, ZooKeeperView, healthy, healthy_with_full_isr
 
@@ -111,6 +133,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--recovery-timeout-s", type=float, default=120.0)
     parser.add_argument("--settle-timeout-s", type=float, default=120.0)
     parser.add_argument("--report-json", type=Path)
+    parser.add_argument("--transactional", action="store_true")
     args = parser.parse_args(argv)
     if args.faults < 0 or args.partitions < 1 or args.producers < 1 or args.rate <= 0:
         parser.error("--faults must be >= 0; --partitions, --producers and --rate positive")
@@ -130,7 +153,7 @@ def _create_topic(cluster: Cluster, topic: str, partitions: int) -> None:
             raise
 
 
-def _wait_for_first_acks(fleet: ProducerFleet, partitions: int) -> bool:
+def _wait_for_first_acks(fleet: ProducerFleet | TxnFleet, partitions: int) -> bool:
     deadline = time.monotonic() + FIRST_ACKS_TIMEOUT_S
     while time.monotonic() < deadline:
         if len({ack.partition for ack in list(fleet.acks)}) == partitions:
@@ -289,6 +312,52 @@ def _execute(run: Run, topic: str, run_id: str) -> dict[str, Any]:
     return summary(settings, faults, fleet_result, records, divergences, settled)
 
 
+def _copied_to(copier: Copier, targets: dict[int, int], timeout_s: float) -> bool:
+    """Until the copier's committed input offsets reach `targets` (bounded)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        committed = copier.committed_offsets()
+        if committed is not None and all(committed.get(p, 0) >= o for p, o in targets.items()):
+            return True
+        time.sleep(0.5)
+    return False
+
+
+def _execute_transactional(run: Run, topic: str, run_id: str) -> dict[str, Any]:
+    """--transactional: transactional writers and a copier through the faults."""
+    cluster, args, bootstrap = run.cluster, run.args, run.cluster.bootstrap
+    copies = f"{topic}-copies"
+    for name in (topic, copies):
+        _create_topic(cluster, name, args.partitions)
+    if not run.zookeeper.wait_for(run.recovered, TOPIC_READY_TIMEOUT_S)[0]:
+        raise SystemExit(f"chaos: topic {topic} has no leaders after {TOPIC_READY_TIMEOUT_S} s")
+    fleet = TxnFleet(bootstrap, topic, args.partitions, args.producers, args.rate, run_id)
+    copier = Copier(bootstrap, topic, copies, args.partitions, run_id)
+    fleet.start()
+    copier.start()
+    writable = _wait_for_first_acks(fleet, args.partitions)
+    faults = run.faults() if writable else []
+    finish = time.monotonic()
+    _say("stopping the writers")
+    txns = fleet.stop(FLUSH_TIMEOUT_S)
+    measure_unavailability(faults, ack_times(fleet.acks), args.partitions, finish)
+    _say("waiting for full ISRs and identical replicas")
+    settled = run.settle(topic)
+    stable = wait_stable(bootstrap, topic, args.partitions, READ_TIMEOUT_S)
+    source, complete = read_committed(bootstrap, topic, args.partitions, READ_TIMEOUT_S)
+    _say("waiting for the copier to copy everything")
+    caught_up = _copied_to(copier, copy_targets(source), READ_TIMEOUT_S)
+    copier.stop(FLUSH_TIMEOUT_S)
+    copies_stable = wait_stable(bootstrap, copies, args.partitions, READ_TIMEOUT_S)
+    copied, copies_complete = read_committed(bootstrap, copies, args.partitions, READ_TIMEOUT_S)
+    check = check_writers(txns, source, run_id)
+    check_copies(check, source, copied)
+    check.read_complete = all((stable, complete, caught_up, copies_stable, copies_complete))
+    settings = {**_settings(run, topic, run_id), "writable": writable, "transactional": True}
+    errors = fleet.log.errors + copier.log.errors
+    return txn_summary(settings, faults, check, errors, _final_divergences(run, topic), settled)
+
+
 def _fault_lines(result: dict[str, Any]) -> str:
     lines = []
     for number, entry in enumerate(result["fault_log"], start=1):
@@ -312,12 +381,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         run = Run(args, cluster, view)
         _say(f"seed {run.seed}, topic {topic}, kinds {','.join(args.kinds)}")
-        result = _execute(run, topic, run_id)
+        execute = _execute_transactional if args.transactional else _execute
+        result = execute(run, topic, run_id)
     finally:
         view.close()
     if result["fault_log"]:
         print(_fault_lines(result))
-    print(table(result))
+    print(txn_table(result, table_rows(result)) if args.transactional else table(result))
     print(json.dumps(result, sort_keys=True), flush=True)
     if args.report_json is not None:
         args.report_json.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")

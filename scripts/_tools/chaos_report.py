@@ -17,6 +17,7 @@ from typing import Any
 from .chaos_faults import Fault
 from .chaos_produce import Ack, FleetResult
 from .chaos_replicas import Divergence
+from .chaos_txn_check import TxnCheck
 from .chaos_verify import RecordCheck
 
 
@@ -176,6 +177,72 @@ def table(result: dict[str, Any]) -> str:
     lines = [*_columns(rows), "", *_columns([[name, str(value)] for name, value in totals])]
     for divergence in result["divergent_partitions"]:
         lines.append(f"divergent {divergence}")
+    for problem, samples in result["samples"].items():
+        lines += [f"{problem}: {sample}" for sample in samples]
+    for entry in result["fault_log"]:
+        if entry["error"]:
+            lines.append(f"fault {entry['kind']} on {entry['target']}: {entry['error']}")
+    return "\n".join(lines)
+
+
+def txn_summary(
+    settings: dict[str, Any],
+    faults: list[Fault],
+    check: TxnCheck,
+    client_errors: list[str],
+    divergences: list[Divergence],
+    settled: bool,
+) -> dict[str, Any]:
+    """`--transactional`: the fault figures and the transactions' check (chaos_txn_check)."""
+    kinds = _by_kind(faults)
+    result: dict[str, Any] = {
+        **settings,
+        "faults": len(faults),
+        "faults_by_kind": {kind: row["faults"] for kind, row in kinds.items()},
+        "longest_unavailability_ms": {
+            kind: row["longest_unavailability_ms"] for kind, row in kinds.items()
+        },
+        "longest_recovery_ms": {kind: row["longest_recovery_ms"] for kind, row in kinds.items()},
+        **check.as_dict(),
+        "client_errors": client_errors,
+        "divergent": len(divergences),
+        "divergent_partitions": [d.describe() for d in divergences],
+        "recovered": all(fault.recovered_at is not None for fault in faults),
+        "fault_errors": sum(fault.error is not None for fault in faults),
+        "settled": settled,
+        "fault_log": [_fault_entry(fault) for fault in faults],
+    }
+    result["ok"] = (
+        check.problems == 0
+        and not divergences
+        and result["writable"]
+        and not result["fault_errors"]
+        and result["recovered"]
+        and settled
+        and check.read_complete
+    )
+    return result
+
+
+def txn_table(result: dict[str, Any], check_rows: list[tuple[str, object]]) -> str:
+    rows = [["fault kind", "faults", "longest unavailability ms", "longest recovery ms"]]
+    for kind, count in result["faults_by_kind"].items():
+        unavailable = result["longest_unavailability_ms"][kind]
+        rows.append([kind, str(count), str(unavailable), str(result["longest_recovery_ms"][kind])])
+    rows.append(["total", str(result["faults"]), "", ""])
+    totals = [
+        *check_rows,
+        ("divergent partitions", result["divergent"]),
+        ("client errors", len(result["client_errors"])),
+        ("all partitions writable", "yes" if result["writable"] else "NO"),
+        ("faults gone wrong", result["fault_errors"]),
+        ("recovered after each fault", "yes" if result["recovered"] else "NO"),
+        ("settled (full ISR, same bytes)", "yes" if result["settled"] else "NO"),
+        ("read complete", "yes" if result["read_complete"] else "NO"),
+        ("result", "PASS" if result["ok"] else "FAIL"),
+    ]
+    lines = [*_columns(rows), "", *_columns([[name, str(value)] for name, value in totals])]
+    lines += [f"divergent {divergence}" for divergence in result["divergent_partitions"]]
     for problem, samples in result["samples"].items():
         lines += [f"{problem}: {sample}" for sample in samples]
     for entry in result["fault_log"]:
