@@ -2,6 +2,8 @@
 follower SIGTERM, leader SIGSTOP, controller kill) while idempotent acks=all producers write to
 a topic with replication factor 3 and min.insync.replicas=2; afterwards nothing acknowledged may
 be lost, duplicated or reordered, and every partition's replicas must be byte-identical on disk.
+With --transactional, the same faults hit transactional writers and a consume-transform-produce
+copier: read committed, every committed record once, no aborted one, every record copied once.
 
 The scenario is bounded (4 faults, a fault phase of at most 100 s) so it fits CI; runs of 100+
 faults are made by hand (`scripts/chaos --faults 100`). The seed is random per run and printed
@@ -35,8 +37,8 @@ OVERRIDES = {
 }
 
 
-def _run_chaos(cluster_dir: Path, report_path: Path, seed: int) -> str:
-    args = [sys.executable, str(CHAOS_SCRIPT), "--dir", str(cluster_dir)]
+def _run_chaos(cluster_dir: Path, report_path: Path, seed: int, *extra: str) -> str:
+    args = [sys.executable, str(CHAOS_SCRIPT), "--dir", str(cluster_dir), *extra]
     args += ["--faults", str(len(KINDS)), "--kinds", ",".join(KINDS), "--seed", str(seed)]
     args += ["--seconds", str(FAULT_PHASE_LIMIT_S), "--interval-s", "2"]
     args += ["--report-json", str(report_path)]
@@ -80,3 +82,29 @@ def test_acknowledged_records_survive_leader_follower_and_controller_faults(
     status = cluster.status()
     for broker_id, broker in status.brokers.items():
         assert broker.alive and broker.registered, f"broker {broker_id}: {status.text}"
+
+
+@pytest.mark.timeout(CHAOS_TIMEOUT_S + 180)
+def test_transactions_are_exactly_once_through_the_same_faults(
+    make_cluster: ClusterFactory, tmp_path: Path
+) -> None:
+    cluster = make_cluster(overrides=OVERRIDES)
+    seed = random.randrange(2**32)
+    report_path = tmp_path / "chaos-report.json"
+    output = _run_chaos(cluster.dir, report_path, seed, "--transactional")
+    report = json.loads(report_path.read_text())
+    context = f"seed {seed}\n{output}"
+
+    assert report["faults"] == len(KINDS), f"faults cut short\n{context}"
+    assert report["recovered"] and report["settled"], context
+    assert report["committed_txns"] > 0 and report["aborted_txns"] > 0, context
+    assert report["read_complete"], f"a topic could not be read to its end\n{context}"
+    assert report["lost"] == 0, f"committed records lost\n{context}"
+    assert report["duplicated"] == 0, f"records duplicated\n{context}"
+    assert report["aborted_visible"] == 0, f"aborted records visible\n{context}"
+    assert report["partial_txns"] == 0, f"a transaction partly visible\n{context}"
+    # Undecided transactions may have committed too: at least every committed record.
+    assert report["copied"] >= report["committed_records"], context
+    assert report["copy_lost"] == 0 and report["copy_duplicated"] == 0, context
+    assert report["divergent"] == 0, f"replicas differ on disk\n{context}"
+    assert output.startswith("exit 0"), context
