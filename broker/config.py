@@ -175,6 +175,8 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("transaction.state.log.segment.bytes", _int, 104857600),
     ConfigDef("transaction.max.timeout.ms", _int, 900000),
     ConfigDef("transaction.abort.timed.out.transaction.cleanup.interval.ms", _int, 10000),
+    ConfigDef("transactional.id.expiration.ms", _int, 604800000),
+    ConfigDef("transaction.remove.expired.transaction.cleanup.interval.ms", _int, 3600000),
     ConfigDef("group.initial.rebalance.delay.ms", _int, 3000),
     ConfigDef("group.min.session.timeout.ms", _int, 6000),
     ConfigDef("group.max.session.timeout.ms", _int, 1800000),
@@ -383,6 +385,8 @@ def _validate(config: KafkaConfig) -> None:
     _require_range(config, "transaction.state.log.segment.bytes", 1)
     _require_range(config, "transaction.max.timeout.ms", 1)
     _require_range(config, "transaction.abort.timed.out.transaction.cleanup.interval.ms", 1)
+    _require_range(config, "transactional.id.expiration.ms", 1)
+    _require_range(config, "transaction.remove.expired.transaction.cleanup.interval.ms", 1)
     _require_range(config, "offsets.commit.timeout.ms", 1)
     _require_range(config, "offsets.retention.minutes", 1)
     _require_range(config, "offsets.retention.check.interval.ms", 1)

@@ -216,6 +216,14 @@ class KafkaServer:
                 ),
                 name="transaction-timeouts",
             ),
+            asyncio.create_task(
+                every(
+                    config["transaction.remove.expired.transaction.cleanup.interval.ms"],
+                    self.transaction_coordinator.remove_expired,
+                    "removing expired transactional ids",
+                ),
+                name="transactional-id-expiry",
+            ),
             asyncio.create_task(self._cleaner_loop(), name="log-cleaner"),
         ]
         log.info("broker %d started (cluster id %s)", self.broker_id, self.cluster_id)

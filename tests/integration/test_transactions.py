@@ -162,6 +162,47 @@ def test_describe_and_list_transactions(cluster: ClusterHandle) -> None:
     producer.commit_transaction(TIMEOUT_S)
 
 
+def _described(cluster: ClusterHandle, transactional_id: str) -> Any:
+    with WireClient.to(_coordinator(cluster, transactional_id)) as client:
+        request = {"transactional_ids": [transactional_id]}
+        (state,) = client.request(DESCRIBE_TRANSACTIONS, 0, request).transaction_states
+    return state
+
+
+def test_an_idle_transactional_id_expires_but_an_open_one_stays(make_cluster: Any) -> None:
+    cluster = make_cluster(
+        brokers=3,
+        overrides={
+            "transactional.id.expiration.ms": "3000",
+            "transaction.remove.expired.transaction.cleanup.interval.ms": "200",
+        },
+    )
+    topic = "txn-expiry"
+    _create(cluster, topic)
+    idle = _producer(cluster.bootstrap, "txn-expiry-idle")
+    idle.begin_transaction()
+    _send(idle, topic, "idle", 3)
+    idle.commit_transaction(TIMEOUT_S)
+    first_producer_id = int(_described(cluster, "txn-expiry-idle").producer_id)
+    held = _producer(cluster.bootstrap, "txn-expiry-held")
+    held.begin_transaction()
+    _send(held, topic, "held", 3)
+    wait_until(
+        lambda: int(_described(cluster, "txn-expiry-idle").error_code) == 105,
+        TIMEOUT_S,
+        "the idle transactional id removed (TRANSACTIONAL_ID_NOT_FOUND)",
+    )
+    assert _described(cluster, "txn-expiry-held").transaction_state == "Ongoing"
+    again = _producer(cluster.bootstrap, "txn-expiry-idle")  # starts afresh
+    again.begin_transaction()
+    _send(again, topic, "again", 3)
+    assert int(_described(cluster, "txn-expiry-idle").producer_id) != first_producer_id
+    again.commit_transaction(TIMEOUT_S)
+    held.commit_transaction(TIMEOUT_S)
+    expected = _values("idle", 3) | _values("held", 3) | _values("again", 3)
+    assert _read(cluster.bootstrap, topic, "read_committed", 9) == expected
+
+
 def test_consume_transform_produce_commits_offsets_in_the_transaction(
     cluster: ClusterHandle,
 ) -> None:

@@ -140,11 +140,9 @@ KNOWN_DIFFERENCES = (
     Known(
         "broker",
         "only in kafka",
-        "transaction coordinator features not built yet: id expiry, KIP-890 verification, the"
-        " load buffer (DEVIATIONS: Configuration)",
-        names="transaction.partition.verification.enable"
-        " transaction.remove.expired.transaction.cleanup.interval.ms"
-        " transaction.state.log.load.buffer.size transactional.id.expiration.ms",
+        "transaction coordinator features not built yet: KIP-890 verification, the load"
+        " buffer (DEVIATIONS: Configuration)",
+        names="transaction.partition.verification.enable transaction.state.log.load.buffer.size",
     ),
     Known(
         "broker",

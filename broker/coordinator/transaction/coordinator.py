@@ -79,6 +79,7 @@ class TransactionCoordinator:
         config = server.config
         self.partition_count: int = config["transaction.state.log.num.partitions"]
         self.max_timeout_ms: int = config["transaction.max.timeout.ms"]
+        self.expiration_ms: int = config["transactional.id.expiration.ms"]
         self._write_timeout_s = config["request.timeout.ms"] / 1000
         self._partitions: dict[int, _LoadedPartition] = {}
         self.markers = TxnMarkerSender(server)
@@ -227,6 +228,40 @@ class TransactionCoordinator:
                     except TxnRefused as refused:
                         log.warning("aborting %r failed: %s", metadata.transactional_id, refused)
 
+    async def remove_expired(self) -> None:
+        """Forget the transactional ids idle for longer than `transactional.id.expiration.ms`:
+        a tombstone each in `__transaction_state` (so the compacted log drops them too), then
+        out of the cache. A later InitProducerId starts afresh, with a new producer id."""
+        horizon_ms = _now_ms() - self.expiration_ms
+        for partition, state in list(self._partitions.items()):
+            if not state.loaded:
+                continue
+            expired = [m for m in state.transactions.values() if m.expired(horizon_ms)]
+            if expired:
+                await self._remove(partition, state, expired)
+
+    async def _remove(
+        self, partition: int, state: _LoadedPartition, expired: list[TxnMetadata]
+    ) -> None:
+        now_ms = _now_ms()
+        dead = {m.transactional_id: m.prepare_dead(now_ms) for m in expired}
+        tombstones = [SimpleRecord(encode_key(m.transactional_id), None) for m in expired]
+        error = await self._append(partition, tombstones)
+        for metadata in expired:
+            if error == ErrorCode.none and metadata.pending is dead[metadata.transactional_id]:
+                state.transactions.pop(metadata.transactional_id, None)
+            metadata.pending = None
+        if error != ErrorCode.none:
+            log.warning("removing %d expired transactional ids failed: %s", len(expired), error)
+            return
+        log.info(
+            "removed %d transactional ids from %s-%d, idle for more than %d ms",
+            len(expired),
+            TXN_TOPIC,
+            partition,
+            self.expiration_ms,
+        )
+
     def describe(self, transactional_id: str) -> tuple[ErrorCode, TxnMetadata | None]:
         try:
             state = self._loaded(transactional_id)
@@ -295,14 +330,7 @@ class TransactionCoordinator:
         pending transit is dropped, so the producer may retry)."""
         partition = partition_for(metadata.transactional_id, self.partition_count)
         record = SimpleRecord(encode_key(metadata.transactional_id), encode_value(value))
-        replica_manager = self._server.replica_manager
-        result = replica_manager.append(TXN_TOPIC, partition, build_batch([record]))
-        error = result.error_code
-        if result.info is not None:
-            min_isr = self._server.topic_config_int(TXN_TOPIC, "min.insync.replicas")
-            error = await replica_manager.wait_for_replication(
-                TXN_TOPIC, partition, result.info.last_offset + 1, min_isr, self._write_timeout_s
-            )
+        error = await self._append(partition, [record])
         if self._partitions.get(partition) is not state:
             metadata.pending = None
             raise TxnRefused(ErrorCode.not_coordinator)
@@ -310,6 +338,17 @@ class TransactionCoordinator:
             metadata.pending = None
             raise TxnRefused(_coordinator_error(error))
         metadata.apply(value)
+
+    async def _append(self, partition: int, records: list[SimpleRecord]) -> ErrorCode:
+        """Append to the partition and wait until the ISR (at least min.isr) has it."""
+        replica_manager = self._server.replica_manager
+        result = replica_manager.append(TXN_TOPIC, partition, build_batch(records))
+        if result.info is None:
+            return result.error_code
+        min_isr = self._server.topic_config_int(TXN_TOPIC, "min.insync.replicas")
+        return await replica_manager.wait_for_replication(
+            TXN_TOPIC, partition, result.info.last_offset + 1, min_isr, self._write_timeout_s
+        )
 
     # -- loading ----------------------------------------------------------------------------
 

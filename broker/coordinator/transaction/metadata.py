@@ -148,6 +148,17 @@ class TxnMetadata:
         )
         return self._transit(target, now_ms)
 
+    def expired(self, horizon_ms: int) -> bool:
+        """Idle (no transaction open or ending, no write in flight) and last changed before
+        `horizon_ms`: `transactional.id.expiration.ms` has passed, as Kafka judges it."""
+        idle = self.state in (TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
+        return idle and self.pending is None and self.last_update_timestamp_ms < horizon_ms
+
+    def prepare_dead(self, now_ms: int) -> TxnLogValue:
+        """Removal of an expired id: its tombstone is in flight (requests meanwhile get
+        CONCURRENT_TRANSACTIONS); it is forgotten once written."""
+        return self._transit(TxnState.DEAD, now_ms)
+
     # -- checks ----------------------------------------------------------------------------
 
     def _check_producer(self, producer_id: int, producer_epoch: int) -> None:

@@ -102,3 +102,22 @@ def test_fencing_an_open_transaction_aborts_it_with_a_bumped_epoch() -> None:
     assert (metadata.state, metadata.producer_epoch) == (TxnState.PREPARE_ABORT, 1)
     assert metadata.partitions == {("out", 0)}  # the markers go to them
     _refused(ErrorCode.producer_fenced, metadata.prepare_add_partitions, 40, 0, [], NOW)
+
+
+def test_only_idle_ids_expire_after_the_expiration_time() -> None:
+    idle = _initialised()  # last changed at NOW
+    assert not idle.expired(horizon_ms=NOW)
+    assert idle.expired(horizon_ms=NOW + 1)
+    ongoing = _ongoing()
+    assert not ongoing.expired(horizon_ms=NOW + 10**9)  # an open transaction never expires
+    ongoing.apply(ongoing.prepare_end(40, 0, True, NOW + 2))
+    assert ongoing.state == TxnState.PREPARE_COMMIT
+    assert not ongoing.expired(horizon_ms=NOW + 10**9)  # nor one whose markers are pending
+
+
+def test_removing_an_expired_id_makes_other_requests_wait() -> None:
+    metadata = _initialised()
+    dead = metadata.prepare_dead(NOW + 5)
+    assert dead.state == TxnState.DEAD
+    assert not metadata.expired(horizon_ms=NOW + 10**9)  # the removal is in flight
+    _refused(ErrorCode.concurrent_transactions, metadata.prepare_init, 60_000, NOW + 6)
