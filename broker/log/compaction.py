@@ -26,7 +26,7 @@ log.cleaner.backoff.ms after a round that cleaned nothing (Kafka's cleaner threa
 
 Deviations (DEVIATIONS.md): one cleaner (log.cleaner.threads is ignored); the offset map's
 memory is counted at CPython's real cost per key (`compaction_map`); keyless records are kept,
-transactional and control batches copied untouched (`compaction_records`); a `<base>.swap-end`
+transactions cleaned by Kafka's rules (`compaction_txn`); a `<base>.swap-end`
 marker makes crash recovery exact (`compaction_recovery`); tombstones expire by segment
 modification time (Kafka 2.x), not by a delete horizon stored in batches (Kafka 3.1+).
 """
@@ -73,10 +73,12 @@ from broker.log.compaction_plan import (
     max_compaction_delay_ms,
     needs_cleaning,
 )
+from broker.log.compaction_txn import TxnCleaning
 from broker.log.config import LONG_MAX, LogConfig
 from broker.log.errors import LogCorruptError, RecordError
 from broker.log.log import Log
 from broker.log.segment import LogSegment
+from broker.log.transaction_state import AbortedTxn
 
 logger = logging.getLogger(__name__)
 
@@ -167,8 +169,10 @@ class LogSnapshot:
     log_start_offset: int
     log_end_offset: int
     high_watermark: int
+    last_stable_offset: int
     truncation_count: int
     producer_last_offsets: dict[int, int]
+    aborted: tuple[AbortedTxn, ...]  # the log's aborted transactions
 
     @property
     def infos(self) -> list[SegmentInfo]:
@@ -192,8 +196,10 @@ def take_snapshot(log: Log) -> LogSnapshot:
         log_start_offset=log.log_start_offset,
         log_end_offset=log.log_end_offset,
         high_watermark=log.high_watermark,
+        last_stable_offset=log.last_stable_offset,
         truncation_count=log.truncation_count,
         producer_last_offsets=log.producer_state.last_offsets(),
+        aborted=tuple(log.producer_state.transactions.aborted),
     )
 
 
@@ -216,6 +222,7 @@ class _Pass:
     end_offset: int
     horizon_ms: int
     groups: list[list[SourceSegment]]
+    txns: TxnCleaning  # follows the pass's batches in offset order, group after group
 
 
 def _discard(cleaned: LogSegment) -> None:
@@ -323,7 +330,8 @@ class LogCleaner:
             snapshot.infos,
             snapshot.active_base_offset,
             self._first_dirty(snapshot),
-            snapshot.high_watermark,
+            # Kafka's bound: nothing of a transaction still open (at or above the LSO).
+            min(snapshot.high_watermark, snapshot.last_stable_offset),
             now_ms,
             snapshot.config.min_compaction_lag_ms,
         )
@@ -401,6 +409,7 @@ class LogCleaner:
             offset_map,
             io,
             snapshot.config.max_decompressed_bytes,
+            TxnCleaning(snapshot.aborted),
         )
         end_offset = offset_map.latest_offset + 1
         if end_offset <= first_dirty:
@@ -416,7 +425,7 @@ class LogCleaner:
         )
         by_base = {source.info.base_offset: source for source in to_rewrite}
         groups = [[by_base[info.base_offset] for info in group] for group in infos]
-        return _Pass(offset_map, end_offset, horizon_ms, groups)
+        return _Pass(offset_map, end_offset, horizon_ms, groups, TxnCleaning(snapshot.aborted))
 
     async def _rewrite(
         self, snapshot: LogSnapshot, prepared: _Pass, io: CleanerIo, stats: CleanerStats
@@ -432,6 +441,7 @@ class LogCleaner:
                 prepared.offset_map,
                 prepared.horizon_ms,
                 snapshot.producer_last_offsets,
+                prepared.txns,
                 io,
             )
             replaced = [source.segment for source in group]
@@ -442,6 +452,7 @@ class LogCleaner:
             if not swapped:
                 await asyncio.to_thread(_discard, cleaned)
                 raise CleaningAborted("the log changed while it was being cleaned")
+            log.producer_state.transactions.forget_aborted(set(prepared.txns.take_removed()))
             stats.segments_replaced += len(group)
             delay_s = snapshot.config.file_delete_delay_ms / 1000
             self._retired.append(_Retired(self._clock_s() + delay_s, log, replaced))

@@ -28,11 +28,11 @@ from broker.log.compaction_map import OffsetMap
 from broker.log.compaction_plan import SegmentInfo, retains_deletes
 from broker.log.compaction_records import (
     filter_batch,
-    is_untouchable,
     parse_records,
     records_section,
 )
 from broker.log.compaction_recovery import swap_end_path, write_swap_end
+from broker.log.compaction_txn import TxnCleaning
 from broker.log.config import LogConfig
 from broker.log.errors import LogCorruptError, RecordError
 from broker.log.segment import (
@@ -206,16 +206,18 @@ def build_offset_map(
     offset_map: OffsetMap,
     io: CleanerIo,
     max_decompressed_bytes: int,
+    txns: TxnCleaning,
 ) -> None:
     """Map each key to its latest offset in [first_dirty, end_offset), segment by segment,
-    until the map is full; `offset_map.latest_offset` then says how far it got."""
+    until the map is full; `offset_map.latest_offset` then says how far it got. Markers and
+    aborted data stay out of the map."""
     for source in dirty:
         for header, batch in read_batches(source.log_path, source.info.size_bytes, io):
             if header.last_offset < first_dirty:
                 continue
             if header.base_offset >= end_offset:
                 return
-            if not is_untouchable(header):
+            if not header.is_control and not txns.is_aborted(header):
                 section = records_section(batch, header, max_decompressed_bytes)
                 for record in parse_records(section, header):
                     if record.key is None or record.offset < first_dirty:
@@ -273,6 +275,7 @@ def write_cleaned_segment(
     offset_map: OffsetMap,
     horizon_ms: int,
     producer_last_offsets: Mapping[int, int],
+    txns: TxnCleaning,
     io: CleanerIo,
 ) -> LogSegment:
     """Filter the group's batches into `<base>.log.cleaned` (+ indexes), fsynced, with the
@@ -298,6 +301,7 @@ def write_cleaned_segment(
                     retain_deletes,
                     producer_last_offsets,
                     config.max_decompressed_bytes,
+                    txns,
                 )
                 io.records_read += filtered.records_read
                 io.records_kept += filtered.records_kept

@@ -14,10 +14,10 @@ Kafka's rules (LogCleaner.shouldRetainRecord, MemoryRecords.filterTo):
   then it stays as an empty batch (header only, no records), which keeps the producer's
   sequence and epoch, so a retry or the next batch of an idempotent producer is judged
   correctly after a restart rebuilds producer state from the log.
-Deviations (DEVIATIONS.md): records without a key are kept (Kafka drops them, but it also
-refuses them on produce, which this broker does not yet); transactional and control batches are
-kept untouched and left out of the offset map (this broker has no transaction coordinator, so
-it cannot tell aborted from committed data).
+- transactions follow `compaction_txn`: a marker is copied untouched or dropped whole, an
+  aborted transaction's batch loses every record.
+Deviation (DEVIATIONS.md): records without a key are kept (Kafka drops them, but it also
+refuses them on produce, which this broker does not yet).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from broker.log.batch import (
     compute_crc,
 )
 from broker.log.compaction_map import OffsetMap
+from broker.log.compaction_txn import TxnCleaning
 from broker.log.errors import CORRUPT_MESSAGE, RecordError
 from broker.log.producer_state import NO_PRODUCER_ID
 from broker.log.record_codec import decode_varint
@@ -124,11 +125,6 @@ def should_retain(record: RawRecord, offset_map: OffsetMap, retain_deletes: bool
     return record.has_value or retain_deletes
 
 
-def is_untouchable(header: BatchHeader) -> bool:
-    """Batches the cleaner copies as they are and keeps out of the offset map."""
-    return header.is_control or header.is_transactional
-
-
 def filter_batch(
     batch: Buffer,
     header: BatchHeader,
@@ -136,13 +132,18 @@ def filter_batch(
     retain_deletes: bool,
     producer_last_offsets: Mapping[int, int],
     max_decompressed_bytes: int,
+    txns: TxnCleaning,
 ) -> FilteredBatch:
-    """The batch (at position 0 of `batch`) as compaction leaves it."""
-    if is_untouchable(header):
+    """The batch (at position 0 of `batch`) as compaction leaves it; batches must come in
+    offset order (`txns` follows the transactions)."""
+    if header.is_control:
+        if txns.on_marker(header, retain_deletes):
+            return FilteredBatch(b"", header.records_count, 0)
         return FilteredBatch(bytes(batch), header.records_count, header.records_count)
+    aborted = txns.on_data_batch(header)
     section = records_section(batch, header, max_decompressed_bytes)
     records = parse_records(section, header)
-    kept = [r for r in records if should_retain(r, offset_map, retain_deletes)]
+    kept = [] if aborted else [r for r in records if should_retain(r, offset_map, retain_deletes)]
     if len(kept) == len(records):
         data = bytes(batch)
     elif kept:

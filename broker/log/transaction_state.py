@@ -17,6 +17,7 @@ the LSO only.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Collection
 from dataclasses import dataclass
 
 
@@ -109,6 +110,12 @@ class TransactionTracker:
         kept = {p: f for p, f in self._ongoing.items() if f < offset} | reopened
         self._ongoing = dict(sorted(kept.items(), key=lambda item: item[1]))
         self._aborted = [t for t in self._aborted if t.last_offset < offset]
+
+    def forget_aborted(self, marker_offsets: Collection[int]) -> None:
+        """The cleaner removed these markers (no data of their transactions was left): a
+        read_committed consumer must not wait for an abort marker it will never see."""
+        if marker_offsets:
+            self._aborted = [t for t in self._aborted if t.last_offset not in marker_offsets]
 
     def trim_below(self, log_start_offset: int) -> None:
         """Segments below the new log start went: so did their aborted transactions."""

@@ -126,3 +126,57 @@ def test_compaction_keeps_latest_values_then_drops_expired_tombstones(
         ]
 
     wait_until(tombstones_gone, TIMEOUT_S, "the tombstones to be removed")
+
+
+def _control_batches(cluster: Any, topic: str) -> int:
+    """Control batches (transaction markers) in the topic's segment files on disk."""
+    from tests.integration.tool_cli import run_tool
+
+    directory = next(cluster.dir.glob(f"broker-1/*/{topic}-0"))
+    files = ",".join(str(path) for path in sorted(directory.glob("*.log")))
+    dumped = run_tool("kafka-dump-log", "--files", files)
+    assert dumped.returncode == 0, dumped.stderr
+    return dumped.stdout.count("isControl: true")
+
+
+def test_compaction_removes_aborted_data_and_markers_with_no_data_left(
+    make_cluster: ClusterFactory,
+) -> None:
+    cluster = make_cluster(brokers=1, overrides={"log.cleaner.backoff.ms": "200"})
+    _create_topic(cluster.bootstrap)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "compact-txn"})
+    producer.init_transactions(TIMEOUT_S)
+    for values, commit in (("v1", True), ("aborted", False), ("v2", True)):
+        producer.begin_transaction()
+        keys = 5 if values != "v2" else 3
+        for k in range(keys):
+            producer.produce(TOPIC, values.encode(), f"key-{k}".encode())
+        producer.flush(TIMEOUT_S)
+        if commit:
+            producer.commit_transaction(TIMEOUT_S)
+        else:
+            producer.abort_transaction(TIMEOUT_S)
+    _produce(cluster.bootstrap, _filler(30))
+    expected = {(b"key-0", b"v2"), (b"key-1", b"v2"), (b"key-2", b"v2")}
+    expected |= {(b"key-3", b"v1"), (b"key-4", b"v1")}
+
+    def compacted() -> bool:
+        user = _user_records(_read_all(cluster.bootstrap))  # read_uncommitted: all data
+        return sorted((key, value) for _, key, value in user) == sorted(expected)
+
+    wait_until(compacted, TIMEOUT_S, "the aborted and superseded records removed")
+    assert _control_batches(cluster, TOPIC) == 3
+    # Past delete.retention.ms, the abort marker, whose transaction has no data left, goes;
+    # both commit markers stay (key-0..2 hold v2, key-3 and key-4 v1).
+    time.sleep(2 * DELETE_RETENTION_MS / 1000)
+
+    def abort_marker_gone() -> bool:
+        _produce(cluster.bootstrap, _filler(15))
+        return _control_batches(cluster, TOPIC) == 2
+
+    wait_until(abort_marker_gone, TIMEOUT_S, "the abort marker removed")
+    # librdkafka reads read_committed by default: with the abort marker gone, its transaction
+    # must be off the fetch's aborted list too, or the consumer would skip v2 waiting for it.
+    assert sorted((k, v) for _, k, v in _user_records(_read_all(cluster.bootstrap))) == sorted(
+        expected
+    )

@@ -8,7 +8,10 @@ from broker.log import compression
 from broker.log.batch import read_batch_header, validate_batches
 from broker.log.compaction_map import OffsetMap
 from broker.log.compaction_records import filter_batch, parse_records, records_section
+from broker.log.compaction_txn import TxnCleaning
+from broker.log.control_records import ControlType, EndTxnMarker, build_marker_batch
 from broker.log.record_codec import SimpleRecord, build_batch, decode_records
+from broker.log.transaction_state import AbortedTxn
 
 MAX_DECOMPRESSED_BYTES = 1 << 24
 
@@ -42,6 +45,7 @@ def _filter(
     offset_map: OffsetMap,
     retain_deletes: bool = True,
     producer_last_offsets: dict[int, int] | None = None,
+    txns: TxnCleaning | None = None,
 ) -> bytes:
     header = read_batch_header(batch, 0)
     return filter_batch(
@@ -51,6 +55,7 @@ def _filter(
         retain_deletes,
         producer_last_offsets or {},
         MAX_DECOMPRESSED_BYTES,
+        txns or TxnCleaning(()),
     ).data
 
 
@@ -152,9 +157,46 @@ def test_the_latest_batch_of_a_producer_stays_as_an_empty_batch() -> None:
     assert decode_records(cleaned) == []
 
 
-def test_transactional_batches_are_left_untouched() -> None:
-    batch = _batch([(b"a", b"1")], producer_id=5, producer_epoch=0, is_transactional=True)
-    assert _filter(batch, _map({b"a": 500})) == batch
+def _marker(base_offset: int, producer_id: int = 5) -> bytes:
+    marker = EndTxnMarker(ControlType.COMMIT, coordinator_epoch=0)
+    batch = bytearray(build_marker_batch(producer_id, 0, marker, timestamp_ms=6_000))
+    batch[0:8] = base_offset.to_bytes(8, "big")  # the base offset is outside the CRC
+    return bytes(batch)
+
+
+def _transactional(base_offset: int, key: bytes = b"a") -> bytes:
+    return _batch(
+        [(key, b"1")],
+        base_offset=base_offset,
+        producer_id=5,
+        producer_epoch=0,
+        is_transactional=True,
+    )
+
+
+def test_committed_transactional_data_is_compacted_like_any_other() -> None:
+    batch = _transactional(100)
+    assert _filter(batch, _map({b"a": 100})) == batch  # the key's latest: kept
+    assert _filter(batch, _map({b"a": 500})) == b""  # superseded: gone
+
+
+def test_an_aborted_transactions_records_all_go() -> None:
+    txns = TxnCleaning([AbortedTxn(5, first_offset=100, last_offset=101, last_stable_offset=102)])
+    batch = _transactional(100)
+    assert _filter(batch, _map({b"a": 100}), txns=txns) == b""
+    last_of_producer = _filter(batch, _map({}), producer_last_offsets={5: 100}, txns=txns)
+    assert decode_records(last_of_producer) == []  # an empty batch keeps the producer's state
+    assert read_batch_header(last_of_producer, 0).is_transactional
+
+
+def test_a_marker_stays_while_its_transactions_data_is_left_and_deletes_are_retained() -> None:
+    txns = TxnCleaning(())
+    assert _filter(_transactional(100), _map({b"a": 100}), txns=txns) != b""
+    marker = _marker(101)
+    assert _filter(marker, _map({}), retain_deletes=False, txns=txns) == marker  # data left
+    later = _marker(102)  # a transaction whose data compaction removed earlier
+    assert _filter(later, _map({}), retain_deletes=True, txns=txns) == later
+    assert _filter(_marker(103), _map({}), retain_deletes=False, txns=txns) == b""
 
 
 def test_parse_records_locates_each_record() -> None:

@@ -17,6 +17,7 @@ from broker.log.compaction_io import (
 )
 from broker.log.compaction_map import OffsetMap
 from broker.log.compaction_recovery import SWAP_END_SUFFIX, swap_end_path
+from broker.log.compaction_txn import TxnCleaning
 from broker.log.config import LogConfig
 from broker.log.log import Log
 from broker.log.record_codec import SimpleRecord, build_batch, decode_records
@@ -70,9 +71,11 @@ def _clean_first_group(log: Log) -> tuple[LogSegment, list[LogSegment], list[Ent
     io = CleanerIo(4096, threading.Event(), Throttler(1e300))
     offset_map = OffsetMap(1 << 20)
     uncleanable = snapshot.active_base_offset
-    build_offset_map(snapshot.sources, 0, uncleanable, offset_map, io, 1 << 24)
+    build_offset_map(snapshot.sources, 0, uncleanable, offset_map, io, 1 << 24, TxnCleaning(()))
     group = list(snapshot.sources[:GROUP_SIZE])
-    cleaned = write_cleaned_segment(log.directory, group, CONFIG, offset_map, 0, {}, io)
+    cleaned = write_cleaned_segment(
+        log.directory, group, CONFIG, offset_map, 0, {}, TxnCleaning(()), io
+    )
     group_end = group[-1].info.end_offset
     latest = {key: offset for offset, key, _ in _contents(log) if offset < uncleanable}
     expected = [e for e in _contents(log) if e[0] >= group_end or latest[e[1]] == e[0]]

@@ -36,6 +36,17 @@ def test_an_abort_records_the_lso_of_its_time() -> None:
     assert txns.aborted == [AbortedTxn(1, 0, 5, 3), AbortedTxn(2, 3, 9, 10)]
 
 
+def test_an_abort_whose_marker_the_cleaner_removed_is_forgotten() -> None:
+    txns = TransactionTracker()
+    txns.on_transactional_batch(1, 0)
+    txns.on_marker(1, marker_offset=5, is_commit=False)
+    txns.on_transactional_batch(1, 6)
+    txns.on_marker(1, marker_offset=8, is_commit=False)
+    txns.forget_aborted({5})
+    assert [t.last_offset for t in txns.aborted] == [8]
+    assert [t.last_offset for t in txns.aborted_between(0, 9)] == [8]
+
+
 def test_a_marker_without_an_open_transaction_completes_an_empty_one() -> None:
     txns = TransactionTracker()
     assert txns.on_marker(5, marker_offset=7, is_commit=False) == CompletedTxn(5, 7, 7, True)
