@@ -5,7 +5,10 @@ KIP-734), -4 = earliest local (v8, KIP-405), -5 = latest tiered (v9); any other 
 offset whose batch timestamp is >= it, via the time index. Without tiered storage every
 record is local, so -4 answers as -2 does, and -5 answers offset -1 with leader epoch -1, as
 Kafka 3.9 does. A negative timestamp the request's version does not know answers
-UNSUPPORTED_VERSION for that partition.
+UNSUPPORTED_VERSION for that partition. As in Kafka, what a consumer may not read yet is not
+found by time either: lookups (and -3) answer only offsets below the high watermark, or the
+last stable offset for read_committed; a replica or debugging tool (replica id != -1) sees
+to the log end.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
 LATEST_TIERED_TIMESTAMP = -5
+CONSUMER_REPLICA_ID = -1
 # The first version that knows each special timestamp (Kafka's KafkaApis table).
 SPECIAL_TIMESTAMP_MIN_VERSION = {
     EARLIEST_TIMESTAMP: 1,
@@ -43,11 +47,12 @@ async def handle(context: RequestContext, request: Any) -> Any:
         return await list_offsets_v0.handle(context, request)
     # v2+: a read_committed consumer's "latest" is the last stable offset.
     read_committed = int(getattr(request, "isolation_level", 0)) == READ_COMMITTED
+    replica_id = int(request.replica_id)
     topics = [
         {
             "name": topic.name,
             "partitions": [
-                _list_partition(context, topic.name, p, read_committed)
+                _list_partition(context, topic.name, p, read_committed, replica_id)
                 if _knows_timestamp(context.api_version, p.timestamp)
                 else _result(p.partition_index, ErrorCode.unsupported_version, -1, -1, -1)
                 for p in topic.partitions
@@ -67,16 +72,15 @@ def _knows_timestamp(version: int, timestamp: int) -> bool:
 
 
 def _list_partition(
-    context: RequestContext, topic: str, request: Any, read_committed: bool
+    context: RequestContext, topic: str, request: Any, read_committed: bool, replica_id: int
 ) -> dict[str, Any]:
     current, error = context.server.replica_manager.leader_partition(
         topic, request.partition_index, getattr(request, "current_leader_epoch", -1)
     )
     if current is None:
         return _result(request.partition_index, error, -1, -1, -1)
-    found = _lookup(current, request.timestamp)
-    if request.timestamp == LATEST_TIMESTAMP and read_committed:
-        found = current.log.last_stable_offset, -1
+    fetchable = _last_fetchable_offset(current, read_committed, replica_id)
+    found = _lookup(current, request.timestamp, fetchable)
     if found is None:
         return _result(request.partition_index, ErrorCode.none, -1, -1, -1)
     offset, timestamp = found
@@ -90,16 +94,27 @@ def _list_partition(
     return _result(request.partition_index, ErrorCode.none, offset, timestamp, epoch)
 
 
-def _lookup(current: Partition, timestamp: int) -> tuple[int, int] | None:
+def _last_fetchable_offset(current: Partition, read_committed: bool, replica_id: int) -> int:
+    """How far the asker may read, as Kafka bounds "latest" and lookups by time: a consumer
+    to the high watermark (read_committed: the last stable offset), a replica or debugging
+    tool to the log end."""
+    if replica_id != CONSUMER_REPLICA_ID:
+        return current.log.log_end_offset
+    return current.log.last_stable_offset if read_committed else current.high_watermark
+
+
+def _lookup(current: Partition, timestamp: int, fetchable: int) -> tuple[int, int] | None:
     if timestamp == LATEST_TIMESTAMP:
-        return current.high_watermark, -1
+        return fetchable, -1
     if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
         return current.log.log_start_offset, -1
     if timestamp == LATEST_TIERED_TIMESTAMP:
         return -1, -1
     if timestamp == MAX_TIMESTAMP:
-        return current.log.max_timestamp_and_offset()
-    return current.log.offset_for_timestamp(timestamp)
+        found = current.log.max_timestamp_and_offset()
+    else:
+        found = current.log.offset_for_timestamp(timestamp)
+    return found if found is not None and found[0] < fetchable else None
 
 
 def _result(

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
+from broker.log.batch import walk_headers
 from broker.log.control_records import EndTxnMarker
 from broker.log.log import AppendInfo, Log, LogConfig, OffsetOutOfRangeError
 from broker.log.manager import LogManager
@@ -61,6 +62,13 @@ class ReadResult:
     last_stable_offset: int = -1
     # For read_committed fetches: the aborted transactions the records may hold.
     aborted_transactions: tuple[AbortedTxn, ...] | None = None
+
+
+def _end_of(records: bytes) -> int:
+    """The offset after the last batch of `records` (0 for none): a read_committed fetch
+    names the aborted transactions with data below it, as Kafka bounds the list."""
+    batches, _ = walk_headers(records)
+    return batches[-1][2] + 1 if batches else 0
 
 
 def _now_ms() -> int:
@@ -500,7 +508,7 @@ class ReplicaManager:
             return ReadResult(ErrorCode.kafka_storage_error)
         aborted = None
         if read_committed:
-            aborted = tuple(replica_log.aborted_transactions(fetch_offset, last_stable_offset))
+            aborted = tuple(replica_log.aborted_transactions(fetch_offset, _end_of(records)))
         return ReadResult(
             ErrorCode.none,
             records,

@@ -57,13 +57,15 @@ def _producer_id(client: WireClient) -> int:
     return int(response.producer_id)
 
 
-def _fetch(client: WireClient, topic: str, offset: int, isolation_level: int) -> Any:
-    fields = fetch_request(topic, 0, offset)
+def _fetch(
+    client: WireClient, topic: str, offset: int, isolation_level: int, max_bytes: int = 1 << 20
+) -> Any:
+    fields = fetch_request(topic, 0, offset, partition_max_bytes=max_bytes)
     fields["isolation_level"] = isolation_level
     return client.request(FETCH, 12, fields).responses[0].partitions[0]
 
 
-def _latest(client: WireClient, topic: str, isolation_level: int) -> int:
+def _latest(client: WireClient, topic: str, isolation_level: int, timestamp: int = LATEST) -> int:
     fields = {
         "replica_id": -1,
         "isolation_level": isolation_level,
@@ -71,7 +73,7 @@ def _latest(client: WireClient, topic: str, isolation_level: int) -> int:
             {
                 "name": topic,
                 "partitions": [
-                    {"partition_index": 0, "current_leader_epoch": -1, "timestamp": LATEST}
+                    {"partition_index": 0, "current_leader_epoch": -1, "timestamp": timestamp}
                 ],
             }
         ],
@@ -116,6 +118,9 @@ def test_markers_end_transactions_for_read_committed_readers(cluster: ClusterHan
         # Open: uncommitted readers see it, read_committed ones stop before it.
         assert _latest(client, topic, 0) == 2
         assert _latest(client, topic, READ_COMMITTED) == 0
+        # By time too: read_committed finds nothing of the open transaction.
+        assert _latest(client, topic, 0, timestamp=0) == 0
+        assert _latest(client, topic, READ_COMMITTED, timestamp=0) == -1
         held = _fetch(client, topic, 0, READ_COMMITTED)
         assert (held.records or b"") == b"" and held.last_stable_offset == 0
         assert _fetch(client, topic, 0, 0).records
@@ -129,13 +134,26 @@ def test_markers_end_transactions_for_read_committed_readers(cluster: ClusterHan
         assert int(produce(client, topic, 0, committed, acks=-1).error_code) == 0
         assert _end_transaction(client, topic, producer_id, commit=True) == 0
         assert _latest(client, topic, READ_COMMITTED) == 6
+        later_abort = _transactional_batch(producer_id, 4, [b"aborted-3"])
+        assert int(produce(client, topic, 0, later_abort, acks=-1).error_code) == 0
+        assert _end_transaction(client, topic, producer_id, commit=False) == 0  # 6, marker 7
+        # One batch fetched (max bytes 1): only aborted transactions with data in it.
+        first = _fetch(client, topic, 0, READ_COMMITTED, max_bytes=1)
+        assert [t.first_offset for t in first.aborted_transactions] == [0]
+        from_committed = _fetch(client, topic, 3, READ_COMMITTED, max_bytes=1)
+        assert list(from_committed.aborted_transactions or []) == []
+        # From the abort marker (offset 2; the 1970 timestamps above rolled the segment
+        # there): both aborts are in the records read.
+        rest = _fetch(client, topic, 2, READ_COMMITTED)
+        assert [t.first_offset for t in rest.aborted_transactions] == [0, 6]
     bootstrap = cluster.bootstrap
     assert read_values(bootstrap, topic, "read_committed", 2) == [b"committed-1", b"committed-2"]
-    assert read_values(bootstrap, topic, "read_uncommitted", 4) == [
+    assert read_values(bootstrap, topic, "read_uncommitted", 5) == [
         b"aborted-1",
         b"aborted-2",
         b"committed-1",
         b"committed-2",
+        b"aborted-3",
     ]
 
 
