@@ -1,27 +1,39 @@
-"""Run kafka-python's own integration tests against a cluster of ours.
+"""Run a client's own integration tests against a cluster of ours.
 
-    scripts/client_suites [--cache-dir DIR] [--with-clients] [--brokers 3] [--kafka-defaults]
-                          [--set KEY=VALUE ...] [--dir DIR] [--keep-cluster] [--timeout-s 120]
-                          [-k EXPRESSION] [--impl ours|kafka]
+    scripts/client_suites [--suite kafka-python|rdkafka] [--cache-dir DIR] [--with-clients]
+                          [--brokers 3] [--kafka-defaults] [--set KEY=VALUE ...] [--dir DIR]
+                          [--keep-cluster] [--timeout-s S] [-k/--tests SELECTION] [--quick]
+                          [--log-dir DIR] [--impl ours|kafka]
 
 Starts a cluster (3 brokers) with `scripts/cluster up` in its own directory on free ports
 (`--impl kafka`: Apache Kafka 3.9 from `make reference`, to see what fails against Kafka itself),
-fetches the sdist of the installed kafka-python (`pip download`, once, into --cache-dir), runs its
-`test/integration/test_admin_integration.py` (--with-clients adds the consumer and producer
-modules) with this venv's pytest, pointed at the cluster through kafka-python's variables
-(`KAFKA_VERSION=3.9.0`, the release whose API ranges we advertise, and `KAFKA_URI`), prints one
-line per test (PASSED, FAILED, ERROR or SKIPPED, with the reason)
-and the counts, then stops the cluster (--keep-cluster leaves it up to investigate).
+runs a client library's own tests against it, prints one line per test (PASSED, FAILED, ERROR or
+SKIPPED, with the reason) and the counts, then stops the cluster (--keep-cluster leaves it up to
+investigate).
 
-The brokers get the settings of kafka-python's own broker fixture that its tests rely on
+`--suite kafka-python` (the default) fetches the sdist of the installed kafka-python (`pip
+download`, once, into --cache-dir) and runs its `test/integration/test_admin_integration.py`
+(--with-clients adds the consumer and producer modules) with this venv's pytest, pointed at the
+cluster through kafka-python's variables (`KAFKA_VERSION=3.9.0`, the release whose API ranges we
+advertise, and `KAFKA_URI`); -k is pytest's, --timeout-s bounds each test (default 120). The
+brokers get the settings of kafka-python's own broker fixture that its tests rely on
 (`group.min.session.timeout.ms=1000`, `group.initial.rebalance.delay.ms=0`,
 `num.partitions=4`): its tests use 3 s session timeouts, which Kafka's default minimum (6 s)
-refuses, and partitions of auto-created topics beyond the first. --kafka-defaults leaves them out;
---set adds or replaces broker settings. The fixture runs one broker with id 0; a few tests rely
-on that (see --brokers).
+refuses, and partitions of auto-created topics beyond the first. The fixture runs one broker
+with id 0; a few tests rely on that (see --brokers).
 
-A manual, reporting tool: it needs PyPI, so it is not part of `make test`. Exits 0 when no test
-failed or errored, 1 otherwise, 2 when it could not run them.
+`--suite rdkafka` runs librdkafka's own test suite (its `tests/test-runner`, fetched with npm
+and built once into --cache-dir; see client_suites_rdkafka.py). `--tests 0103,0129` picks test
+numbers (default: issue 15's transaction tests and a broad broker-facing set; `all` for every
+numbered test), --timeout-s bounds each test number (default 900), --quick turns on the runner's
+quick mode. Each test number's output is kept in `<--log-dir>/rdkafka-suite-<number>.log`
+(default /tmp), and under each failed test the report repeats the failure lines of that log. The
+brokers get librdkafka's "default" test scenario: 4 partitions and replication factor 3 for
+auto-created topics.
+
+--kafka-defaults leaves the suite's broker settings out; --set adds or replaces broker settings.
+A manual, reporting tool: it needs PyPI or npm, so it is not part of `make test`. Exits 0 when
+no test failed or errored, 1 otherwise, 2 when it could not run them.
 """
 
 from __future__ import annotations
@@ -34,10 +46,13 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 import xml.etree.ElementTree as ElementTree
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import client_suites_rdkafka as rdkafka
 from .client_suites_sdist import SdistError, ensure_sdist, installed_version
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,6 +81,12 @@ ZOOKEEPER_PORT_RANGE = (20000, 29000)
 PORT_PICK_ATTEMPTS = 200
 LAUNCHER_TIMEOUT_S = 180.0
 DEFAULT_TEST_TIMEOUT_S = 120
+# Per librdkafka test number: 0103 alone runs a dozen transactional sub-tests.
+DEFAULT_RDKAFKA_TIMEOUT_S = 900
+DEFAULT_LOG_DIR = Path("/tmp")
+# librdkafka's tests/scenarios/default.json (its trivup clusters' "default" scenario).
+RDKAFKA_SCENARIO = {"auto.create.topics.enable": "true", "num.partitions": "4"}
+RDKAFKA_REPLICATION_FACTOR = 3
 # The whole pytest run; a hung client must not keep the cluster up forever.
 SUITE_TIMEOUT_S = 3600.0
 EXIT_FAILURES = 1
@@ -77,6 +98,7 @@ class Outcome:
     test: str
     status: str  # PASSED, FAILED, ERROR or SKIPPED
     reason: str
+    details: tuple[str, ...] = ()  # printed under the test's line
 
 
 class RunError(Exception):
@@ -86,16 +108,21 @@ class RunError(Exception):
 def main(argv: list[str] | None = None) -> int:
     options = _parse_args(argv)
     try:
-        tree = ensure_sdist(options.cache_dir, installed_version())
-        return _run_with_cluster(options, tree)
-    except (SdistError, RunError) as error:
+        if options.suite == "rdkafka":
+            return _run_rdkafka_suite(options)
+        return _run_kafka_python_suite(options)
+    except (SdistError, rdkafka.RdkafkaError, RunError) as error:
         print(f"client_suites: {error}", file=sys.stderr)
         return EXIT_NOT_RUN
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="scripts/client_suites", description="Run kafka-python's integration tests."
+        prog="scripts/client_suites",
+        description="Run kafka-python's integration tests or librdkafka's test suite.",
+    )
+    parser.add_argument(
+        "--suite", choices=("kafka-python", "rdkafka"), default="kafka-python", help="whose tests"
     )
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
     parser.add_argument("--with-clients", action="store_true", help="consumer/producer modules")
@@ -104,8 +131,22 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--set", action="append", default=[], type=_setting, metavar="KEY=VALUE")
     parser.add_argument("--dir", type=Path, help="cluster directory (default: a new temp dir)")
     parser.add_argument("--keep-cluster", action="store_true", help="leave the cluster running")
-    parser.add_argument("--timeout-s", type=int, default=DEFAULT_TEST_TIMEOUT_S, help="per test")
-    parser.add_argument("-k", dest="keyword", help="pytest -k expression")
+    parser.add_argument(
+        "--timeout-s",
+        type=int,
+        help=f"per test (default {DEFAULT_TEST_TIMEOUT_S}; rdkafka: per test number, "
+        f"default {DEFAULT_RDKAFKA_TIMEOUT_S})",
+    )
+    parser.add_argument(
+        "-k",
+        "--tests",
+        dest="keyword",
+        help="pytest -k expression; rdkafka: test numbers, e.g. 0103,0129 (or `all`)",
+    )
+    parser.add_argument("--quick", action="store_true", help="rdkafka: the runner's quick mode")
+    parser.add_argument(
+        "--log-dir", type=Path, default=DEFAULT_LOG_DIR, help="rdkafka: where its logs go"
+    )
     parser.add_argument(
         "--impl", choices=("ours", "kafka"), default="ours", help="whose brokers (scripts/cluster)"
     )
@@ -119,7 +160,33 @@ def _setting(text: str) -> tuple[str, str]:
     return key, value
 
 
-def _run_with_cluster(options: argparse.Namespace, tree: Path) -> int:
+def _run_kafka_python_suite(options: argparse.Namespace) -> int:
+    tree = ensure_sdist(options.cache_dir, installed_version())
+    timeout_s = options.timeout_s or DEFAULT_TEST_TIMEOUT_S
+
+    def run(port_base: int, work_dir: Path) -> list[Outcome]:
+        return _run_pytest(options, tree, port_base, work_dir, timeout_s)
+
+    return _run_with_cluster(options, FIXTURE_OVERRIDES, run)
+
+
+def _run_rdkafka_suite(options: argparse.Namespace) -> int:
+    tests_dir = rdkafka.ensure_runner(options.cache_dir)
+    numbers = rdkafka.select_tests(options.keyword, tests_dir)
+    replication = min(RDKAFKA_REPLICATION_FACTOR, options.brokers)
+    settings = {**RDKAFKA_SCENARIO, "default.replication.factor": str(replication)}
+
+    def run(port_base: int, work_dir: Path) -> list[Outcome]:
+        return _run_rdkafka(options, tests_dir, numbers, port_base, work_dir)
+
+    return _run_with_cluster(options, settings, run)
+
+
+def _run_with_cluster(
+    options: argparse.Namespace,
+    suite_settings: dict[str, str],
+    run: Callable[[int, Path], list[Outcome]],
+) -> int:
     work_dir = Path(tempfile.mkdtemp(prefix="client-suites-"))
     directory = options.dir or work_dir / "cluster"
     port_base = _pick_base(BROKER_PORT_RANGE, options.brokers)
@@ -127,13 +194,13 @@ def _run_with_cluster(options: argparse.Namespace, tree: Path) -> int:
     up = ["up", "--dir", str(directory), "--brokers", str(options.brokers)]
     up += ["--port-base", str(port_base), "--zk-port-base", str(zk_port_base)]
     up += ["--impl", options.impl]
-    settings = {} if options.kafka_defaults else dict(FIXTURE_OVERRIDES)
+    settings = {} if options.kafka_defaults else dict(suite_settings)
     settings.update(options.set)
     for key, value in settings.items():
         up += ["--set", f"{key}={value}"]
     _launcher(*up)
     try:
-        outcomes = _run_pytest(options, tree, port_base, work_dir)
+        outcomes = run(port_base, work_dir)
     finally:
         if options.keep_cluster:
             print(f"cluster left running: scripts/cluster down --dir {directory} --wipe")
@@ -177,7 +244,7 @@ def _launcher(*args: str) -> str:
 
 
 def _run_pytest(
-    options: argparse.Namespace, tree: Path, port_base: int, work_dir: Path
+    options: argparse.Namespace, tree: Path, port_base: int, work_dir: Path, timeout_s: int
 ) -> list[Outcome]:
     modules = [ADMIN_MODULE, *(CLIENT_MODULES if options.with_clients else ())]
     report = work_dir / "junit.xml"
@@ -196,7 +263,7 @@ def _run_pytest(
     )
     # `addopts=` drops the sdist's --durations; the per-test timeout is ours.
     command = [sys.executable, "-m", "pytest", "-o", "addopts=", "-p", "no:cacheprovider"]
-    command += ["-q", f"--timeout={options.timeout_s}", "--timeout-method=thread"]
+    command += ["-q", f"--timeout={timeout_s}", "--timeout-method=thread"]
     command += [f"--junitxml={report}", *(["-k", options.keyword] if options.keyword else [])]
     print(f"running {' '.join(modules)} against 127.0.0.1:{port_base} ({options.brokers} brokers)")
     try:
@@ -231,11 +298,56 @@ def _first_line(message: str) -> str:
     return lines[0] if lines else ""
 
 
+def _run_rdkafka(
+    options: argparse.Namespace,
+    tests_dir: Path,
+    numbers: list[str],
+    port_base: int,
+    work_dir: Path,
+) -> list[Outcome]:
+    bootstrap = ",".join(f"127.0.0.1:{port_base + i}" for i in range(options.brokers))
+    test_conf = work_dir / "test.conf"
+    rdkafka.write_test_conf(test_conf, bootstrap)
+    kafka_path = rdkafka.kafka_path_stand_in(ROOT, work_dir)
+    env = rdkafka.runner_env(tests_dir, test_conf, kafka_path, bootstrap)
+    timeout_s = options.timeout_s or DEFAULT_RDKAFKA_TIMEOUT_S
+    options.log_dir.mkdir(parents=True, exist_ok=True)
+    print(f"running librdkafka tests {','.join(numbers)} against {bootstrap}")
+    outcomes: list[Outcome] = []
+    for number in numbers:
+        log = options.log_dir / f"rdkafka-suite-{number}.log"
+        started = time.monotonic()
+        result = rdkafka.run_number(
+            tests_dir, number, env, log, timeout_s, ("-Q",) if options.quick else ()
+        )
+        found = _rdkafka_outcomes(result)
+        states = ", ".join(f"{outcome.test} {outcome.status}" for outcome in found)
+        print(f"  {number}: {states} ({time.monotonic() - started:.0f} s)", flush=True)
+        outcomes += found
+    return outcomes
+
+
+def _rdkafka_outcomes(result: rdkafka.NumberRun) -> list[Outcome]:
+    outcomes = []
+    for row in result.rows:
+        details: tuple[str, ...] = ()
+        if row.status == "FAILED":
+            details = (*result.details.get(row.test, []), f"log: {result.log}")
+        outcomes.append(Outcome(row.test, row.status, row.reason, details))
+    if result.problem:
+        lines = [line for excerpt in result.details.values() for line in excerpt]
+        details = (*lines, f"log: {result.log}")
+        outcomes.append(Outcome(result.number, "FAILED", result.problem, details))
+    return outcomes
+
+
 def _print_report(outcomes: list[Outcome]) -> None:
     print()
     for outcome in outcomes:
         suffix = f"  ({outcome.reason})" if outcome.reason else ""
         print(f"{outcome.status:<8} {outcome.test}{suffix}")
+        for line in outcome.details:
+            print(f"           {line}")
     counts = {status: 0 for status in ("PASSED", "FAILED", "ERROR", "SKIPPED")}
     for outcome in outcomes:
         counts[outcome.status] += 1
