@@ -12,6 +12,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.config_entries import ConfigEntry, topic_entries
 from broker.metadata_propagation import wait_for_peers
 from broker.network.context import RequestContext
 from broker.protocol import adapter
@@ -80,9 +81,10 @@ def _result(
     if error != ErrorCode.none:
         # Kafka leaves the topic's details unset on errors (even TOPIC_ALREADY_EXISTS).
         return _details(topic.name, error, message, None, -1, -1)
-    cache = context.server.metadata_cache
+    server = context.server
+    cache = server.metadata_cache
     partitions = cache.partitions(topic.name) or []
-    return _details(
+    details = _details(
         topic.name,
         error,
         message,
@@ -90,6 +92,22 @@ def _result(
         len(partitions) if partitions else topic.num_partitions,
         len(partitions[0].replicas) if partitions else topic.replication_factor,
     )
+    # v5+: the topic's configs as DescribeConfigs shows them (Kafka's Java admin client reads
+    # them; `kafka-topics --create` fails on a null list).
+    overrides = {name: value for name, value in topic.configs.items() if value is not None}
+    entries = topic_entries(server.config, overrides, server.dynamic_config.overrides)
+    details["configs"] = [_config(entry) for entry in entries]
+    return details
+
+
+def _config(entry: ConfigEntry) -> dict[str, Any]:
+    return {
+        "name": entry.name,
+        "value": entry.value,
+        "read_only": entry.read_only,
+        "config_source": entry.source,
+        "is_sensitive": False,
+    }
 
 
 def _details(

@@ -280,6 +280,24 @@ def test_validate_only_creates_nothing(cluster: ClusterHandle) -> None:
     assert _partition_dirs(cluster, name) == []
 
 
+def test_create_topics_answers_the_new_topics_configs(cluster: ClusterHandle) -> None:
+    """v5+: every topic config with its value and source, as Kafka's Java admin client (and
+    so `kafka-topics --create`) expects."""
+    name = _unique("with-configs")
+    spec = topic_spec(name, configs={"retention.ms": "123456"})
+    for validate_only in (True, False):
+        result = _create_topics(controller_address(cluster), [spec], validate_only)[name]
+        assert int(result.error_code) == NONE
+        configs = {c.name: c for c in result.configs}
+        assert configs["retention.ms"].value == "123456"
+        assert int(configs["retention.ms"].config_source) == 1  # DYNAMIC_TOPIC_CONFIG
+        assert configs["cleanup.policy"].value == "delete"
+        assert int(configs["cleanup.policy"].config_source) == 5  # DEFAULT_CONFIG
+        assert not configs["cleanup.policy"].read_only
+    failed = _create_topics(controller_address(cluster), [spec])[name]
+    assert int(failed.error_code) != NONE and failed.configs is None  # as Kafka: unset
+
+
 def test_explicit_assignments_are_honoured(cluster: ClusterHandle) -> None:
     controller = controller_address(cluster)
     name = _unique("assigned")
