@@ -3,8 +3,8 @@
 Batch line (RecordBatch v2):
     baseOffset: 0 lastOffset: 2 count: 3 baseSequence: -1 lastSequence: -1 producerId: -1
     producerEpoch: -1 partitionLeaderEpoch: 0 isTransactional: false isControl: false
-    position: 0 CreateTime: 1700000000000 size: 95 magic: 2 compresscodec: none crc: 123
-    isvalid: true                                            (all on one line)
+    deleteHorizonMs: OptionalLong.empty position: 0 CreateTime: 1700000000000 size: 95
+    magic: 2 compresscodec: none crc: 123 isvalid: true      (all on one line, as Kafka 3.9)
 Record line (--deep-iteration / --print-data-log):
     | offset: 0 CreateTime: 1700000000000 keySize: 1 valueSize: 1 sequence: -1
     headerKeys: [h] key: k payload: v                        (all on one line)
@@ -32,6 +32,7 @@ from broker.log.compression import CODEC_NAMES
 from broker.log.errors import RecordError
 from broker.log.record_codec import DecodedRecord, decode_records
 
+DELETE_HORIZON_MASK = 0x40  # batch attribute bit 6 (KIP-534)
 RECORD_INDENT = "|"
 TIMESTAMP_TYPE_NAMES = {0: "CreateTime", 1: "LogAppendTime"}
 SEQUENCE_MAX = 2**31 - 1  # sequences wrap at Integer.MAX_VALUE
@@ -89,10 +90,19 @@ def batch_line(position: int, header: BatchHeader, data: bytes) -> str:
         f"producerId: {header.producer_id} producerEpoch: {header.producer_epoch} "
         f"partitionLeaderEpoch: {header.partition_leader_epoch} "
         f"isTransactional: {_bool(header.is_transactional)} "
-        f"isControl: {_bool(header.is_control)} position: {position} "
+        f"isControl: {_bool(header.is_control)} deleteHorizonMs: {_delete_horizon(header)} "
+        f"position: {position} "
         f"{timestamp_type}: {header.max_timestamp} size: {len(data)} magic: {header.magic} "
         f"compresscodec: {codec} crc: {header.crc} isvalid: {_bool(valid)}"
     )
+
+
+def _delete_horizon(header: BatchHeader) -> str:
+    """Java's OptionalLong: the base timestamp when the batch carries a delete horizon
+    (attribute bit 6, KIP-534), else empty."""
+    if header.attributes & DELETE_HORIZON_MASK:
+        return f"OptionalLong[{header.base_timestamp}]"
+    return "OptionalLong.empty"
 
 
 def _bool(value: bool) -> str:
@@ -143,7 +153,7 @@ def dump_log(
     path: Path, print_data: bool, deep: bool, skip_metadata: bool, report: LogDumpReport
 ) -> Iterator[str]:
     """The lines Kafka prints for one `.log` file (after `Dumping <file>`)."""
-    yield f"Starting offset: {int(path.name.split('.')[0])}"
+    yield f"Log starting offset: {int(path.name.split('.')[0])}"
     valid_bytes = 0
     last_offset = -1
     for position, header, data in read_batches(path):

@@ -117,7 +117,7 @@ def test_dump_log_reads_a_brokers_segment(cluster: ClusterHandle) -> None:
     # Every broker holds a replica; broker 1's copy may still be on its way.
     wait_until(lambda: segment.exists() and segment.stat().st_size > 0, WAIT_S, "the replica")
     lines = ok(run_tool("kafka-dump-log", "--files", str(segment), "--print-data-log"))
-    assert lines.splitlines()[:2] == [f"Dumping {segment}", "Starting offset: 0"]
+    assert lines.splitlines()[:2] == [f"Dumping {segment}", "Log starting offset: 0"]
     assert "| offset: 0 CreateTime: " in lines
     assert lines.rstrip().endswith("headerKeys: [] key: k payload: dumped")
 

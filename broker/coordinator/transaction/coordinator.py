@@ -245,7 +245,9 @@ class TransactionCoordinator:
     ) -> None:
         now_ms = _now_ms()
         dead = {m.transactional_id: m.prepare_dead(now_ms) for m in expired}
-        tombstones = [SimpleRecord(encode_key(m.transactional_id), None) for m in expired]
+        tombstones = [
+            SimpleRecord(encode_key(m.transactional_id), None, (), now_ms) for m in expired
+        ]
         error = await self._append(partition, tombstones)
         for metadata in expired:
             if error == ErrorCode.none and metadata.pending is dead[metadata.transactional_id]:
@@ -329,7 +331,13 @@ class TransactionCoordinator:
         """Append `value` and wait for the ISR; then apply it. TxnRefused on failure (the
         pending transit is dropped, so the producer may retry)."""
         partition = partition_for(metadata.transactional_id, self.partition_count)
-        record = SimpleRecord(encode_key(metadata.transactional_id), encode_value(value))
+        # The record's time is its write's, as Kafka's (the value's last-update time).
+        record = SimpleRecord(
+            encode_key(metadata.transactional_id),
+            encode_value(value),
+            (),
+            value.last_update_timestamp_ms,
+        )
         error = await self._append(partition, [record])
         if self._partitions.get(partition) is not state:
             metadata.pending = None

@@ -58,12 +58,13 @@ def test_log_batches_are_listed_with_kafka_fields(
     status, lines, _ = _run(capsys, "--files", str(segment_dir / f"{SEGMENT}.log"))
     assert status == 0
     assert lines[0] == f"Dumping {segment_dir / f'{SEGMENT}.log'}"
-    assert lines[1] == "Starting offset: 0"
+    assert lines[1] == "Log starting offset: 0"
     batches = [line for line in lines if line.startswith("baseOffset:")]
     assert len(batches) == 7
     assert batches[0].startswith(
         "baseOffset: 0 lastOffset: 1 count: 2 baseSequence: -1 lastSequence: -1 producerId: -1 "
         "producerEpoch: -1 partitionLeaderEpoch: 0 isTransactional: false isControl: false "
+        "deleteHorizonMs: OptionalLong.empty "
         f"position: 0 CreateTime: {BASE_TIMESTAMP_MS + 1} size: "
     )
     assert batches[0].endswith("magic: 2 compresscodec: none crc: " + batches[0].split("crc: ")[1])

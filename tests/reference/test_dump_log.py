@@ -1,0 +1,89 @@
+"""Differential: kafka-dump-log. Apache Kafka 3.9's own DumpLogSegments reads the segment files
+our broker writes, and prints exactly what our kafka-dump-log prints for them: plain, keyed and
+headed records, a compressed batch, an idempotent producer's batches, and a committed and an
+aborted transaction with their markers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import ClusterFactory
+
+pytestmark = [pytest.mark.integration, pytest.mark.reference]
+
+TOPIC = "dumped"
+TIMEOUT_S = 60
+QUIET_LOG4J = """log4j.rootLogger=WARN, stderr
+log4j.appender.stderr=org.apache.log4j.ConsoleAppender
+log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
+log4j.appender.stderr.layout.ConversionPattern=%p %m (%c)%n
+log4j.appender.stderr.Target=System.err
+"""
+
+
+def _write_records(bootstrap: str) -> None:
+    from confluent_kafka import Producer
+
+    plain = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    plain.produce(TOPIC, b"no key", partition=0)
+    plain.produce(TOPIC, b"with headers", b"k1", partition=0, headers=[("h", b"v"), ("e", b"")])
+    assert plain.flush(TIMEOUT_S) == 0
+    gzipped = Producer({"bootstrap.servers": bootstrap, "compression.type": "gzip"})
+    for i in range(5):
+        gzipped.produce(TOPIC, f"compressed-{i}".encode(), f"c{i}".encode(), partition=0)
+    assert gzipped.flush(TIMEOUT_S) == 0
+    transactional = Producer({"bootstrap.servers": bootstrap, "transactional.id": "dump-app"})
+    transactional.init_transactions(TIMEOUT_S)
+    for outcome in ("committed", "aborted"):
+        transactional.begin_transaction()
+        transactional.produce(TOPIC, outcome.encode(), b"t", partition=0)
+        transactional.flush(TIMEOUT_S)
+        if outcome == "committed":
+            transactional.commit_transaction(TIMEOUT_S)
+        else:
+            transactional.abort_transaction(TIMEOUT_S)
+
+
+def _kafka_dump(reference_lib: Path, log4j: Path, files: str, *flags: str) -> str:
+    command = ["java", f"-Dlog4j.configuration=file:{log4j}", "-cp", f"{reference_lib}/*"]
+    command += ["kafka.tools.DumpLogSegments", "--files", files, *flags]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def _our_dump(files: str, *flags: str) -> str:
+    tool = str(Path(sys.executable).parent / "kafka-dump-log")
+    result = subprocess.run(
+        [tool, "--files", files, *flags], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_kafka_39_dumps_our_segments_as_we_do(
+    reference_lib: Path, make_cluster: ClusterFactory, tmp_path: Path
+) -> None:
+    cluster = make_cluster(
+        brokers=1,
+        overrides={
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "transaction.state.log.num.partitions": "1",
+            "offsets.topic.replication.factor": "1",
+        },
+    )
+    _write_records(cluster.bootstrap)
+    log4j = tmp_path / "log4j.properties"
+    log4j.write_text(QUIET_LOG4J)
+    segments = sorted(cluster.dir.glob(f"broker-1/*/{TOPIC}-0/*.log"))
+    assert segments, f"no segment of {TOPIC}-0 under {cluster.dir}"
+    files = ",".join(str(path) for path in segments)
+    for flags in ((), ("--print-data-log",)):
+        ours = _our_dump(files, *flags)
+        assert "isControl: true" in ours and "compresscodec: gzip" in ours
+        assert ours == _kafka_dump(reference_lib, log4j, files, *flags)
