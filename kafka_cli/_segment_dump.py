@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from broker.coordinator.record_io import RecordFormatError
+from broker.coordinator.transaction.records import decode_key, decode_value
 from broker.log.batch import (
     HEADER_SIZE_BYTES,
     HEADER_STRUCT,
@@ -113,8 +115,41 @@ def _text(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
 
+# How a record's key and payload are shown (--print-data-log): as text, or decoded.
+RecordDecoder = Callable[[DecodedRecord], tuple[str | None, str | None]]
+
+
+def plain_text(record: DecodedRecord) -> tuple[str | None, str | None]:
+    key = None if record.key is None else _text(record.key)
+    return key, None if record.value is None else _text(record.value)
+
+
+def transaction_log_text(record: DecodedRecord) -> tuple[str | None, str | None]:
+    """--transaction-log-decoder: a `__transaction_state` record as Kafka's TransactionLog
+    formats it (a transaction's partitions sorted, where Kafka lists them in hash order)."""
+    try:
+        key = f"transaction_metadata::transactionalId={decode_key(record.key or b'')}"
+        if record.value is None:
+            return key, "<DELETE>"
+        value = decode_value(record.value)
+    except RecordFormatError:
+        return plain_text(record)
+    partitions = ",".join(f"{t}-{p}" for t, p in sorted(value.partitions))
+    payload = (
+        f"producerId:{value.producer_id},producerEpoch:{value.producer_epoch},"
+        f"state={value.state.kafka_name},partitions=[{partitions}],"
+        f"txnLastUpdateTimestamp={value.last_update_timestamp_ms},"
+        f"txnTimeoutMs={value.transaction_timeout_ms}"
+    )
+    return key, payload
+
+
 def record_line(
-    header: BatchHeader, record: DecodedRecord, print_data: bool, skip_metadata: bool
+    header: BatchHeader,
+    record: DecodedRecord,
+    print_data: bool,
+    skip_metadata: bool,
+    decode: RecordDecoder = plain_text,
 ) -> str:
     parts: list[str] = []
     if not skip_metadata:
@@ -131,10 +166,11 @@ def record_line(
         if header.is_control:
             parts.append(_control_text(record))
     if print_data and not header.is_control:
-        if record.key is not None:
-            parts.append(f"key: {_text(record.key)}")
-        if record.value is not None:
-            parts.append(f"payload: {_text(record.value)}")
+        key, payload = decode(record)
+        if key is not None:
+            parts.append(f"key: {key}")
+        if payload is not None:
+            parts.append(f"payload: {payload}")
     return f"{RECORD_INDENT} " + " ".join(parts)
 
 
@@ -150,7 +186,12 @@ def _control_text(record: DecodedRecord) -> str:
 
 
 def dump_log(
-    path: Path, print_data: bool, deep: bool, skip_metadata: bool, report: LogDumpReport
+    path: Path,
+    print_data: bool,
+    deep: bool,
+    skip_metadata: bool,
+    report: LogDumpReport,
+    decode: RecordDecoder = plain_text,
 ) -> Iterator[str]:
     """The lines Kafka prints for one `.log` file (after `Dumping <file>`)."""
     yield f"Log starting offset: {int(path.name.split('.')[0])}"
@@ -169,7 +210,7 @@ def dump_log(
                     pairs = report.non_consecutive.setdefault(str(path.resolve()), [])
                     pairs.append((last_offset, record.offset))
                 last_offset = record.offset
-                yield record_line(header, record, print_data, skip_metadata)
+                yield record_line(header, record, print_data, skip_metadata, decode)
         valid_bytes += len(data)
     trailing_bytes = path.stat().st_size - valid_bytes
     if trailing_bytes > 0:

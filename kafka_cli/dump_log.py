@@ -22,7 +22,13 @@ from itertools import pairwise
 from pathlib import Path
 
 from broker.log.batch import BatchHeader
-from kafka_cli._segment_dump import LogDumpReport, dump_log, read_batches
+from kafka_cli._segment_dump import (
+    LogDumpReport,
+    dump_log,
+    plain_text,
+    read_batches,
+    transaction_log_text,
+)
 from kafka_cli.common import ToolArgumentParser, ToolError, run_tool
 
 OFFSET_ENTRY = struct.Struct(">ii")  # relative offset, position
@@ -50,6 +56,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--verify-index-only", action="store_true", help="Only check indexes.")
     parser.add_argument("--index-sanity-check", action="store_true", help="Only sanity-check.")
     parser.add_argument("--skip-record-metadata", action="store_true")
+    parser.add_argument(
+        "--transaction-log-decoder",
+        action="store_true",
+        help="Decode records as __transaction_state entries (implies --print-data-log).",
+    )
     parser.add_argument("--max-message-size", type=int, default=MAX_MESSAGE_SIZE_DEFAULT)
     return parser
 
@@ -185,8 +196,10 @@ def _dump_file(
 ) -> Iterator[str]:
     suffix = path.suffix
     if suffix == ".log":
-        deep = options.deep_iteration or options.print_data_log
-        return dump_log(path, options.print_data_log, deep, options.skip_record_metadata, log)
+        print_data = options.print_data_log or options.transaction_log_decoder
+        deep = options.deep_iteration or print_data
+        decode = transaction_log_text if options.transaction_log_decoder else plain_text
+        return dump_log(path, print_data, deep, options.skip_record_metadata, log, decode)
     if suffix == ".index":
         return dump_index(path, options, index)
     if suffix == ".timeindex":

@@ -1,7 +1,7 @@
 """Differential: kafka-dump-log. Apache Kafka 3.9's own DumpLogSegments reads the segment files
 our broker writes, and prints exactly what our kafka-dump-log prints for them: plain, keyed and
 headed records, a compressed batch, an idempotent producer's batches, and a committed and an
-aborted transaction with their markers."""
+aborted transaction with their markers; and `__transaction_state` with --transaction-log-decoder."""
 
 from __future__ import annotations
 
@@ -87,3 +87,9 @@ def test_kafka_39_dumps_our_segments_as_we_do(
         ours = _our_dump(files, *flags)
         assert "isControl: true" in ours and "compresscodec: gzip" in ours
         assert ours == _kafka_dump(reference_lib, log4j, files, *flags)
+    # __transaction_state, decoded: each of the id's states, one partition per transaction.
+    states = sorted(cluster.dir.glob("broker-1/*/__transaction_state-0/*.log"))
+    files = ",".join(str(path) for path in states)
+    ours = _our_dump(files, "--transaction-log-decoder")
+    assert f"state=CompleteAbort,partitions=[{TOPIC}-0]" in ours
+    assert ours == _kafka_dump(reference_lib, log4j, files, "--transaction-log-decoder")
