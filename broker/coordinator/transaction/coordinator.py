@@ -411,6 +411,7 @@ class TransactionCoordinator:
         for task in list(self._completions):
             task.cancel()
         await asyncio.gather(*self._completions, return_exceptions=True)
+        await self.markers.close()
 
 
 def _apply(state: _LoadedPartition, key: bytes, value: bytes | None) -> None:

@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 WRITE_TXN_MARKERS_VERSION = 1
 RETRY_BACKOFF_S = 0.1
 MAX_RETRY_BACKOFF_S = 1.0
+MAX_CONNECTIONS_PER_BROKER = 4
 
 TopicPartition = tuple[str, int]
 
@@ -51,9 +52,27 @@ class TxnEnd:
     coordinator_epoch: int
 
 
+class _Connections:
+    """Idle connections to one broker, reused from one marker request to the next (Kafka keeps
+    one channel per broker; a client here carries one request at a time, so markers of
+    concurrent transactions use up to MAX_CONNECTIONS_PER_BROKER)."""
+
+    def __init__(self, address: tuple[str, int]) -> None:
+        self.address = address
+        self.idle: list[BrokerClient] = []
+        self.slots = asyncio.Semaphore(MAX_CONNECTIONS_PER_BROKER)
+
+
 class TxnMarkerSender:
     def __init__(self, server: KafkaServer) -> None:
         self._server = server
+        self._connections: dict[int, _Connections] = {}
+
+    async def close(self) -> None:
+        connections, self._connections = self._connections, {}
+        for pool in connections.values():
+            for client in pool.idle:
+                await client.close()
 
     async def send(
         self,
@@ -113,27 +132,37 @@ class TxnMarkerSender:
             request_class(ApiKey.WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSION),
             {"markers": [_marker(end, partitions)]},
         )
-        timeout_ms = self._server.config["request.timeout.ms"]
-        client = BrokerClient(
-            address[0],
-            address[1],
-            client_id=f"broker-{self._server.broker_id}-txn-markers",
-            connect_timeout_ms=timeout_ms,
-            request_timeout_ms=timeout_ms + 5_000,  # the leader waits for its ISR first
-        )
-        try:
-            response = await client.send(request)
-        except BrokerClientError as error:
-            log.info("markers to broker %d: %s", leader, error)
-            return {}
-        finally:
-            await client.close()
+        pool = self._connections.get(leader)
+        if pool is None or pool.address != address:  # a broker back on another address
+            stale = pool.idle if pool is not None else []
+            pool = self._connections[leader] = _Connections(address)
+            for client in stale:
+                await client.close()
+        async with pool.slots:
+            client = pool.idle.pop() if pool.idle else self._client(address)
+            try:
+                response = await client.send(request)
+            except BrokerClientError as error:
+                log.info("markers to broker %d: %s", leader, error)
+                await client.close()
+                return {}
+            pool.idle.append(client)
         return {
             (topic.name, int(p.partition_index)): ErrorCode(p.error_code)
             for marker in response.markers
             for topic in marker.topics
             for p in topic.partitions
         }
+
+    def _client(self, address: tuple[str, int]) -> BrokerClient:
+        timeout_ms = self._server.config["request.timeout.ms"]
+        return BrokerClient(
+            address[0],
+            address[1],
+            client_id=f"broker-{self._server.broker_id}-txn-markers",
+            connect_timeout_ms=timeout_ms,
+            request_timeout_ms=timeout_ms + 5_000,  # the leader waits for its ISR first
+        )
 
 
 def _marker(end: TxnEnd, partitions: list[TopicPartition]) -> dict[str, Any]:
