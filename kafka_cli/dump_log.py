@@ -1,14 +1,16 @@
 """kafka-dump-log: print segment files the way Kafka's DumpLogSegments does.
 
-    kafka-dump-log --files 00000000000000000000.log[,....index,....timeindex]
+    kafka-dump-log --files 00000000000000000000.log[,....index,....timeindex,....txnindex]
                    [--print-data-log] [--deep-iteration] [--index-sanity-check]
                    [--verify-index-only] [--skip-record-metadata] [--max-message-size N]
+                   [--transaction-log-decoder]
 
 `.log`: one line per batch, and with --deep-iteration (implied by --print-data-log) one
-`| offset: ...` line per record. `.index`: `offset: N position: P`, `.timeindex`:
-`timestamp: T offset: N`; both are checked against the segment's `.log` next to them, and
-mismatches are reported on standard error after all files (as Kafka does). Other suffixes are
-ignored with a note on standard error. Pure file reading: no broker is contacted.
+`| offset: ...` line per record (--transaction-log-decoder: `__transaction_state` records
+decoded). `.index`: `offset: N position: P`, `.timeindex`: `timestamp: T offset: N`; both are
+checked against the segment's `.log` next to them, and mismatches are reported on standard
+error after all files (as Kafka does). `.txnindex`: one line per aborted transaction. Other
+suffixes are ignored with a note on standard error. Pure file reading: no broker is contacted.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from itertools import pairwise
 from pathlib import Path
 
 from broker.log.batch import BatchHeader
+from broker.log.txn_index import ENTRY_VERSION, TXN_INDEX_SUFFIX, TransactionIndex
 from kafka_cli._segment_dump import (
     LogDumpReport,
     dump_log,
@@ -191,6 +194,15 @@ def _print_reports(index: IndexReport, log: LogDumpReport) -> None:
             print(f"  {first} is followed by {second}", file=err)
 
 
+def dump_txn_index(path: Path) -> Iterator[str]:
+    for txn in TransactionIndex(path).entries():
+        yield (
+            f"version: {ENTRY_VERSION} producerId: {txn.producer_id} firstOffset: "
+            f"{txn.first_offset} lastOffset: {txn.last_offset} "
+            f"lastStableOffset: {txn.last_stable_offset}"
+        )
+
+
 def _dump_file(
     path: Path, options: argparse.Namespace, index: IndexReport, log: LogDumpReport
 ) -> Iterator[str]:
@@ -204,6 +216,8 @@ def _dump_file(
         return dump_index(path, options, index)
     if suffix == ".timeindex":
         return dump_time_index(path, options, index)
+    if suffix == TXN_INDEX_SUFFIX:
+        return dump_txn_index(path)
     print(f"Ignoring unknown file {path}", file=sys.stderr)
     return iter(())
 

@@ -44,6 +44,7 @@ from broker.log.segment import (
     LogSegment,
     segment_file_name,
 )
+from broker.log.txn_index import TXN_INDEX_SUFFIX
 
 NANOSECONDS_PER_MILLISECOND = 1_000_000
 THROTTLE_WINDOW_S = 0.3  # Kafka's Throttler checks its rate every 300 ms
@@ -233,7 +234,7 @@ def build_offset_map(
 def cleaned_file_paths(directory: Path, base_offset: int) -> list[Path]:
     return [
         directory / (segment_file_name(base_offset, suffix) + CLEANED_SUFFIX)
-        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
     ]
 
 
@@ -308,6 +309,8 @@ def write_cleaned_segment(
                 if filtered.data:
                     writer.add(filtered.data)
         writer.flush()
+        # The aborts whose markers this group keeps: the cleaned segment's .txnindex.
+        cleaned.txn_index.replace(txns.kept_aborts(base_offset, group[-1].info.end_offset))
         cleaned.on_become_inactive()
         cleaned.flush()
         modified_ns = newest_modified_ms * NANOSECONDS_PER_MILLISECOND

@@ -34,13 +34,16 @@ from broker.log.segment import (
     TIME_INDEX_SUFFIX,
     segment_file_name,
 )
+from broker.log.txn_index import TXN_INDEX_SUFFIX
 
 logger = logging.getLogger(__name__)
 
 SWAP_END_SUFFIX = ".swap-end"
-_SWAP_FILE = re.compile(r"^(\d{20})(\.log|\.index|\.timeindex)" + re.escape(SWAP_SUFFIX) + "$")
+_SWAP_FILE = re.compile(
+    r"^(\d{20})(\.log|\.index|\.timeindex|\.txnindex)" + re.escape(SWAP_SUFFIX) + "$"
+)
 _SWAP_END_FILE = re.compile(r"^(\d{20})" + re.escape(SWAP_END_SUFFIX) + "$")
-_SEGMENT_FILE = re.compile(r"^(\d{20})(\.log|\.index|\.timeindex)$")
+_SEGMENT_FILE = re.compile(r"^(\d{20})(\.log|\.index|\.timeindex|\.txnindex)$")
 
 
 def swap_end_path(directory: Path, base_offset: int) -> Path:
@@ -111,7 +114,7 @@ def _complete_swap(
     for other_base, path in segment_files:
         if base_offset <= other_base < end_offset:
             path.unlink(missing_ok=True)
-    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, LOG_SUFFIX):
+    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, LOG_SUFFIX):
         if suffix in files:
             os.replace(files[suffix], directory / segment_file_name(base_offset, suffix))
 

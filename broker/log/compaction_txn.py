@@ -25,12 +25,14 @@ from collections.abc import Iterable
 
 from broker.log.batch import BatchHeader
 from broker.log.transaction_state import AbortedTxn
+from broker.log.txn_index import aborted_in
 
 
 class TxnCleaning:
     def __init__(self, aborted: Iterable[AbortedTxn]) -> None:
+        self._aborted_txns = list(aborted)
         ranges: defaultdict[int, list[tuple[int, int]]] = defaultdict(list)
-        for txn in aborted:
+        for txn in self._aborted_txns:
             ranges[txn.producer_id].append((txn.first_offset, txn.last_offset))
         self._aborted = {producer: sorted(found) for producer, found in ranges.items()}
         # Producers with a transactional data batch seen since their last marker.
@@ -62,6 +64,13 @@ class TxnCleaning:
             return False
         self._removed.append(header.base_offset)
         return True
+
+    def kept_aborts(self, base_offset: int, end_offset: int) -> list[AbortedTxn]:
+        """The aborted transactions whose markers in [base_offset, end_offset) this pass kept
+        (call before `take_removed`)."""
+        removed = set(self._removed)
+        found = aborted_in(self._aborted_txns, base_offset, end_offset)
+        return [txn for txn in found if txn.last_offset not in removed]
 
     def take_removed(self) -> list[int]:
         """Offsets of the markers removed since the last call."""

@@ -139,6 +139,7 @@ class Log(TransactionalLog):
         self._producer_rebuild_generation = 0  # a newer truncation voids an older rebuild
         self.leader_epoch_cache = LeaderEpochCache(directory / LEADER_EPOCH_CHECKPOINT, [])
         self._load_state_from_batches()
+        self._reconcile_txn_indexes()
         # Bumped by every truncation, so the log cleaner can tell that segments it read may
         # have been rewritten meanwhile (same objects, different bytes).
         self.truncation_count = 0
@@ -288,9 +289,7 @@ class Log(TransactionalLog):
         # are always checked one at a time, so the sequence rules see each in turn.
         producer_batches = any(h.producer_id != NO_PRODUCER_ID for h in headers)
         if len(headers) > 1 and (required or producer_batches):
-            raise RecordError(
-                INVALID_RECORD, f"expected exactly one record batch, got {len(headers)}"
-            )
+            raise RecordError(INVALID_RECORD, f"expected one record batch, got {len(headers)}")
 
     def _load_state_from_batches(self) -> None:
         """One pass over the batches rebuilds the producer state and checks the epoch
@@ -380,6 +379,8 @@ class Log(TransactionalLog):
         self, header: BatchHeader, first_offset: int, marker: EndTxnMarker | None = None
     ) -> CompletedTxn | None:
         completed = self.producer_state.update(header, first_offset, marker)
+        if completed is not None and completed.is_aborted:
+            self._index_abort()
         pending = self._producer_batches_since_truncation
         if pending is not None and header.producer_id != NO_PRODUCER_ID:
             pending.append((header, first_offset, marker))

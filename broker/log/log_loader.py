@@ -22,7 +22,7 @@ from broker.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogS
 
 logger = logging.getLogger(__name__)
 
-SEGMENT_FILE = re.compile(r"^(\d{20})(\.log|\.index|\.timeindex)$")
+SEGMENT_FILE = re.compile(r"^(\d{20})(\.log|\.index|\.timeindex|\.txnindex)$")
 # Leftovers of interrupted writes, deletions, or compaction swaps that never committed (the
 # cleaner re-does them); committed swaps are completed first (`complete_interrupted_swaps`).
 LEFTOVER_SUFFIXES = (".tmp", ".deleted", ".cleaned", ".swap")

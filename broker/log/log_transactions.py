@@ -15,13 +15,16 @@ from broker.log.errors import LogInvariantError, RecordError
 from broker.log.producer_state import NO_PRODUCER_ID, ProducerStateManager
 from broker.log.segment import batch_spans
 from broker.log.transaction_state import AbortedTxn, CompletedTxn
+from broker.log.txn_index import aborted_in
 
 if TYPE_CHECKING:
     from broker.log.config import LogConfig
     from broker.log.epoch_cache import LeaderEpochCache
-    from broker.log.segment import BatchSpan
+    from broker.log.segment import BatchSpan, LogSegment
 
 logger = logging.getLogger(__name__)
+
+END_OF_LOG = 2**63 - 1
 
 
 class TransactionalLog:
@@ -42,6 +45,13 @@ class TransactionalLog:
             self, header: BatchHeader, first_offset: int, marker: EndTxnMarker | None = None
         ) -> CompletedTxn | None: ...
 
+        @property
+        def segments(self) -> list[LogSegment]: ...
+
+        def segment_for(self, offset: int) -> LogSegment: ...
+
+        def _report_io_error(self, error: OSError) -> None: ...
+
     @property
     def last_stable_offset(self) -> int:
         """What read_committed consumers may read below: the high watermark, or the first
@@ -51,6 +61,28 @@ class TransactionalLog:
     def aborted_transactions(self, fetch_offset: int, upper_offset: int) -> list[AbortedTxn]:
         """Aborted transactions with records in [fetch_offset, upper_offset)."""
         return self.producer_state.transactions.aborted_between(fetch_offset, upper_offset)
+
+    def _index_abort(self) -> None:
+        """The abort just recorded, into the .txnindex of the segment holding its marker."""
+        txn = self.producer_state.transactions.latest_aborted()
+        if txn is None:
+            return
+        try:
+            self.segment_for(txn.last_offset).txn_index.append(txn)
+        except OSError as error:
+            logger.error("writing the transaction index of %s failed: %s", self, error)
+            self._report_io_error(error)
+
+    def _reconcile_txn_indexes(self) -> None:
+        """(Opening the log.) Each segment's .txnindex made to hold exactly the aborts whose
+        markers it holds, as rebuilt from the log: a crash may have left one behind."""
+        aborted = self.producer_state.transactions.aborted
+        segments = self.segments
+        ends = [s.base_offset for s in segments[1:]] + [END_OF_LOG]
+        for segment, end_offset in zip(segments, ends, strict=True):
+            expected = aborted_in(aborted, segment.base_offset, end_offset)
+            if segment.txn_index.entries() != expected:
+                segment.txn_index.replace(expected)
 
     def append_marker_as_leader(
         self,

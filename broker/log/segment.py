@@ -16,6 +16,7 @@ from broker.log.errors import RecordError
 from broker.log.index import INT32_MAX, OffsetIndex, TimeIndex
 from broker.log.record_codec import decode_records
 from broker.log.segment_scan import read_one_header, scan_chunk
+from broker.log.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -92,6 +93,9 @@ class LogSegment:
             os.close(self._fd)
             self.offset_index.close()
             raise
+        self.txn_index = TransactionIndex(
+            directory / (segment_file_name(base_offset, TXN_INDEX_SUFFIX) + file_suffix)
+        )
         self.next_offset = base_offset
         self.max_timestamp_so_far = -1
         self.offset_of_max_timestamp_so_far = base_offset
@@ -293,6 +297,7 @@ class LogSegment:
         found = self.translate_offset(offset)
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         if found is None:
             return 0
         truncated_bytes = self.size_bytes - found[0]
@@ -317,6 +322,7 @@ class LogSegment:
             os.fsync(self._fd)
             self.offset_index.flush()
             self.time_index.flush()
+            self.txn_index.flush()
 
     def close(self) -> None:
         if self._fd < 0:
@@ -340,18 +346,19 @@ class LogSegment:
         self.log_path.unlink(missing_ok=True)
         self.offset_index.delete()
         self.time_index.delete()
+        self.txn_index.delete()
 
     def move_to(self, directory: Path) -> None:
         """The partition directory was renamed: the same files, at their new paths."""
         self.log_path = directory / self.log_path.name
-        for index in (self.offset_index, self.time_index):
+        for index in (self.offset_index, self.time_index, self.txn_index):
             index.path = directory / index.path.name
 
     def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
-        """Rename the three files from `<name><old_suffix>` to `<name><new_suffix>`; open
-        handles stay valid. The index files go first and the `.log` last, so a `.log` with
-        the new suffix means the whole segment was renamed."""
-        for index in (self.offset_index, self.time_index):
+        """Rename the files from `<name><old_suffix>` to `<name><new_suffix>`; open handles
+        stay valid. The index files go first and the `.log` last, so a `.log` with the new
+        suffix means the whole segment was renamed."""
+        for index in (self.offset_index, self.time_index, self.txn_index):
             index.rename(_with_suffix(index.path, old_suffix, new_suffix))
         renamed = _with_suffix(self.log_path, old_suffix, new_suffix)
         os.replace(self.log_path, renamed)

@@ -98,6 +98,9 @@ class TransactionTracker:
     def aborted(self) -> list[AbortedTxn]:
         return list(self._aborted)
 
+    def latest_aborted(self) -> AbortedTxn | None:
+        return self._aborted[-1] if self._aborted else None
+
     def truncate_from(self, offset: int) -> None:
         """The log lost its records at and after `offset`: transactions that began there
         vanish, and those whose marker went are open again."""

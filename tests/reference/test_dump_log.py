@@ -1,7 +1,8 @@
 """Differential: kafka-dump-log. Apache Kafka 3.9's own DumpLogSegments reads the segment files
 our broker writes, and prints exactly what our kafka-dump-log prints for them: plain, keyed and
 headed records, a compressed batch, an idempotent producer's batches, and a committed and an
-aborted transaction with their markers; and `__transaction_state` with --transaction-log-decoder."""
+aborted transaction with their markers, the aborted one's `.txnindex` entry, and
+`__transaction_state` with --transaction-log-decoder."""
 
 from __future__ import annotations
 
@@ -87,6 +88,12 @@ def test_kafka_39_dumps_our_segments_as_we_do(
         ours = _our_dump(files, *flags)
         assert "isControl: true" in ours and "compresscodec: gzip" in ours
         assert ours == _kafka_dump(reference_lib, log4j, files, *flags)
+    # The aborted transaction's entry in the .txnindex of the segment with its marker.
+    indexes = sorted(cluster.dir.glob(f"broker-1/*/{TOPIC}-0/*.txnindex"))
+    files = ",".join(str(path) for path in indexes)
+    ours = _our_dump(files)
+    assert ours.count("version: 0 producerId:") == 1
+    assert ours == _kafka_dump(reference_lib, log4j, files)
     # __transaction_state, decoded: each of the id's states, one partition per transaction.
     states = sorted(cluster.dir.glob("broker-1/*/__transaction_state-0/*.log"))
     files = ",".join(str(path) for path in states)
