@@ -139,6 +139,13 @@ def _control_batches(cluster: Any, topic: str) -> int:
     return dumped.stdout.count("isControl: true")
 
 
+def _aborted_in_index(cluster: Any, topic: str) -> list[Any]:
+    from broker.log.txn_index import TransactionIndex
+
+    directory = next(cluster.dir.glob(f"broker-1/*/{topic}-0"))
+    return [t for path in directory.glob("*.txnindex") for t in TransactionIndex(path).entries()]
+
+
 def test_compaction_removes_aborted_data_and_markers_with_no_data_left(
     make_cluster: ClusterFactory,
 ) -> None:
@@ -166,6 +173,7 @@ def test_compaction_removes_aborted_data_and_markers_with_no_data_left(
 
     wait_until(compacted, TIMEOUT_S, "the aborted and superseded records removed")
     assert _control_batches(cluster, TOPIC) == 3
+    assert len(_aborted_in_index(cluster, TOPIC)) == 1  # kept while its marker stays
     # Past delete.retention.ms, the abort marker, whose transaction has no data left, goes;
     # both commit markers stay (key-0..2 hold v2, key-3 and key-4 v1).
     time.sleep(2 * DELETE_RETENTION_MS / 1000)
@@ -175,6 +183,7 @@ def test_compaction_removes_aborted_data_and_markers_with_no_data_left(
         return _control_batches(cluster, TOPIC) == 2
 
     wait_until(abort_marker_gone, TIMEOUT_S, "the abort marker removed")
+    assert _aborted_in_index(cluster, TOPIC) == []  # and out of the cleaned .txnindex
     # librdkafka reads read_committed by default: with the abort marker gone, its transaction
     # must be off the fetch's aborted list too, or the consumer would skip v2 waiting for it.
     assert sorted((k, v) for _, k, v in _user_records(_read_all(cluster.bootstrap))) == sorted(
