@@ -16,6 +16,7 @@ import decimal
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from broker.config import CONFIG_DEFS, KafkaConfig
 from broker.config_protocol import ConfigSource
@@ -53,6 +54,17 @@ class ConfigEntry:
     read_only: bool
     config_type: int
     synonyms: list[Synonym] = field(default_factory=list)
+
+
+def entry_fields(entry: ConfigEntry) -> dict[str, Any]:
+    """The fields DescribeConfigs and CreateTopics (v5+) both answer for a config."""
+    return {
+        "name": entry.name,
+        "value": entry.value,
+        "read_only": entry.read_only,
+        "config_source": entry.source,
+        "is_sensitive": False,
+    }
 
 
 def _text(value: object) -> str | None:

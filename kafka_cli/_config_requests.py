@@ -17,9 +17,8 @@ from kio.schema.errors import ErrorCode
 from broker.config_protocol import ConfigResourceType
 from broker.config_synonym import Synonym
 from broker.network.broker_client import BrokerClient, BrokerClientError
-from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
-from broker.protocol.registry import request_class
+from kafka_cli._cluster_requests import build_request, parse_address
 from kafka_cli.common import ToolError
 
 # Versions every Kafka since 2.3 serves; v1 of DescribeConfigs is the first with synonyms.
@@ -40,18 +39,11 @@ class Entry:
     synonyms: tuple[Synonym, ...]
 
 
-def _address(server: str) -> tuple[str, int]:
-    host, separator, port = server.strip().rpartition(":")
-    if not separator or not host or not port.isdigit():
-        raise ToolError(f"Invalid bootstrap server '{server}': expected host:port")
-    return host.strip("[]"), int(port)
-
-
 class ConfigAdmin:
     """Connections to the cluster's brokers, opened on first use."""
 
     def __init__(self, bootstrap: str) -> None:
-        self._bootstrap = [_address(s) for s in bootstrap.split(",") if s.strip()]
+        self._bootstrap = [parse_address(s) for s in bootstrap.split(",") if s.strip()]
         self._clients: dict[int, BrokerClient] = {}
         self._any: BrokerClient | None = None
         self.brokers: dict[int, tuple[str, int]] = {}
@@ -132,7 +124,7 @@ class ConfigAdmin:
 
 
 def _request(api: tuple[int, int], fields: dict[str, Any]) -> Any:
-    return adapter.build(request_class(*api), fields)
+    return build_request(*api, fields)
 
 
 def _check(error_code: ErrorCode, message: str | None) -> None:

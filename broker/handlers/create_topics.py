@@ -12,7 +12,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.config_entries import ConfigEntry, topic_entries
+from broker.config_entries import entry_fields, topic_entries
 from broker.metadata_propagation import wait_for_peers
 from broker.network.context import RequestContext
 from broker.protocol import adapter
@@ -96,18 +96,8 @@ def _result(
     # them; `kafka-topics --create` fails on a null list).
     overrides = {name: value for name, value in topic.configs.items() if value is not None}
     entries = topic_entries(server.config, overrides, server.dynamic_config.overrides)
-    details["configs"] = [_config(entry) for entry in entries]
+    details["configs"] = [entry_fields(entry) for entry in entries]
     return details
-
-
-def _config(entry: ConfigEntry) -> dict[str, Any]:
-    return {
-        "name": entry.name,
-        "value": entry.value,
-        "read_only": entry.read_only,
-        "config_source": entry.source,
-        "is_sensitive": False,
-    }
 
 
 def _details(

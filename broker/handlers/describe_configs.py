@@ -20,6 +20,7 @@ from broker.config_entries import (
     ConfigEntry,
     broker_entries,
     cluster_default_entries,
+    entry_fields,
     topic_entries,
 )
 from broker.config_protocol import ConfigResourceType
@@ -71,11 +72,7 @@ async def _describe(context: RequestContext, resource: Any, synonyms: bool) -> d
 
 def _entry(entry: ConfigEntry, synonyms: bool) -> dict[str, Any]:
     return {
-        "name": entry.name,
-        "value": entry.value,
-        "read_only": entry.read_only,
-        "config_source": entry.source,
-        "is_sensitive": False,
+        **entry_fields(entry),
         "synonyms": [
             {"name": s.name, "value": s.value, "source": s.source}
             for s in (entry.synonyms if synonyms else [])

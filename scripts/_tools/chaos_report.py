@@ -72,16 +72,9 @@ def summary(
     divergences: list[Divergence],
     settled: bool,
 ) -> dict[str, Any]:
-    recovered = all(fault.recovered_at is not None for fault in faults)
-    kinds = _by_kind(faults)
     result: dict[str, Any] = {
         **settings,
-        "faults": len(faults),
-        "faults_by_kind": {kind: row["faults"] for kind, row in kinds.items()},
-        "longest_unavailability_ms": {
-            kind: row["longest_unavailability_ms"] for kind, row in kinds.items()
-        },
-        "longest_recovery_ms": {kind: row["longest_recovery_ms"] for kind, row in kinds.items()},
+        **_fault_figures(faults, divergences, settled),
         "produced": fleet.produced,
         "acked": records.acked,
         "acked_without_offset": records.acked_without_offset,
@@ -96,16 +89,31 @@ def summary(
         "resent_after_epoch_bump": records.resent_after_epoch_bump,
         "reordered": records.reordered,
         "read_complete": records.read_complete,
+        "samples": records.samples,
+    }
+    result["ok"] = passed(result)
+    return result
+
+
+def _fault_figures(
+    faults: list[Fault], divergences: list[Divergence], settled: bool
+) -> dict[str, Any]:
+    """What both checkers report about the faults and the replicas."""
+    kinds = _by_kind(faults)
+    return {
+        "faults": len(faults),
+        "faults_by_kind": {kind: row["faults"] for kind, row in kinds.items()},
+        "longest_unavailability_ms": {
+            kind: row["longest_unavailability_ms"] for kind, row in kinds.items()
+        },
+        "longest_recovery_ms": {kind: row["longest_recovery_ms"] for kind, row in kinds.items()},
         "divergent": len(divergences),
         "divergent_partitions": [d.describe() for d in divergences],
-        "samples": records.samples,
-        "recovered": recovered,
+        "recovered": all(fault.recovered_at is not None for fault in faults),
         "fault_errors": sum(fault.error is not None for fault in faults),
         "settled": settled,
         "fault_log": [_fault_entry(fault) for fault in faults],
     }
-    result["ok"] = passed(result)
-    return result
 
 
 def _fault_entry(fault: Fault) -> dict[str, Any]:
@@ -120,9 +128,13 @@ def _fault_entry(fault: Fault) -> dict[str, Any]:
 
 
 def passed(result: dict[str, Any]) -> bool:
-    problems = (result["lost"], result["duplicated"], result["reordered"], result["divergent"])
+    problems = (result["lost"], result["duplicated"], result["reordered"])
+    return not any(problems) and _cluster_ok(result)
+
+
+def _cluster_ok(result: dict[str, Any]) -> bool:
     return (
-        not any(problems)
+        not result["divergent"]
         and result["writable"]
         and not result["fault_errors"]
         and result["recovered"]
@@ -148,25 +160,33 @@ def _with_details(total: int, by_name: dict[str, int]) -> str:
 
 
 def table(result: dict[str, Any]) -> str:
-    header = ["fault kind", "faults", "longest unavailability ms", "longest recovery ms"]
-    rows = [header]
+    return _render(
+        result,
+        [
+            ("acked", result["acked"]),
+            ("acked without offset", result["acked_without_offset"]),
+            ("lost", result["lost"]),
+            ("duplicated", result["duplicated"]),
+            ("re-sent after a client epoch bump", result["resent_after_epoch_bump"]),
+            ("reordered", result["reordered"]),
+            ("divergent partitions", result["divergent"]),
+            ("failed deliveries", _with_details(result["failed"], result["failed_by_error"])),
+            ("unresolved deliveries", result["unresolved"]),
+            ("stored, never acked", result["unacknowledged_stored"]),
+            ("producer fatal errors", len(result["producer_fatal_errors"])),
+        ],
+    )
+
+
+def _render(result: dict[str, Any], checks: list[tuple[str, object]]) -> str:
+    """The faults per kind, the checker's own lines (`checks`), then what every run shows."""
+    rows = [["fault kind", "faults", "longest unavailability ms", "longest recovery ms"]]
     for kind, count in result["faults_by_kind"].items():
         unavailable = result["longest_unavailability_ms"][kind]
-        recovery = result["longest_recovery_ms"][kind]
-        rows.append([kind, str(count), str(unavailable), str(recovery)])
+        rows.append([kind, str(count), str(unavailable), str(result["longest_recovery_ms"][kind])])
     rows.append(["total", str(result["faults"]), "", ""])
     totals = [
-        ("acked", result["acked"]),
-        ("acked without offset", result["acked_without_offset"]),
-        ("lost", result["lost"]),
-        ("duplicated", result["duplicated"]),
-        ("re-sent after a client epoch bump", result["resent_after_epoch_bump"]),
-        ("reordered", result["reordered"]),
-        ("divergent partitions", result["divergent"]),
-        ("failed deliveries", _with_details(result["failed"], result["failed_by_error"])),
-        ("unresolved deliveries", result["unresolved"]),
-        ("stored, never acked", result["unacknowledged_stored"]),
-        ("producer fatal errors", len(result["producer_fatal_errors"])),
+        *checks,
         ("all partitions writable", "yes" if result["writable"] else "NO"),
         ("faults gone wrong", result["fault_errors"]),
         ("recovered after each fault", "yes" if result["recovered"] else "NO"),
@@ -175,8 +195,7 @@ def table(result: dict[str, Any]) -> str:
         ("result", "PASS" if result["ok"] else "FAIL"),
     ]
     lines = [*_columns(rows), "", *_columns([[name, str(value)] for name, value in totals])]
-    for divergence in result["divergent_partitions"]:
-        lines.append(f"divergent {divergence}")
+    lines += [f"divergent {divergence}" for divergence in result["divergent_partitions"]]
     for problem, samples in result["samples"].items():
         lines += [f"{problem}: {sample}" for sample in samples]
     for entry in result["fault_log"]:
@@ -194,58 +213,22 @@ def txn_summary(
     settled: bool,
 ) -> dict[str, Any]:
     """`--transactional`: the fault figures and the transactions' check (chaos_txn_check)."""
-    kinds = _by_kind(faults)
     result: dict[str, Any] = {
         **settings,
-        "faults": len(faults),
-        "faults_by_kind": {kind: row["faults"] for kind, row in kinds.items()},
-        "longest_unavailability_ms": {
-            kind: row["longest_unavailability_ms"] for kind, row in kinds.items()
-        },
-        "longest_recovery_ms": {kind: row["longest_recovery_ms"] for kind, row in kinds.items()},
+        **_fault_figures(faults, divergences, settled),
         **check.as_dict(),
         "client_errors": client_errors,
-        "divergent": len(divergences),
-        "divergent_partitions": [d.describe() for d in divergences],
-        "recovered": all(fault.recovered_at is not None for fault in faults),
-        "fault_errors": sum(fault.error is not None for fault in faults),
-        "settled": settled,
-        "fault_log": [_fault_entry(fault) for fault in faults],
     }
-    result["ok"] = (
-        check.problems == 0
-        and not divergences
-        and result["writable"]
-        and not result["fault_errors"]
-        and result["recovered"]
-        and settled
-        and check.read_complete
-    )
+    result["ok"] = check.problems == 0 and _cluster_ok(result)
     return result
 
 
 def txn_table(result: dict[str, Any], check_rows: list[tuple[str, object]]) -> str:
-    rows = [["fault kind", "faults", "longest unavailability ms", "longest recovery ms"]]
-    for kind, count in result["faults_by_kind"].items():
-        unavailable = result["longest_unavailability_ms"][kind]
-        rows.append([kind, str(count), str(unavailable), str(result["longest_recovery_ms"][kind])])
-    rows.append(["total", str(result["faults"]), "", ""])
-    totals = [
-        *check_rows,
-        ("divergent partitions", result["divergent"]),
-        ("client errors", len(result["client_errors"])),
-        ("all partitions writable", "yes" if result["writable"] else "NO"),
-        ("faults gone wrong", result["fault_errors"]),
-        ("recovered after each fault", "yes" if result["recovered"] else "NO"),
-        ("settled (full ISR, same bytes)", "yes" if result["settled"] else "NO"),
-        ("read complete", "yes" if result["read_complete"] else "NO"),
-        ("result", "PASS" if result["ok"] else "FAIL"),
-    ]
-    lines = [*_columns(rows), "", *_columns([[name, str(value)] for name, value in totals])]
-    lines += [f"divergent {divergence}" for divergence in result["divergent_partitions"]]
-    for problem, samples in result["samples"].items():
-        lines += [f"{problem}: {sample}" for sample in samples]
-    for entry in result["fault_log"]:
-        if entry["error"]:
-            lines.append(f"fault {entry['kind']} on {entry['target']}: {entry['error']}")
-    return "\n".join(lines)
+    return _render(
+        result,
+        [
+            *check_rows,
+            ("divergent partitions", result["divergent"]),
+            ("client errors", len(result["client_errors"])),
+        ],
+    )

@@ -195,7 +195,6 @@ class Copier(threading.Thread):
         self.group = self.transactional_id = f"chaos-{run}-copier"
         self.stopping = threading.Event()
         self.log = _Log()
-        self.committed_transactions = 0
 
     def run(self) -> None:
         consumer = Consumer(
@@ -216,7 +215,6 @@ class Copier(threading.Thread):
                 continue
             outcome = self._copy(consumer, producer, messages)
             if outcome == "committed":
-                self.committed_transactions += 1
                 continue
             if outcome == "unknown":
                 self.log.error("a copy transaction ended undecided")

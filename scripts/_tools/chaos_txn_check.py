@@ -18,6 +18,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 
 from .chaos_produce import parse_payload
 from .chaos_txn import Txn
+from .chaos_verify import check_consumer
 
 CONSUME_BATCH = 10_000
 SAMPLES_KEPT = 5
@@ -71,15 +72,8 @@ class TxnCheck:
 
 
 def _consumer(bootstrap: str, isolation_level: str) -> Consumer:
-    return Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "chaos-txn-check",
-            "isolation.level": isolation_level,
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "log_level": 0,
-        }
+    return check_consumer(
+        bootstrap, **{"isolation.level": isolation_level, "enable.partition.eof": True}
     )
 
 

@@ -45,7 +45,8 @@ class RecordCheck:
             kept.append(text)
 
 
-def _consumer(bootstrap: str) -> Consumer:
+def check_consumer(bootstrap: str, **settings: object) -> Consumer:
+    """A reader for the checks (`settings`: more client properties)."""
     # The client insists on a group.id; with assign() and no commits the group stays unused.
     return Consumer(
         {
@@ -54,6 +55,7 @@ def _consumer(bootstrap: str) -> Consumer:
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
             "log_level": 0,
+            **settings,
         }
     )
 
@@ -80,7 +82,7 @@ def read_topic(
     """Every record from the log start to the high watermark of each partition; the flag says
     whether all of it arrived within `timeout_s`."""
     deadline = time.monotonic() + timeout_s
-    consumer = _consumer(bootstrap)
+    consumer = check_consumer(bootstrap)
     stored: Stored = {p: [] for p in range(partitions)}
     try:
         bounds = {p: _watermarks(consumer, topic, p, timeout_s) for p in range(partitions)}

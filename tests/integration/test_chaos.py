@@ -17,6 +17,7 @@ import random
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,16 +57,22 @@ def _run_chaos(cluster_dir: Path, report_path: Path, seed: int, *extra: str) -> 
     return output
 
 
+def _chaos_report(
+    cluster_dir: Path, tmp_path: Path, *extra: str
+) -> tuple[dict[str, Any], str, str]:
+    """(the JSON report, the checker's output, a failure message's context) of one run."""
+    seed = random.randrange(2**32)
+    report_path = tmp_path / "chaos-report.json"
+    output = _run_chaos(cluster_dir, report_path, seed, *extra)
+    return json.loads(report_path.read_text()), output, f"seed {seed}\n{output}"
+
+
 @pytest.mark.timeout(CHAOS_TIMEOUT_S + 180)
 def test_acknowledged_records_survive_leader_follower_and_controller_faults(
     make_cluster: ClusterFactory, tmp_path: Path
 ) -> None:
     cluster = make_cluster(overrides=OVERRIDES)
-    seed = random.randrange(2**32)
-    report_path = tmp_path / "chaos-report.json"
-    output = _run_chaos(cluster.dir, report_path, seed)
-    report = json.loads(report_path.read_text())
-    context = f"seed {seed}\n{output}"
+    report, output, context = _chaos_report(cluster.dir, tmp_path)
 
     assert report["faults"] == len(KINDS), f"faults cut short\n{context}"
     assert sorted(report["faults_by_kind"]) == sorted(KINDS), context
@@ -89,11 +96,7 @@ def test_transactions_are_exactly_once_through_the_same_faults(
     make_cluster: ClusterFactory, tmp_path: Path
 ) -> None:
     cluster = make_cluster(overrides=OVERRIDES)
-    seed = random.randrange(2**32)
-    report_path = tmp_path / "chaos-report.json"
-    output = _run_chaos(cluster.dir, report_path, seed, "--transactional")
-    report = json.loads(report_path.read_text())
-    context = f"seed {seed}\n{output}"
+    report, output, context = _chaos_report(cluster.dir, tmp_path, "--transactional")
 
     assert report["faults"] == len(KINDS), f"faults cut short\n{context}"
     assert report["recovered"] and report["settled"], context

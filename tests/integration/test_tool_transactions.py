@@ -197,3 +197,29 @@ def test_errors_are_one_line_and_exit_one(cluster: ClusterHandle) -> None:
         "kafka-transactions", "--bootstrap-server", cluster.bootstrap, "find-hanging"
     )
     assert unscoped.returncode == 1 and "--broker-id" in unscoped.stderr
+
+
+def test_a_transaction_no_coordinator_knows_is_found_hanging_and_aborted(
+    cluster: ClusterHandle,
+) -> None:
+    """A transactional batch written straight to the leader by a producer id no transaction
+    coordinator knows (as after a lost coordinator state): find-hanging lists it, and abort
+    --start-offset ends it, so read_committed readers get past it."""
+    from tests.integration.test_transaction_log import _producer_id, _transactional_batch
+    from tests.integration.wire import leader_address, produce
+
+    topic = "tool-hanging"
+    with WireClient.to(controller_address(cluster)) as client:
+        assert int(create_topics(client, [topic_spec(topic, 1, 3)]).topics[0].error_code) == 0
+    with WireClient.to(leader_address(cluster, topic)) as client:
+        producer_id = _producer_id(client)
+        batch = _transactional_batch(producer_id, 0, [b"hanging"])  # timestamps of 1970
+        assert int(produce(client, topic, 0, batch, acks=-1).error_code) == 0
+    args = ["find-hanging", "--topic", topic, "--max-transaction-timeout", "0"]
+    (hanging,) = _table(_transactions(cluster, *args))
+    assert (hanging["Topic"], hanging["Partition"]) == (topic, "0")
+    assert (hanging["ProducerId"], hanging["StartOffset"]) == (str(producer_id), "0")
+    assert _stable_end(cluster, topic, 0) == (0, 1)
+    _transactions(cluster, "abort", "--topic", topic, "--partition", "0", "--start-offset", "0")
+    assert _table(_transactions(cluster, *args)) == []
+    assert _stable_end(cluster, topic, 0) == (2, 2)  # past the record and the abort marker
