@@ -347,6 +347,8 @@ def _execute_transactional(run: Run, topic: str, run_id: str) -> dict[str, Any]:
     source, complete = read_committed(bootstrap, topic, args.partitions, READ_TIMEOUT_S)
     _say("waiting for the copier to copy everything")
     caught_up = _copied_to(copier, copy_targets(source), READ_TIMEOUT_S)
+    if not caught_up:
+        copier.log.error(f"copier did not catch up: {copier.progress()}")
     copier.stop(FLUSH_TIMEOUT_S)
     copies_stable = wait_stable(bootstrap, copies, args.partitions, READ_TIMEOUT_S)
     copied, copies_complete = read_committed(bootstrap, copies, args.partitions, READ_TIMEOUT_S)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,14 +69,18 @@ def _config(bootstrap: str, transactional_id: str) -> dict[str, Any]:
     }
 
 
-def _new_producer(bootstrap: str, transactional_id: str, stopping: threading.Event) -> Any:
-    """A producer with its transactional id initialised (retried until it works or stop)."""
+def _new_producer(
+    bootstrap: str, transactional_id: str, stopping: threading.Event, failures: list[str]
+) -> Any:
+    """A producer with its transactional id initialised (retried until it works or stop);
+    each failed attempt's error goes to `failures`."""
     while True:
         producer = Producer(_config(bootstrap, transactional_id))
         try:
             producer.init_transactions(CALL_TIMEOUT_S)
             return producer
-        except KafkaException:
+        except KafkaException as error:
+            failures.append(str(error.args[0]))
             if stopping.is_set():
                 return None
             time.sleep(REINIT_PAUSE_S)
@@ -119,7 +124,7 @@ class TxnWriter(threading.Thread):
     def run(self) -> None:
         fleet, sequence, incarnation = self.fleet, 0, 0
         transactional_id = f"chaos-{fleet.run}-t{self.index}"
-        producer = _new_producer(fleet.bootstrap, transactional_id, fleet.stopping)
+        producer = _new_producer(fleet.bootstrap, transactional_id, fleet.stopping, [])
         next_at = time.monotonic()
         while producer is not None and not fleet.stopping.is_set():
             next_at += TXN_RECORDS / self.rate_per_s
@@ -135,7 +140,7 @@ class TxnWriter(threading.Thread):
             if outcome == "unknown":
                 incarnation += 1
                 fleet.log.error(f"{transactional_id}: a transaction ended undecided")
-                producer = _new_producer(fleet.bootstrap, transactional_id, fleet.stopping)
+                producer = _new_producer(fleet.bootstrap, transactional_id, fleet.stopping, [])
                 next_at = time.monotonic()
 
     def _transaction(self, producer: Any, records: tuple[tuple[int, bytes], ...]) -> str:
@@ -195,6 +200,27 @@ class Copier(threading.Thread):
         self.group = self.transactional_id = f"chaos-{run}-copier"
         self.stopping = threading.Event()
         self.log = _Log()
+        # Where it stands, for a report on a copier that never caught up.
+        self.stage = "starting"
+        self.consumed = 0
+        self.outcomes: Counter[str] = Counter()
+        self.init_failures: list[str] = []
+
+    def progress(self) -> str:
+        last_failure = self.init_failures[-1] if self.init_failures else "none"
+        return (
+            f"stage {self.stage}, {self.consumed} records consumed, transactions"
+            f" {dict(self.outcomes)}, {len(self.init_failures)} failed init_transactions"
+            f" (last: {last_failure})"
+        )
+
+    def _init_producer(self) -> Any:
+        self.stage = "init_transactions"
+        producer = _new_producer(
+            self.bootstrap, self.transactional_id, self.stopping, self.init_failures
+        )
+        self.stage = "copying"
+        return producer
 
     def run(self) -> None:
         consumer = Consumer(
@@ -207,18 +233,21 @@ class Copier(threading.Thread):
                 "log_level": 0,
             }
         )
+        self.stage = "assign"
         consumer.assign([TopicPartition(self.source, p) for p in range(self.partitions)])
-        producer = _new_producer(self.bootstrap, self.transactional_id, self.stopping)
+        producer = self._init_producer()
         while producer is not None and not self.stopping.is_set():
             messages = [m for m in consumer.consume(COPY_BATCH, 0.5) if m.error() is None]
             if not messages:
                 continue
+            self.consumed += len(messages)
             outcome = self._copy(consumer, producer, messages)
+            self.outcomes[outcome] += 1
             if outcome == "committed":
                 continue
             if outcome == "unknown":
                 self.log.error("a copy transaction ended undecided")
-                producer = _new_producer(self.bootstrap, self.transactional_id, self.stopping)
+                producer = self._init_producer()
             self._rewind(consumer)
         consumer.close()
 

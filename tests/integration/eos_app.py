@@ -10,6 +10,9 @@ input records, 3 when fenced or otherwise fatally failed.
 Progress goes to stdout, one line per event, for the test to follow:
     ready | committed <txn> <records> <total> | aborted <records> | holding <records>
     | fatal <error>
+Lines starting "stage " say how far start-up got. On stderr: librdkafka's debug log of the
+transaction and group machinery (with --debug), and the stacks of its threads if start-up
+stalls, so that a test that times out waiting for it can show where it stood.
 `--hold-at K,L` makes it stop after writing (and flushing) the records of its K-th and L-th
 transaction, print `holding`, and wait for a line on stdin before committing: an open
 transaction with records in the log, at a moment the test controls.
@@ -18,6 +21,7 @@ transaction with records in the log, at a moment the test controls.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import sys
 from typing import Any
 
@@ -27,6 +31,8 @@ TIMEOUT_S = 60
 BATCH_RECORDS = 10
 EXIT_FATAL = 3
 COMMIT_ATTEMPTS = 3
+STALL_DUMP_S = 90  # below the test's wait, so the dump is there when it gives up
+CLIENT_DEBUG = "eos,cgrp,topic,fetch"
 
 
 def _say(line: str) -> None:
@@ -40,7 +46,13 @@ def _parse_args() -> argparse.Namespace:
     parser.add_argument("--partitions", type=int, required=True)
     parser.add_argument("--expected", type=int, required=True)
     parser.add_argument("--hold-at", default="")
+    parser.add_argument("--debug", action="store_true")
     return parser.parse_args()
+
+
+def _client_logging(args: argparse.Namespace) -> dict[str, Any]:
+    """librdkafka logs to stderr from its own threads, even while a call blocks."""
+    return {"debug": CLIENT_DEBUG} if args.debug else {}
 
 
 def _consumer(args: argparse.Namespace) -> Any:
@@ -51,8 +63,10 @@ def _consumer(args: argparse.Namespace) -> Any:
             "isolation.level": "read_committed",
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
+            **_client_logging(args),
         }
     )
+    _say("stage consumer created")
     consumer.assign([TopicPartition(args.input, p) for p in range(args.partitions)])
     return consumer
 
@@ -92,15 +106,20 @@ def _commit(producer: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     hold_at = {int(n) for n in args.hold_at.split(",") if n}
+    faulthandler.dump_traceback_later(STALL_DUMP_S)
     consumer = _consumer(args)
+    _say("stage consumer assigned")
     producer = Producer(
         {
             "bootstrap.servers": args.bootstrap,
             "transactional.id": args.transactional_id,
             "transaction.timeout.ms": 60_000,
+            **_client_logging(args),
         }
     )
+    _say("stage producer created")
     producer.init_transactions(TIMEOUT_S)
+    faulthandler.cancel_dump_traceback_later()
     _say("ready")
     transactions = 0
     while True:

@@ -10,11 +10,14 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.integration.conftest import ClusterHandle, wait_until
 from tests.integration.requests import topic_spec
@@ -29,6 +32,7 @@ EXPECTED = PARTITIONS * RECORDS_PER_PARTITION
 TRANSACTIONAL_ID = "eos-crash-app"
 EXIT_FENCED = 3
 CONSUME_BATCH = 500
+STDERR_TAIL_LINES = 60
 FIND_COORDINATOR, TRANSACTION_KEY_TYPE = 10, 1
 CLUSTER_SETTINGS = {
     # A SIGKILLed broker's partitions move once its ZooKeeper session expires.
@@ -43,6 +47,7 @@ class App:
 
     name: str
     process: subprocess.Popen[str]
+    stderr_path: Path
     lines: list[str] = field(default_factory=list)
 
     def follow(self) -> None:
@@ -56,7 +61,19 @@ class App:
                 raise AssertionError(f"{self.name} exited {self.process.returncode}: {self.lines}")
             return matches(self.lines)
 
-        wait_until(seen, TIMEOUT_S, f"{self.name}: {what} (output so far: {self.lines[-5:]})")
+        deadline = time.monotonic() + TIMEOUT_S
+        while not seen():
+            if time.monotonic() >= deadline:
+                pytest.fail(
+                    f"timed out after {TIMEOUT_S} s waiting for {self.name}: {what}\n"
+                    f"output so far: {self.lines[-10:]}\nend of its stderr:\n{self.stderr_tail()}"
+                )
+            time.sleep(0.1)
+
+    def stderr_tail(self) -> str:
+        """librdkafka's debug log and any stack dump: where a stalled app stood."""
+        lines = self.stderr_path.read_text(errors="replace").splitlines()
+        return "\n".join(lines[-STDERR_TAIL_LINES:])
 
     def wait_holding(self, count: int) -> int:
         """Waits for its `count`-th open transaction; the number of records it holds."""
@@ -85,20 +102,22 @@ def _committed_after(transaction: int) -> Callable[[list[str]], bool]:
     return matches
 
 
-def _start_app(bootstrap: str, name: str, hold_at: str) -> App:
-    command = [sys.executable, str(APP_SCRIPT), "--bootstrap", bootstrap]
+def _start_app(bootstrap: str, name: str, work_dir: Path, hold_at: str) -> App:
+    command = [sys.executable, str(APP_SCRIPT), "--bootstrap", bootstrap, "--debug"]
     command += ["--input", "eos-in", "--output", "eos-out", "--group", "eos-app"]
     command += ["--transactional-id", TRANSACTIONAL_ID, "--partitions", str(PARTITIONS)]
     command += ["--expected", str(EXPECTED), "--hold-at", hold_at]
-    process = subprocess.Popen(
-        command,
-        cwd=REPO_ROOT,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    app = App(name, process)
+    stderr_path = work_dir / f"{name}.stderr"
+    with stderr_path.open("w") as stderr:
+        process = subprocess.Popen(
+            command,
+            cwd=REPO_ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
+    app = App(name, process, stderr_path)
     threading.Thread(target=app.follow, daemon=True).start()
     return app
 
@@ -188,20 +207,20 @@ def _stable_ends_behind(bootstrap: str) -> bool:
 
 
 def test_exactly_once_through_app_kills_a_coordinator_kill_and_fencing(
-    make_cluster: Any,
+    make_cluster: Any, tmp_path: Path
 ) -> None:
     cluster = make_cluster(brokers=3, overrides=CLUSTER_SETTINGS)
     _create_topics(cluster)
     _produce_input(cluster.bootstrap)
 
-    first = _start_app(cluster.bootstrap, "first", hold_at="3")
+    first = _start_app(cluster.bootstrap, "first", tmp_path, hold_at="3")
     held_by_first = first.wait_holding(1)
     assert _stable_ends_behind(cluster.bootstrap), "an open transaction's records were visible"
     first.process.kill()  # SIGKILL with the transaction open
     first.exit_code()
 
     # Its init_transactions aborts what the first left open.
-    second = _start_app(cluster.bootstrap, "second", hold_at="2,8")
+    second = _start_app(cluster.bootstrap, "second", tmp_path, hold_at="2,8")
     second.wait_holding(1)
     coordinator = _coordinator_id(cluster)
     cluster.kill(coordinator, "KILL")
@@ -210,7 +229,7 @@ def test_exactly_once_through_app_kills_a_coordinator_kill_and_fencing(
     cluster.start(coordinator)
     held_by_second = second.wait_holding(2)
 
-    third = _start_app(cluster.bootstrap, "third", hold_at="")  # fences the second
+    third = _start_app(cluster.bootstrap, "third", tmp_path, hold_at="")  # fences the second
     third.wait_for("ready", lambda lines: "ready" in lines)
     second.release()
     assert second.exit_code() == EXIT_FENCED, second.lines
