@@ -1,6 +1,7 @@
 """kafka-dump-log: print segment files the way Kafka's DumpLogSegments does.
 
-    kafka-dump-log --files 00000000000000000000.log[,....index,....timeindex,....txnindex]
+    kafka-dump-log --files 00000000000000000000.log[,....index,....timeindex,....txnindex,
+                   ....snapshot]
                    [--print-data-log] [--deep-iteration] [--index-sanity-check]
                    [--verify-index-only] [--skip-record-metadata] [--max-message-size N]
                    [--transaction-log-decoder]
@@ -9,8 +10,9 @@
 `| offset: ...` line per record (--transaction-log-decoder: `__transaction_state` records
 decoded). `.index`: `offset: N position: P`, `.timeindex`: `timestamp: T offset: N`; both are
 checked against the segment's `.log` next to them, and mismatches are reported on standard
-error after all files (as Kafka does). `.txnindex`: one line per aborted transaction. Other
-suffixes are ignored with a note on standard error. Pure file reading: no broker is contacted.
+error after all files (as Kafka does). `.txnindex`: one line per aborted transaction;
+`.snapshot` (producer state): one line per producer. Other suffixes are ignored with a note on
+standard error. Pure file reading: no broker is contacted.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from itertools import pairwise
 from pathlib import Path
 
 from broker.log.batch import BatchHeader
+from broker.log.producer_snapshot import NO_OFFSET, SNAPSHOT_SUFFIX, SnapshotError, read_snapshot
+from broker.log.producer_state import MAX_SEQUENCE
 from broker.log.txn_index import ENTRY_VERSION, TXN_INDEX_SUFFIX, TransactionIndex
 from kafka_cli._segment_dump import (
     LogDumpReport,
@@ -203,6 +207,32 @@ def dump_txn_index(path: Path) -> Iterator[str]:
         )
 
 
+def dump_producer_snapshot(path: Path) -> Iterator[str]:
+    try:
+        entries = read_snapshot(path)
+    except SnapshotError as error:
+        raise ToolError(f"{path}: not a producer snapshot: {error}") from error
+    for entry in entries:
+        open_txn = (
+            "OptionalLong.empty"
+            if entry.current_txn_first_offset == NO_OFFSET
+            else f"OptionalLong[{entry.current_txn_first_offset}]"
+        )
+        line = (
+            f"producerId: {entry.producer_id} producerEpoch: {entry.producer_epoch} "
+            f"coordinatorEpoch: {entry.coordinator_epoch} currentTxnFirstOffset: {open_txn} "
+            f"lastTimestamp: {entry.timestamp} "
+        )
+        if entry.last_offset != NO_OFFSET:
+            first_sequence = (entry.last_sequence - entry.offset_delta) % (MAX_SEQUENCE + 1)
+            line += (
+                f"firstSequence: {first_sequence} lastSequence: {entry.last_sequence} "
+                f"lastOffset: {entry.last_offset} offsetDelta: {entry.offset_delta} "
+                f"timestamp: {entry.timestamp}"
+            )
+        yield line
+
+
 def _dump_file(
     path: Path, options: argparse.Namespace, index: IndexReport, log: LogDumpReport
 ) -> Iterator[str]:
@@ -218,6 +248,8 @@ def _dump_file(
         return dump_time_index(path, options, index)
     if suffix == TXN_INDEX_SUFFIX:
         return dump_txn_index(path)
+    if suffix == SNAPSHOT_SUFFIX:
+        return dump_producer_snapshot(path)
     print(f"Ignoring unknown file {path}", file=sys.stderr)
     return iter(())
 

@@ -30,7 +30,6 @@ from broker.log.checkpoints import (
     read_leader_epoch_checkpoint,
 )
 from broker.log.config import LOG_APPEND_TIME, LogConfig
-from broker.log.control_records import EndTxnMarker
 from broker.log.dir_names import is_future_dir, parse_log_dir_name, parse_partition_dir
 from broker.log.epoch_cache import (
     UNDEFINED_EPOCH,
@@ -49,10 +48,11 @@ from broker.log.errors import (
     UnexpectedAppendOffsetError,
 )
 from broker.log.log_loader import load_segments
+from broker.log.log_producer_state import ProducerStateLog
 from broker.log.log_transactions import TransactionalLog, replicated_marker
 from broker.log.log_worker import LogWorker
-from broker.log.producer_scan import marker_at, producer_batches
-from broker.log.producer_state import NO_PRODUCER_ID, ProducerStateManager
+from broker.log.producer_scan import marker_at
+from broker.log.producer_state import NO_PRODUCER_ID
 from broker.log.record_validation import RecordChecks, check_records
 from broker.log.segment import (
     CLEANED_SUFFIX,
@@ -65,14 +65,10 @@ from broker.log.segment import (
     LogSegment,
     batch_spans,
 )
-from broker.log.transaction_state import CompletedTxn
 
 __all__ = ["AppendInfo", "Log", "LogConfig", "OffsetOutOfRangeError", "parse_partition_dir"]
 
 logger = logging.getLogger(__name__)
-
-# A producer batch appended while the producer state is rebuilt after a truncation.
-PendingBatch = tuple[BatchHeader, int, EndTxnMarker | None]
 
 LATEST_TIMESTAMP = -1  # ListOffsets' "latest" sentinel
 EARLIEST_TIMESTAMP = -2  # ListOffsets' "earliest" sentinel
@@ -87,16 +83,11 @@ class AppendInfo:
     log_start_offset: int
 
 
-# Producer batches appended while the worker rebuilds the producer state after a truncation
-# (seconds at most); beyond this the loop rebuilds it itself rather than buffer more.
-MAX_PRODUCER_BATCHES_DURING_REBUILD = 10_000
-
-
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class Log(TransactionalLog):
+class Log(ProducerStateLog, TransactionalLog):
     def __init__(
         self,
         directory: Path,
@@ -131,12 +122,7 @@ class Log(TransactionalLog):
         # Set by the log manager: takes the log dir offline (any thread).
         self.on_io_error: Callable[[OSError], None] | None = None
         self._retired: list[LogSegment] = []  # renamed to `.deleted`, the worker deletes them
-        self.producer_state = ProducerStateManager()
-        # While a rebuild after a truncation reads the log on the worker: the producer batches
-        # appended since, replayed on top of its result (`_finish_producer_rebuild`).
-        self._producer_batches_since_truncation: list[PendingBatch] | None = None
-        self._producer_rebuild: asyncio.Task[None] | None = None
-        self._producer_rebuild_generation = 0  # a newer truncation voids an older rebuild
+        self._init_producer_state()
         self.leader_epoch_cache = LeaderEpochCache(directory / LEADER_EPOCH_CHECKPOINT, [])
         self._load_state_from_batches()
         self._reconcile_txn_indexes()
@@ -292,9 +278,11 @@ class Log(TransactionalLog):
             raise RecordError(INVALID_RECORD, f"expected one record batch, got {len(headers)}")
 
     def _load_state_from_batches(self) -> None:
-        """One pass over the batches rebuilds the producer state and checks the epoch
-        checkpoint, completing or replacing it (`EpochRebuilder`): an unreadable or stale file
-        must not make truncation guess."""
+        """One pass over the batches after the latest producer snapshot (at or below the
+        recovery point) rebuilds the producer state and checks the epoch checkpoint,
+        completing or replacing it (`EpochRebuilder`): an unreadable or stale file must not
+        make truncation guess. Below the recovery point the checkpoint is trusted: a flush
+        writes it before the recovery point moves."""
         path = self.leader_epoch_cache.path
         checkpointed: list[tuple[int, int]] | None
         try:
@@ -303,9 +291,13 @@ class Log(TransactionalLog):
             logger.warning("%s; rebuilding it from the log", error)
             checkpointed = None
         rebuilder = EpochRebuilder(checkpointed, self.log_start_offset, self.log_end_offset)
-        self.producer_state.rebuild(())
+        start_offset = self._restore_producer_snapshot()
         for segment in self._segments:
+            if segment.next_offset <= start_offset:
+                continue
             for position, header in segment.iter_batches(0):
+                if header.last_offset < start_offset:
+                    continue
                 rebuilder.see(header.partition_leader_epoch, header.base_offset, header.last_offset)
                 if header.producer_id != NO_PRODUCER_ID:
                     marker = marker_at(segment, position, header)
@@ -371,74 +363,6 @@ class Log(TransactionalLog):
         self.producer_state.transactions.on_high_watermark(offset)
         return self.high_watermark
 
-    def _rebuild_producer_state(self) -> None:
-        self.producer_state.rebuild(producer_batches(self._segments))
-        self.producer_state.transactions.on_high_watermark(self.high_watermark)
-
-    def _record_producer_batch(
-        self, header: BatchHeader, first_offset: int, marker: EndTxnMarker | None = None
-    ) -> CompletedTxn | None:
-        completed = self.producer_state.update(header, first_offset, marker)
-        if completed is not None and completed.is_aborted:
-            self._index_abort()
-        pending = self._producer_batches_since_truncation
-        if pending is not None and header.producer_id != NO_PRODUCER_ID:
-            pending.append((header, first_offset, marker))
-            if len(pending) > MAX_PRODUCER_BATCHES_DURING_REBUILD:
-                self._rebuild_producer_state()  # the worker is far behind: finish it here
-                self._producer_batches_since_truncation = None
-                self._producer_rebuild_generation += 1  # and discard what the worker brings
-        return completed
-
-    def _rebuild_producer_state_after_truncation(self) -> None:
-        """The producer state without the truncated batches: at once, those batches are
-        dropped from it; the exact state (the older batches they had pushed out) is read
-        from the log by the worker and replaces it, with what was appended meanwhile."""
-        self.producer_state.remove_batches_from(self.log_end_offset)
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self._rebuild_producer_state()  # not on the loop: loading, tools
-            return
-        self._producer_rebuild_generation += 1
-        generation, segments = self._producer_rebuild_generation, list(self._segments)
-        end_offset = self.log_end_offset
-        self._producer_batches_since_truncation = []
-        self._producer_rebuild = loop.create_task(
-            self._finish_producer_rebuild(generation, segments, end_offset)
-        )
-
-    async def _finish_producer_rebuild(
-        self, generation: int, segments: list[LogSegment], end_offset: int
-    ) -> None:
-        rebuilt: ProducerStateManager | None = None
-        try:
-            rebuilt = await self.worker.run(lambda: self._read_producer_state(segments, end_offset))
-        except (OSError, RecordError, LogCorruptError) as error:
-            logger.warning("%s: rebuilding producer state off the loop failed: %s", self, error)
-        if generation != self._producer_rebuild_generation:
-            return  # truncated again meanwhile: that truncation rebuilds
-        replay = self._producer_batches_since_truncation or []
-        self._producer_batches_since_truncation = None
-        if rebuilt is None:
-            self._rebuild_producer_state()
-            return
-        for header, first_offset, marker in replay:
-            rebuilt.update(header, first_offset, marker)
-        rebuilt.transactions.on_high_watermark(self.high_watermark)
-        self.producer_state = rebuilt
-
-    def _read_producer_state(
-        self, segments: list[LogSegment], end_offset: int
-    ) -> ProducerStateManager:
-        """(The log worker.) The producer state of the batches below `end_offset`."""
-        state = ProducerStateManager()
-        with self._lifecycle_lock:
-            if self._closed:
-                raise LogCorruptError(f"log {self.directory} is closed")
-            state.rebuild(producer_batches(segments, end_offset))
-        return state
-
     def _check_open(self) -> None:
         if self._closed:
             raise LogCorruptError(f"log {self.directory} is closed")
@@ -490,6 +414,7 @@ class Log(TransactionalLog):
         self._segments.append(segment)
         self._bases.append(base_offset)
         self._directory_dirty = True
+        self._snapshot_at_roll(base_offset)
         return segment
 
     def _clear_stale_files(self, base_offset: int) -> None:
@@ -621,6 +546,7 @@ class Log(TransactionalLog):
         self.log_start_offset = min(self.log_start_offset, self.log_end_offset)
         self.high_watermark = min(self.high_watermark, self.log_end_offset)
         self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
+        self._delete_snapshots_after_truncation()
         rebuilding = self._producer_batches_since_truncation is not None
         if rebuilding or self.producer_state.has_batches_from(self.log_end_offset):
             self._rebuild_producer_state_after_truncation()
@@ -637,6 +563,7 @@ class Log(TransactionalLog):
         self.log_end_offset = self.log_start_offset = self.recovery_point = offset
         self.high_watermark = offset
         self.leader_epoch_cache.clear()
+        self._delete_snapshots_after_truncation(everything=True)
         self.producer_state.rebuild(())
         self._producer_batches_since_truncation = None
         self._producer_rebuild_generation += 1
@@ -759,11 +686,14 @@ class Log(TransactionalLog):
 
     # ---- lifecycle -------------------------------------------------------------------------
 
-    def close(self) -> None:
-        """Close the files, writing a dirty epoch checkpoint first (blocking: not the loop)."""
+    def close(self, snapshot: bool = True) -> None:
+        """Close the files, writing a dirty epoch checkpoint and (with `snapshot`) the
+        producer state at the log end first (blocking: not the loop)."""
         with self._lifecycle_lock:
             if self._closed:
                 return
+            if snapshot:
+                self._write_end_snapshot_locked()
             try:
                 self._write_epoch_checkpoint_locked()
             except OSError as error:  # the files must still be closed (a failed disk)
@@ -775,7 +705,7 @@ class Log(TransactionalLog):
 
     def delete(self) -> None:
         """Close and remove the whole partition directory."""
-        self.close()
+        self.close(snapshot=False)
         shutil.rmtree(self.directory, ignore_errors=True)
 
     @property

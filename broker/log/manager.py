@@ -605,12 +605,13 @@ class LogManager:
         logs = [*self.all_logs(), *self.all_future_logs()]
         ends = [(log, log.log_end_offset, log.truncation_count) for log in logs]
         dirty = sum(1 for log in logs if log.leader_epoch_cache.dirty)
-        # The syncfs below makes them durable; written on threads, as each rename still
-        # waits for the disk (ext4 flushes a file renamed over another).
+        # The syncfs below makes them and the producer snapshots at the log ends durable;
+        # written on threads, as each rename still waits for the disk (ext4 flushes a file
+        # renamed over another).
         with concurrent.futures.ThreadPoolExecutor(
             FLUSH_ALL_THREADS, thread_name_prefix="epoch-checkpoint"
         ) as pool:
-            for _ in pool.map(lambda log: log.write_epoch_checkpoint_if_dirty(fsync=False), logs):
+            for _ in pool.map(_write_end_state, logs):
                 pass
         synced: set[Path] = set()
         for log_dir in self.online_log_dirs:
@@ -696,3 +697,9 @@ class LogManager:
         for log_dir in self.online_log_dirs:
             (log_dir / CLEAN_SHUTDOWN_FILE).touch()
             fsync_directory(log_dir)
+
+
+def _write_end_state(log: Log) -> None:
+    """At shutdown: what the next start-up reads instead of scanning the log."""
+    log.write_epoch_checkpoint_if_dirty(fsync=False)
+    log.write_end_snapshot()

@@ -16,13 +16,18 @@ logger = logging.getLogger(__name__)
 
 
 def producer_batches(
-    segments: Iterable[LogSegment], end_offset: int | None = None
+    segments: Iterable[LogSegment], end_offset: int | None = None, start_offset: int = 0
 ) -> Iterator[LoggedBatch]:
-    """Batches with a producer id, below `end_offset` if given, in offset order."""
+    """Batches with a producer id, from `start_offset` and below `end_offset` if given, in
+    offset order."""
     for segment in segments:
+        if segment.next_offset <= start_offset:
+            continue
         for position, header in segment.iter_batches(0):
             if end_offset is not None and header.base_offset >= end_offset:
                 return
+            if header.last_offset < start_offset:
+                continue
             if header.producer_id != NO_PRODUCER_ID:
                 yield header, marker_at(segment, position, header)
 

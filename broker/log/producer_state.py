@@ -32,7 +32,8 @@ from broker.log.errors import (
     TRANSACTION_COORDINATOR_FENCED,
     RecordError,
 )
-from broker.log.transaction_state import CompletedTxn, TransactionTracker
+from broker.log.producer_snapshot import NO_OFFSET, SnapshotEntry
+from broker.log.transaction_state import AbortedTxn, CompletedTxn, TransactionTracker
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
@@ -265,5 +266,64 @@ class ProducerStateManager:
     def rebuild(self, batches: Iterable[LoggedBatch]) -> None:
         self._producers.clear()
         self.transactions = TransactionTracker()
+        self.replay(batches)
+
+    def replay(self, batches: Iterable[LoggedBatch]) -> None:
+        """Record logged batches (as stored) on top of the state."""
         for header, marker in batches:
             self.update(header, header.base_offset, marker)
+
+    def snapshot_entries(self) -> list[SnapshotEntry]:
+        """The state as a snapshot holds it: each producer's latest batch only (Kafka's)."""
+        ongoing = self.transactions.ongoing
+        return [
+            _snapshot_entry(producer_id, entry, ongoing.get(producer_id, NO_OFFSET))
+            for producer_id, entry in self._producers.items()
+        ]
+
+    def restore(self, entries: list[SnapshotEntry], aborted: list[AbortedTxn]) -> None:
+        """The state a snapshot holds, with the aborted transactions below it (from the
+        segments' .txnindex files)."""
+        self._producers.clear()
+        ongoing = {}
+        for saved in entries:
+            entry = ProducerEntry(saved.producer_epoch, coordinator_epoch=saved.coordinator_epoch)
+            if saved.last_offset != NO_OFFSET:
+                entry.batches.append(
+                    BatchRange(
+                        (saved.last_sequence - saved.offset_delta) % (MAX_SEQUENCE + 1),
+                        saved.last_sequence,
+                        saved.last_offset - saved.offset_delta,
+                        saved.last_offset,
+                        saved.timestamp,
+                    )
+                )
+            self._remember(saved.producer_id, entry)
+            if saved.current_txn_first_offset != NO_OFFSET:
+                ongoing[saved.producer_id] = saved.current_txn_first_offset
+        self.transactions = TransactionTracker.restored(ongoing, aborted)
+
+
+def _snapshot_entry(producer_id: int, entry: ProducerEntry, txn_first_offset: int) -> SnapshotEntry:
+    if not entry.batches:
+        return SnapshotEntry(
+            producer_id,
+            entry.epoch,
+            -1,
+            NO_OFFSET,
+            0,
+            -1,
+            entry.coordinator_epoch,
+            txn_first_offset,
+        )
+    batch = entry.batches[-1]
+    return SnapshotEntry(
+        producer_id,
+        entry.epoch,
+        batch.last_sequence,
+        batch.last_offset,
+        batch.last_offset - batch.first_offset,
+        batch.max_timestamp,
+        entry.coordinator_epoch,
+        txn_first_offset,
+    )

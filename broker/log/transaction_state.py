@@ -43,6 +43,15 @@ class TransactionTracker:
         self._unreplicated: list[CompletedTxn] = []  # in marker order
         self._aborted: list[AbortedTxn] = []  # in marker (last offset) order
 
+    @classmethod
+    def restored(cls, ongoing: dict[int, int], aborted: list[AbortedTxn]) -> TransactionTracker:
+        """From a producer-state snapshot (the open transactions) and the aborted-transaction
+        indexes below it; transactions completed before it count as replicated."""
+        tracker = cls()
+        tracker._ongoing = dict(sorted(ongoing.items(), key=lambda item: item[1]))
+        tracker._aborted = sorted(aborted, key=lambda t: t.last_offset)
+        return tracker
+
     @property
     def ongoing(self) -> dict[int, int]:
         return dict(self._ongoing)

@@ -1,8 +1,9 @@
 """Differential: kafka-dump-log. Apache Kafka 3.9's own DumpLogSegments reads the segment files
 our broker writes, and prints exactly what our kafka-dump-log prints for them: plain, keyed and
 headed records, a compressed batch, an idempotent producer's batches, and a committed and an
-aborted transaction with their markers, the aborted one's `.txnindex` entry, and
-`__transaction_state` with --transaction-log-decoder."""
+aborted transaction with their markers, the aborted one's `.txnindex` entry,
+`__transaction_state` with --transaction-log-decoder, and the producer-state `.snapshot` a
+clean shutdown writes."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import ClusterFactory
+from tests.integration.conftest import ClusterFactory, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.reference]
 
@@ -100,3 +101,14 @@ def test_kafka_39_dumps_our_segments_as_we_do(
     ours = _our_dump(files, "--transaction-log-decoder")
     assert f"state=CompleteAbort,partitions=[{TOPIC}-0]" in ours
     assert ours == _kafka_dump(reference_lib, log4j, files, "--transaction-log-decoder")
+    # A clean shutdown writes each log's producer state at its end.
+    cluster.kill(1, "TERM")
+    wait_until(lambda: _snapshots(cluster.dir) != [], TIMEOUT_S, f"a .snapshot of {TOPIC}-0")
+    files = ",".join(str(path) for path in _snapshots(cluster.dir))
+    ours = _our_dump(files)
+    assert ours.count("producerId: ") == 1, ours  # the transactional producer
+    assert ours == _kafka_dump(reference_lib, log4j, files)
+
+
+def _snapshots(cluster_dir: Path) -> list[Path]:
+    return sorted(cluster_dir.glob(f"broker-1/*/{TOPIC}-0/*.snapshot"))
