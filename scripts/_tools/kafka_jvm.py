@@ -7,7 +7,8 @@ it logs through log4j at WARN to stderr (Kafka's config/tools-log4j.properties),
 carries only the tool's own output. Environment, as in kafka-run-class.sh:
 
 - `JAVA_HOME`: use `$JAVA_HOME/bin/java` instead of `java` on PATH.
-- `KAFKA_HEAP_OPTS` (default `-Xmx256M`; `-Xmx512M` for the console producer and consumer),
+- `KAFKA_HEAP_OPTS` (default `-Xmx256M`; `-Xmx512M` for the console and verifiable producers
+  and consumers),
   `KAFKA_JVM_PERFORMANCE_OPTS` (default: kafka-run-class.sh's), `KAFKA_OPTS` (extra flags).
 - `KAFKA_LOG4J_OPTS`: replaces the log4j flag altogether.
 - `KAFKA_JVM_LOG_LEVEL` (this script's own): the root log4j level instead of WARN, e.g.
@@ -39,9 +40,19 @@ MAIN_CLASSES: dict[str, str] = {
     "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
     "kafka-topics": "org.apache.kafka.tools.TopicCommand",
     "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
+    # The clients of Kafka's system tests: one JSON event per line on stdout.
+    "kafka-verifiable-consumer": "org.apache.kafka.tools.VerifiableConsumer",
+    "kafka-verifiable-producer": "org.apache.kafka.tools.VerifiableProducer",
 }
-# bin/kafka-console-producer.sh and bin/kafka-console-consumer.sh raise the default heap.
-LARGER_HEAP_TOOLS = frozenset({"kafka-console-producer", "kafka-console-consumer"})
+# These tools' bin/*.sh scripts raise the default heap.
+LARGER_HEAP_TOOLS = frozenset(
+    {
+        "kafka-console-producer",
+        "kafka-console-consumer",
+        "kafka-verifiable-consumer",
+        "kafka-verifiable-producer",
+    }
+)
 DEFAULT_HEAP_OPTS = "-Xmx256M"
 LARGER_HEAP_OPTS = "-Xmx512M"
 # kafka-run-class.sh's KAFKA_JVM_PERFORMANCE_OPTS default.

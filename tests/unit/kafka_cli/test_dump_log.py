@@ -9,6 +9,7 @@ import pytest
 
 from broker.log.config import LogConfig
 from broker.log.log import Log
+from broker.log.producer_snapshot import SnapshotEntry, write_snapshot
 from broker.log.records import GZIP, SimpleRecord, build_batch
 from kafka_cli import dump_log
 from kafka_cli.common import run_tool
@@ -161,7 +162,36 @@ def test_missing_file_and_unknown_suffix(
     status = run_tool(dump_log._body, ["--files", str(tmp_path / "nope.log")])
     assert status == 1
     assert capsys.readouterr().err == f"Error: {tmp_path / 'nope.log'}: no such file\n"
-    other = tmp_path / "00000000000000000000.snapshot"
+    other = tmp_path / "partition.metadata"
     other.write_bytes(b"")
     status, _, err = _run(capsys, "--files", str(other))
     assert (status, err) == (0, f"Ignoring unknown file {other}\n")
+
+
+def test_a_producer_snapshot_prints_one_line_per_producer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "00000000000000000042.snapshot"
+    with_batch = SnapshotEntry(7, 2, 9, 41, 1, 1001, 3, 40)
+    markers_only = SnapshotEntry(8, 0, -1, -1, 0, -1, -1, -1)
+    write_snapshot(path, [with_batch, markers_only])
+    status, out, _ = _run(capsys, "--files", str(path))
+    assert status == 0
+    assert out == [
+        f"Dumping {path}",
+        "producerId: 7 producerEpoch: 2 coordinatorEpoch: 3 currentTxnFirstOffset: "
+        "OptionalLong[40] lastTimestamp: 1001 firstSequence: 8 lastSequence: 9 lastOffset: 41 "
+        "offsetDelta: 1 timestamp: 1001",
+        "producerId: 8 producerEpoch: 0 coordinatorEpoch: -1 currentTxnFirstOffset: "
+        "OptionalLong.empty lastTimestamp: -1 ",
+    ]
+
+
+def test_a_damaged_producer_snapshot_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "00000000000000000042.snapshot"
+    path.write_bytes(b"\x00\x01")
+    status = run_tool(dump_log._body, ["--files", str(path)])
+    assert status == 1
+    assert "not a producer snapshot: 2 bytes is too short" in capsys.readouterr().err
