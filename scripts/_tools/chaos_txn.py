@@ -204,6 +204,7 @@ class Copier(threading.Thread):
         self.stage = "starting"
         self.consumed = 0
         self.outcomes: Counter[str] = Counter()
+        self.consume_errors: Counter[str] = Counter()
         self.init_failures: list[str] = []
 
     def progress(self) -> str:
@@ -211,7 +212,7 @@ class Copier(threading.Thread):
         return (
             f"stage {self.stage}, {self.consumed} records consumed, transactions"
             f" {dict(self.outcomes)}, {len(self.init_failures)} failed init_transactions"
-            f" (last: {last_failure})"
+            f" (last: {last_failure}), consume errors {dict(self.consume_errors)}"
         )
 
     def _init_producer(self) -> Any:
@@ -237,7 +238,9 @@ class Copier(threading.Thread):
         consumer.assign([TopicPartition(self.source, p) for p in range(self.partitions)])
         producer = self._init_producer()
         while producer is not None and not self.stopping.is_set():
-            messages = [m for m in consumer.consume(COPY_BATCH, 0.5) if m.error() is None]
+            batch = consumer.consume(COPY_BATCH, 0.5)
+            messages = [m for m in batch if m.error() is None]
+            self.consume_errors.update(str(m.error()) for m in batch if m.error() is not None)
             if not messages:
                 continue
             self.consumed += len(messages)

@@ -123,7 +123,11 @@ def _run(args: argparse.Namespace) -> int:
     _say("ready")
     transactions = 0
     while True:
-        messages = [m for m in consumer.consume(BATCH_RECORDS, 0.5) if m.error() is None]
+        batch = consumer.consume(BATCH_RECORDS, 0.5)
+        messages = [m for m in batch if m.error() is None]
+        for message in batch:
+            if message.error() is not None:
+                print(f"consume error {message.error()}", file=sys.stderr, flush=True)
         if not messages:
             continue
         try:
