@@ -7,8 +7,8 @@ it logs through log4j at WARN to stderr (Kafka's config/tools-log4j.properties),
 carries only the tool's own output. Environment, as in kafka-run-class.sh:
 
 - `JAVA_HOME`: use `$JAVA_HOME/bin/java` instead of `java` on PATH.
-- `KAFKA_HEAP_OPTS` (default `-Xmx256M`; `-Xmx512M` for the console and verifiable producers
-  and consumers),
+- `KAFKA_HEAP_OPTS` (default `-Xmx256M`; `-Xmx512M` for the console, verifiable and perf-test
+  producers and consumers, as their bin/*.sh scripts set it),
   `KAFKA_JVM_PERFORMANCE_OPTS` (default: kafka-run-class.sh's), `KAFKA_OPTS` (extra flags).
 - `KAFKA_LOG4J_OPTS`: replaces the log4j flag altogether.
 - `KAFKA_JVM_LOG_LEVEL` (this script's own): the root log4j level instead of WARN, e.g.
@@ -33,10 +33,12 @@ MAIN_CLASSES: dict[str, str] = {
     "kafka-console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
     "kafka-console-producer": "kafka.tools.ConsoleProducer",
     "kafka-consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+    "kafka-consumer-perf-test": "org.apache.kafka.tools.ConsumerPerformance",
     "kafka-delete-records": "org.apache.kafka.tools.DeleteRecordsCommand",
     "kafka-get-offsets": "org.apache.kafka.tools.GetOffsetShell",
     "kafka-leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
     "kafka-log-dirs": "org.apache.kafka.tools.LogDirsCommand",
+    "kafka-producer-perf-test": "org.apache.kafka.tools.ProducerPerformance",
     "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
     "kafka-topics": "org.apache.kafka.tools.TopicCommand",
     "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
@@ -49,6 +51,8 @@ LARGER_HEAP_TOOLS = frozenset(
     {
         "kafka-console-producer",
         "kafka-console-consumer",
+        "kafka-consumer-perf-test",
+        "kafka-producer-perf-test",
         "kafka-verifiable-consumer",
         "kafka-verifiable-producer",
     }

@@ -46,12 +46,16 @@ COMMAND_TIMEOUT_S = 120.0
 LOG_TAIL_LINES = 40
 
 
-def wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
-    """Poll `condition` until true; fail the test with `what` after `timeout_s`."""
+def wait_until(
+    condition: Callable[[], bool], timeout_s: float, what: str | Callable[[], str]
+) -> None:
+    """Poll `condition` until true; fail the test with `what` after `timeout_s` (a callable
+    `what` describes the state at that moment)."""
     deadline = time.monotonic() + timeout_s
     while not condition():
         if time.monotonic() >= deadline:
-            pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {what}")
+            described = what() if callable(what) else what
+            pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {described}")
         time.sleep(0.1)
 
 

@@ -10,14 +10,11 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from tests.integration.conftest import ClusterHandle, wait_until
 from tests.integration.requests import topic_spec
@@ -61,14 +58,13 @@ class App:
                 raise AssertionError(f"{self.name} exited {self.process.returncode}: {self.lines}")
             return matches(self.lines)
 
-        deadline = time.monotonic() + TIMEOUT_S
-        while not seen():
-            if time.monotonic() >= deadline:
-                pytest.fail(
-                    f"timed out after {TIMEOUT_S} s waiting for {self.name}: {what}\n"
-                    f"output so far: {self.lines[-10:]}\nend of its stderr:\n{self.stderr_tail()}"
-                )
-            time.sleep(0.1)
+        def state() -> str:
+            return (
+                f"{self.name}: {what}\noutput so far: {self.lines[-10:]}\n"
+                f"end of its stderr:\n{self.stderr_tail()}"
+            )
+
+        wait_until(seen, TIMEOUT_S, state)
 
     def stderr_tail(self) -> str:
         """librdkafka's debug log and any stack dump: where a stalled app stood."""
