@@ -4,6 +4,7 @@
                   [--partitions 6] [--replication-factor 1] [--compression none] [--acks 1]
                   [--compare-replication] [--compare [--impls ours,kafka]]
                   [--compare-transactional [--transaction-records 10000]]
+                  [--compare-jvm-perf [--impls ours,kafka]]
     scripts/bench failover [--partitions 5000] [--impl ours|kafka] [--signal KILL|TERM]
 
 Prints one JSON object with records/s and MB/s for each phase. `--compare-replication` runs
@@ -22,6 +23,12 @@ and MB per second, p99 produce latency, the brokers' CPU-seconds per GB and thei
 /proc); see scripts/_tools/bench_compare.py. `failover` measures how fast 5,000 partitions'
 leadership leaves a killed controller or a broker in controlled shutdown; see
 scripts/_tools/bench_failover.py.
+
+`--compare-jvm-perf` measures Kafka's own Java client instead of librdkafka: Kafka 3.9's
+`kafka-producer-perf-test` (acks=all, default batching) and then `kafka-consumer-perf-test`,
+with --records records of --record-bytes (or --record-size) bytes on a topic of 6 partitions
+and replication factor 3, on a fresh cluster of ours and then of Kafka 3.9, side by side; see
+scripts/_tools/bench_jvm_perf.py.
 """
 
 from __future__ import annotations
@@ -44,14 +51,23 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="scripts/bench", description=__doc__.split("\n")[0])
     parser.add_argument("--bootstrap", default="127.0.0.1:9092")
     parser.add_argument("--records", type=int, default=200_000)
-    parser.add_argument("--record-bytes", type=int, default=100)
+    parser.add_argument("--record-bytes", "--record-size", type=int, default=100)
     parser.add_argument("--partitions", type=int, default=6)
     parser.add_argument("--replication-factor", type=int, default=1)
     parser.add_argument("--compression", default="none")
     parser.add_argument("--acks", default="1")
     parser.add_argument("--compare-replication", action="store_true")
     parser.add_argument("--compare", action="store_true", help="ours against Apache Kafka 3.9")
-    parser.add_argument("--impls", default="ours,kafka", help="with --compare: which, in order")
+    parser.add_argument(
+        "--impls",
+        default="ours,kafka",
+        help="with --compare or --compare-jvm-perf: which, in order",
+    )
+    parser.add_argument(
+        "--compare-jvm-perf",
+        action="store_true",
+        help="Kafka's ProducerPerformance and ConsumerPerformance, ours against Kafka 3.9",
+    )
     parser.add_argument("--compare-transactional", action="store_true")
     parser.add_argument("--transaction-records", type=int, default=10_000)
     parser.set_defaults(idempotent=False, transactional=False)
@@ -211,6 +227,10 @@ def main() -> int:
         from .bench_compare import compare_implementations
 
         return compare_implementations(args)
+    if args.compare_jvm_perf:
+        from .bench_jvm_perf import compare_jvm_perf
+
+        return compare_jvm_perf(args)
     if args.compare_transactional:
         results = compare_transactional(args)
     elif args.compare_replication:

@@ -134,6 +134,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--settle-timeout-s", type=float, default=120.0)
     parser.add_argument("--report-json", type=Path)
     parser.add_argument("--transactional", action="store_true")
+    parser.add_argument(
+        "--client-log", type=Path, help="--transactional: the copier's librdkafka debug log"
+    )
     args = parser.parse_args(argv)
     if args.faults < 0 or args.partitions < 1 or args.producers < 1 or args.rate <= 0:
         parser.error("--faults must be >= 0; --partitions, --producers and --rate positive")
@@ -332,7 +335,7 @@ def _execute_transactional(run: Run, topic: str, run_id: str) -> dict[str, Any]:
     if not run.zookeeper.wait_for(run.recovered, TOPIC_READY_TIMEOUT_S)[0]:
         raise SystemExit(f"chaos: topic {topic} has no leaders after {TOPIC_READY_TIMEOUT_S} s")
     fleet = TxnFleet(bootstrap, topic, args.partitions, args.producers, args.rate, run_id)
-    copier = Copier(bootstrap, topic, copies, args.partitions, run_id)
+    copier = Copier(bootstrap, topic, copies, args.partitions, run_id, args.client_log)
     fleet.start()
     copier.start()
     writable = _wait_for_first_acks(fleet, args.partitions)

@@ -16,11 +16,13 @@ copied exactly once whatever the faults.
 
 from __future__ import annotations
 
+import logging
 import random
 import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
@@ -34,6 +36,7 @@ CALL_TIMEOUT_S = 30.0
 COMMIT_ATTEMPTS = 3
 COPY_BATCH = 500
 REINIT_PAUSE_S = 0.5
+CLIENT_DEBUG = "cgrp,fetch,topic,eos,broker"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,13 +72,30 @@ def _config(bootstrap: str, transactional_id: str) -> dict[str, Any]:
     }
 
 
+def _debug_logging(path: Path | None) -> dict[str, Any]:
+    """librdkafka's debug log of the group, fetch and transaction machinery into `path`."""
+    if path is None:
+        return {}
+    logger = logging.getLogger(f"chaos.librdkafka.{path}")
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    return {"debug": CLIENT_DEBUG, "logger": logger, "log_level": 7}
+
+
 def _new_producer(
-    bootstrap: str, transactional_id: str, stopping: threading.Event, failures: list[str]
+    bootstrap: str,
+    transactional_id: str,
+    stopping: threading.Event,
+    failures: list[str],
+    logging_config: dict[str, Any] | None = None,
 ) -> Any:
     """A producer with its transactional id initialised (retried until it works or stop);
     each failed attempt's error goes to `failures`."""
     while True:
-        producer = Producer(_config(bootstrap, transactional_id))
+        producer = Producer({**_config(bootstrap, transactional_id), **(logging_config or {})})
         try:
             producer.init_transactions(CALL_TIMEOUT_S)
             return producer
@@ -189,8 +209,17 @@ class TxnFleet:
 class Copier(threading.Thread):
     """Copies `source` to `sink` exactly once (read_committed, offsets in the transaction)."""
 
-    def __init__(self, bootstrap: str, source: str, sink: str, partitions: int, run: str) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        source: str,
+        sink: str,
+        partitions: int,
+        run: str,
+        client_log: Path | None = None,
+    ) -> None:
         super().__init__(name="chaos-copier", daemon=True)
+        self.client_logging = _debug_logging(client_log)
         self.bootstrap, self.source, self.sink, self.partitions = (
             bootstrap,
             source,
@@ -218,7 +247,11 @@ class Copier(threading.Thread):
     def _init_producer(self) -> Any:
         self.stage = "init_transactions"
         producer = _new_producer(
-            self.bootstrap, self.transactional_id, self.stopping, self.init_failures
+            self.bootstrap,
+            self.transactional_id,
+            self.stopping,
+            self.init_failures,
+            self.client_logging,
         )
         self.stage = "copying"
         return producer
@@ -232,6 +265,7 @@ class Copier(threading.Thread):
                 "enable.auto.commit": False,
                 "auto.offset.reset": "earliest",
                 "log_level": 0,
+                **self.client_logging,
             }
         )
         self.stage = "assign"

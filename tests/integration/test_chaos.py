@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import REPO_ROOT, ClusterFactory
+from tests.integration.conftest import REPO_ROOT, ClusterFactory, ClusterHandle
 
 pytestmark = pytest.mark.integration
 
@@ -30,6 +31,7 @@ KINDS = ("leader-kill", "follower-term", "leader-stop", "controller-kill")
 FAULT_PHASE_LIMIT_S = 100
 # The fault phase, then up to a 120 s flush, settle and read-back each in the worst case.
 CHAOS_TIMEOUT_S = 420
+CLIENT_LOG_TAIL_LINES = 80
 OVERRIDES = {
     "min.insync.replicas": "2",
     # Quick failure detection keeps each fault, and so the whole test, short.
@@ -91,12 +93,28 @@ def test_acknowledged_records_survive_leader_follower_and_controller_faults(
         assert broker.alive and broker.registered, f"broker {broker_id}: {status.text}"
 
 
+def _kept_logs(cluster: ClusterHandle, tmp_path: Path, client_log: Path) -> str:
+    """The brokers' logs copied beside the report (the cluster's directory goes at
+    teardown), and the end of the copier's librdkafka log, for a failure's message."""
+    for broker_id in cluster.broker_ids:
+        if cluster.broker_log(broker_id).exists():
+            shutil.copy(cluster.broker_log(broker_id), tmp_path / f"broker-{broker_id}.log")
+    lines = client_log.read_text(errors="replace").splitlines() if client_log.exists() else []
+    tail = "\n".join(lines[-CLIENT_LOG_TAIL_LINES:])
+    return f"\nlogs kept in {tmp_path}; the copier's librdkafka log ends:\n{tail}"
+
+
 @pytest.mark.timeout(CHAOS_TIMEOUT_S + 180)
 def test_transactions_are_exactly_once_through_the_same_faults(
     make_cluster: ClusterFactory, tmp_path: Path
 ) -> None:
     cluster = make_cluster(overrides=OVERRIDES)
-    report, output, context = _chaos_report(cluster.dir, tmp_path, "--transactional")
+    client_log = tmp_path / "copier-librdkafka.log"
+    report, output, context = _chaos_report(
+        cluster.dir, tmp_path, "--transactional", "--client-log", str(client_log)
+    )
+    if not report["ok"]:
+        context += _kept_logs(cluster, tmp_path, client_log)
 
     assert report["faults"] == len(KINDS), f"faults cut short\n{context}"
     assert report["recovered"] and report["settled"], context

@@ -15,6 +15,10 @@ Both clusters run with `auto.leader.rebalance.enable=false` (the preferred leade
 step must find the leaders the reassignment left), `group.initial.rebalance.delay.ms=0` and 5
 partitions for each internal topic, to keep the run short. JVM_TOOLS_DUMP=FILE writes every
 run, raw and normalised, to FILE as JSON.
+
+After the scenario, `test_admin_client_is_kafkas` runs a Java AdminClient program
+(tests/integration/jvm/AdminProbe.java, compiled at test time) on both clusters and compares
+what each Admin call returned.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.admin_client import ProbeError, compile_probe, run_probe
+from tests.integration.admin_client import normalised as probe_normalised
 from tests.integration.conftest import ClusterFactory, ClusterHandle
 from tests.integration.jvm_tools import (
     ClusterView,
@@ -551,11 +557,16 @@ def _run_step(step: Step, args: list[str]) -> ToolRun:
 
 
 @pytest.fixture(scope="module")
-def scenario(reference_lib: Path, make_cluster_module: ClusterFactory) -> dict[str, ScenarioResult]:
-    clusters = {
+def clusters(reference_lib: Path, make_cluster_module: ClusterFactory) -> dict[str, ClusterHandle]:
+    """Kafka 3.9 and ours, for the scenario and then for the AdminClient probe."""
+    return {
         "kafka": make_cluster_module(impl="kafka", overrides=OVERRIDES),
         "ours": make_cluster_module(overrides=OVERRIDES),
     }
+
+
+@pytest.fixture(scope="module")
+def scenario(clusters: dict[str, ClusterHandle]) -> dict[str, ScenarioResult]:
     with ThreadPoolExecutor(max_workers=len(clusters)) as pool:
         futures = {impl: pool.submit(run_scenario, c) for impl, c in clusters.items()}
         results = {impl: future.result() for impl, future in futures.items()}
@@ -637,3 +648,57 @@ def test_unimplemented_apis_are_still_unsupported(scenario: dict[str, ScenarioRe
             if match and match.group(4).startswith("UNSUPPORTED"):
                 unsupported[impl].add(match.group(2))
     assert unsupported["ours"] - unsupported["kafka"] == NOT_IMPLEMENTED
+
+
+# The AdminClient probe (issue 21): a Java program calling org.apache.kafka.clients.admin.Admin,
+# run after the scenario on the same two clusters, saving a second pair of cluster start-ups.
+# tests/integration/admin_client.py lists what its normaliser hides and why.
+
+
+@pytest.fixture(scope="module")
+def admin_probe(reference_lib: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tests/integration/jvm/AdminProbe.java, compiled into this test's temporary directory."""
+    try:
+        return compile_probe(reference_lib, tmp_path_factory.mktemp("admin-probe"))
+    except ProbeError as error:
+        pytest.fail(str(error))
+
+
+def test_admin_client_is_kafkas(
+    scenario: dict[str, ScenarioResult],
+    clusters: dict[str, ClusterHandle],
+    admin_probe: Path,
+    reference_lib: Path,
+) -> None:
+    """Each Admin call the probe makes answers on our cluster as on Kafka 3.9: the same result
+    or the same exception class, once normalised. (`scenario` first: the probe's topics and
+    group must not show in the scenario's listings.)"""
+    with ThreadPoolExecutor(max_workers=len(clusters)) as pool:
+        futures = {
+            impl: pool.submit(run_probe, admin_probe, reference_lib, cluster.bootstrap)
+            for impl, cluster in clusters.items()
+        }
+        runs = {impl: future.result() for impl, future in futures.items()}
+    views = {
+        impl: ClusterView(cluster.dir, {b: cluster.broker_port(b) for b in cluster.broker_ids})
+        for impl, cluster in clusters.items()
+    }
+    ours = probe_normalised(runs["ours"], views["ours"])
+    kafka = probe_normalised(runs["kafka"], views["kafka"])
+    details = "\n".join(
+        f"--- {impl}: exit {run.returncode}, {run.seconds:.1f} s\nstdout:\n{run.stdout}\n"
+        f"stderr:\n{run.stderr[-4000:]}"
+        for impl, run in runs.items()
+    )
+    assert runs["kafka"].returncode == 0, f"the probe failed on Kafka 3.9 itself\n{details}"
+    assert runs["ours"].returncode == 0, f"the probe failed on our cluster\n{details}"
+    diff = "\n".join(
+        difflib.unified_diff(
+            json.dumps(kafka, indent=1).splitlines(),
+            json.dumps(ours, indent=1).splitlines(),
+            "kafka (normalised)",
+            "ours (normalised)",
+            lineterm="",
+        )
+    )
+    assert ours == kafka, f"{diff}\n{details}"
