@@ -45,7 +45,10 @@ class GroupCoordinator:
             retention_ms=config["offsets.retention.minutes"] * 60_000,
         )
         self.offsets = OffsetStore(
-            server.replica_manager, self.offsets_config, self._offsets_min_insync_replicas
+            server.replica_manager,
+            self.offsets_config,
+            self._offsets_min_insync_replicas,
+            named_leader=self._named_offsets_leader,
         )
         self.membership = GroupMembership(
             self._persist,
@@ -61,6 +64,10 @@ class GroupCoordinator:
         self.offsets.on_group_loaded = self._on_group_loaded
         self.offsets.on_partition_unloaded = self._on_partition_unloaded
         server.replica_manager.leadership_listeners.append(self._on_leadership_change)
+
+    def _named_offsets_leader(self, partition: int) -> bool:
+        leader, _ = self._server.metadata_cache.leader_and_epoch(OFFSETS_TOPIC, partition)
+        return leader == self._server.broker_id
 
     def _is_coordinator_for(self, group_id: str) -> bool:
         return self.offsets.coordinator_error(group_id) != ErrorCode.not_coordinator

@@ -77,8 +77,11 @@ class OffsetStore:
         replica_manager: ReplicaManager,
         config: OffsetsConfig,
         min_insync_replicas: Callable[[], int],
+        named_leader: Callable[[int], bool] = lambda partition: False,
     ) -> None:
         self._replica_manager = replica_manager
+        # Whether the cluster's metadata names this broker leader of an offsets partition.
+        self._named_leader = named_leader
         self._config = config
         self._min_insync_replicas = min_insync_replicas
         self._partitions: dict[int, _PartitionState] = {}
@@ -143,9 +146,10 @@ class OffsetStore:
 
     def coordinator_error(self, group_id: str) -> ErrorCode:
         """NONE if this broker coordinates `group_id` and has loaded it."""
-        state = self._partitions.get(self.partition_of(group_id))
+        partition = self.partition_of(group_id)
+        state = self._partitions.get(partition)
         if state is None:
-            return ErrorCode.not_coordinator
+            return _not_loaded_error(self._named_leader(partition))
         if not state.loaded:
             return ErrorCode.coordinator_load_in_progress
         return ErrorCode.none
@@ -330,6 +334,14 @@ class OffsetStore:
             self._config.commit_timeout_ms / 1000,
         )
         return _coordinator_error(outcome)
+
+
+def _not_loaded_error(named_leader: bool) -> ErrorCode:
+    """For a partition not (yet) loaded here. Named its leader, this broker is about to load
+    it: COORDINATOR_LOAD_IN_PROGRESS, which clients retry, as Kafka answers from the moment
+    its LeaderAndIsr arrives. NOT_COORDINATOR would send them looking again, and librdkafka
+    then drops the committed-offset fetch of an assign()ed consumer for good."""
+    return ErrorCode.coordinator_load_in_progress if named_leader else ErrorCode.not_coordinator
 
 
 def _coordinator_error(error: ErrorCode) -> ErrorCode:

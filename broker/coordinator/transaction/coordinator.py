@@ -109,8 +109,14 @@ class TransactionCoordinator:
 
     def _loaded(self, transactional_id: str) -> _LoadedPartition:
         """The id's partition, loaded here; TxnRefused otherwise."""
-        state = self._partitions.get(partition_for(transactional_id, self.partition_count))
+        partition = partition_for(transactional_id, self.partition_count)
+        state = self._partitions.get(partition)
         if state is None:
+            # Named leader but not loading yet: load in progress, as Kafka answers once its
+            # LeaderAndIsr arrived (see the group coordinator's OffsetStore).
+            leader, _ = self._server.metadata_cache.leader_and_epoch(TXN_TOPIC, partition)
+            if leader == self._server.broker_id:
+                raise TxnRefused(ErrorCode.coordinator_load_in_progress)
             raise TxnRefused(ErrorCode.not_coordinator)
         if not state.loaded:
             raise TxnRefused(ErrorCode.coordinator_load_in_progress)

@@ -104,3 +104,18 @@ async def _losing_leadership_stops_the_retries() -> None:
     await asyncio.sleep(0.05)
     assert replica_log.reads == reads
     assert store.coordinator_error(GROUP) == ErrorCode.not_coordinator
+
+
+@pytest.mark.parametrize(
+    ("named_leader", "expected"),
+    [(True, ErrorCode.coordinator_load_in_progress), (False, ErrorCode.not_coordinator)],
+)
+def test_a_partition_not_loaded_yet_is_loading_where_metadata_names_this_broker_leader(
+    named_leader: bool, expected: ErrorCode
+) -> None:
+    # Before this broker's coordinator has picked up the partition, a client sent here by
+    # FindCoordinator must retry (librdkafka gives up an OffsetFetch on NOT_COORDINATOR).
+    config = OffsetsConfig(partition_count=1)
+    manager = cast(ReplicaManager, _FakeReplicaManager())
+    store = OffsetStore(manager, config, lambda: 1, named_leader=lambda partition: named_leader)
+    assert store.coordinator_error(GROUP) == expected
