@@ -21,6 +21,7 @@ import random
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,40 @@ def _config(bootstrap: str, transactional_id: str) -> dict[str, Any]:
     }
 
 
+class ClientHung(Exception):
+    """A librdkafka call that did not return within its bound."""
+
+
+# librdkafka 2.10+ drops a broker that leaves the metadata (a broker shut down or killed) and
+# its thread; a transactional call waiting on that broker (begin_transaction,
+# send_offsets_to_transaction: both wait without a bound) can then block forever, and
+# destroying that client blocks too. Such clients, and every producer replaced by a new one,
+# are kept here, never destroyed: the writer or copier goes on with a new producer, whose
+# InitProducerId fences the old one.
+ABANDONED_CLIENTS: list[Any] = []
+HUNG_CALL_TIMEOUT_S = CALL_TIMEOUT_S + 15
+
+
+def _bounded(call: Callable[[], object], what: str) -> None:
+    """Run `call` on a helper thread; ClientHung if it has not returned in time (the thread
+    is left blocked)."""
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            call()
+        except BaseException as error:  # handed to the caller's thread
+            errors.append(error)
+
+    thread = threading.Thread(target=run, name=f"chaos-copier-{what}", daemon=True)
+    thread.start()
+    thread.join(HUNG_CALL_TIMEOUT_S)
+    if thread.is_alive():
+        raise ClientHung(f"{what} blocked for {HUNG_CALL_TIMEOUT_S:.0f} s")
+    if errors:
+        raise errors[0]
+
+
 def _debug_logging(path: Path | None) -> dict[str, Any]:
     """librdkafka's debug log of the group, fetch and transaction machinery into `path`."""
     if path is None:
@@ -101,6 +136,7 @@ def _new_producer(
             return producer
         except KafkaException as error:
             failures.append(str(error.args[0]))
+            ABANDONED_CLIENTS.append(producer)  # not destroyed: see ABANDONED_CLIENTS
             if stopping.is_set():
                 return None
             time.sleep(REINIT_PAUSE_S)
@@ -160,6 +196,7 @@ class TxnWriter(threading.Thread):
             if outcome == "unknown":
                 incarnation += 1
                 fleet.log.error(f"{transactional_id}: a transaction ended undecided")
+                ABANDONED_CLIENTS.append(producer)
                 producer = _new_producer(fleet.bootstrap, transactional_id, fleet.stopping, [])
                 next_at = time.monotonic()
 
@@ -284,18 +321,26 @@ class Copier(threading.Thread):
                 continue
             if outcome == "unknown":
                 self.log.error("a copy transaction ended undecided")
-                producer = self._init_producer()
+            if outcome in ("unknown", "hung"):
+                ABANDONED_CLIENTS.append(producer)
+                producer = self._init_producer()  # fences the old one
             self._rewind(consumer)
         consumer.close()
 
     def _copy(self, consumer: Any, producer: Any, messages: list[Any]) -> str:
         try:
-            producer.begin_transaction()
+            _bounded(producer.begin_transaction, "begin_transaction")
             for message in messages:
                 producer.produce(self.sink, value=message.value(), partition=message.partition())
             positions = consumer.position(consumer.assignment())
             metadata = consumer.consumer_group_metadata()
-            producer.send_offsets_to_transaction(positions, metadata, CALL_TIMEOUT_S)
+            _bounded(
+                lambda: producer.send_offsets_to_transaction(positions, metadata, CALL_TIMEOUT_S),
+                "send_offsets_to_transaction",
+            )
+        except ClientHung as hung:
+            self.log.error(f"copier's producer abandoned: {hung}")
+            return "hung"
         except (KafkaException, BufferError):
             return _end(producer, abort=True)
         return _end(producer, abort=False)
