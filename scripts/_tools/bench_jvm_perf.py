@@ -56,6 +56,10 @@ _PRODUCER_TOTAL = re.compile(
 )
 _CONSUMER_HEADER = "start.time, end.time, data.consumed.in.MB"
 _CONSUMER_SHORT = "WARNING: Exiting before consuming the expected number of messages"
+# A log4j record of the client's at WARN or above (kafka-jvm logs at WARN to stderr): retries,
+# errors from a broker, disconnections. The figures hold only when there are none, or few.
+_CLIENT_WARNING = re.compile(r"^\[[\d :,-]+\] (?:WARN|ERROR|FATAL) (.*)$", re.MULTILINE)
+CLIENT_WARNING_SAMPLES = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +214,13 @@ def _problem(impl: str, phase: str, result: ToolResult, counted: int | None, wan
     )
 
 
+def client_warnings(stderr: str) -> dict[str, object]:
+    """How many warnings the client logged, and the first few different ones."""
+    found = _CLIENT_WARNING.findall(stderr)
+    samples = list(dict.fromkeys(message[:300] for message in found))[:CLIENT_WARNING_SAMPLES]
+    return {"client_warnings": len(found), "client_warning_samples": samples}
+
+
 def _metered(
     meter: PhaseMeter, gigabytes: float, run: Callable[[], ToolResult]
 ) -> tuple[ToolResult, dict[str, float]]:
@@ -243,6 +254,7 @@ def measure(args: argparse.Namespace, impl: str, problems: list[str]) -> dict[st
             **(asdict(producer) if producer is not None else {}),
             "tool_seconds": round(produced.seconds, 1),
             **cost,
+            **client_warnings(produced.stderr),
         }
 
         print(f"scripts/bench: {impl}: consume", file=sys.stderr, flush=True)
@@ -256,6 +268,7 @@ def measure(args: argparse.Namespace, impl: str, problems: list[str]) -> dict[st
             **(asdict(consumer) if consumer is not None else {}),
             "tool_seconds": round(consumed.seconds, 1),
             **cost,
+            **client_warnings(consumed.stderr),
         }
     return results
 
@@ -273,6 +286,8 @@ TABLE_FIGURES = (
     ("consume", "records_per_s", "consume records/s"),
     ("consume", "mb_per_s", "consume MB/s"),
     ("consume", "rebalance_ms", "consume group join ms"),
+    ("produce", "client_warnings", "producer warnings"),
+    ("consume", "client_warnings", "consumer warnings"),
 )
 
 
@@ -289,12 +304,13 @@ def _shown(value: float | None) -> str:
 
 def table(by_impl: dict[str, dict[str, object]], workload: str) -> str:
     ours, kafka = by_impl.get("ours", {}), by_impl.get("kafka", {})
-    lines = [f"{'workload':<18} {'figure':<24} {'ours':>12} {'kafka':>12} {'ours/kafka':>11}"]
+    width = max(len("workload"), len(workload))
+    lines = [f"{'workload':<{width}} {'figure':<24} {'ours':>12} {'kafka':>12} {'ours/kafka':>11}"]
     for phase, name, label in TABLE_FIGURES:
         mine, theirs = _figure(ours, phase, name), _figure(kafka, phase, name)
         ratio = f"{mine / theirs:.2f}" if mine is not None and theirs else "-"
         lines.append(
-            f"{workload:<18} {label:<24} {_shown(mine):>12} {_shown(theirs):>12} {ratio:>11}"
+            f"{workload:<{width}} {label:<24} {_shown(mine):>12} {_shown(theirs):>12} {ratio:>11}"
         )
     return "\n".join(lines)
 

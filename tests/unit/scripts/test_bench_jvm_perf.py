@@ -8,7 +8,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "scripts"))
 
-from _tools.bench_jvm_perf import parse_consumer, parse_producer
+from _tools.bench_jvm_perf import client_warnings, parse_consumer, parse_producer
 
 PRODUCER_STDOUT = (
     "61423 records sent, 12284.6 records/sec (1.17 MB/sec), 1520.3 ms avg latency, "
@@ -62,3 +62,24 @@ def test_a_consumer_that_timed_out_says_so() -> None:
 def test_a_consumer_without_its_result_gives_nothing() -> None:
     assert parse_consumer(CONSUMER_HEADER) is None
     assert parse_consumer("") is None
+
+
+def test_client_warnings_are_counted_and_sampled_once_each() -> None:
+    stderr = (
+        "[2026-11-27 09:50:01,123] WARN [Producer clientId=perf-producer-client] Got error "
+        "produce response with correlation id 12 on topic-partition t-0, retrying "
+        "(2147483646 attempts left). Error: NOT_ENOUGH_REPLICAS "
+        "(org.apache.kafka.clients.producer.internals.Sender)\n"
+        "[2026-11-27 09:50:01,124] WARN [Producer clientId=perf-producer-client] Got error "
+        "produce response with correlation id 12 on topic-partition t-0, retrying "
+        "(2147483646 attempts left). Error: NOT_ENOUGH_REPLICAS "
+        "(org.apache.kafka.clients.producer.internals.Sender)\n"
+        "[2026-11-27 09:50:02,000] INFO not a warning (org.apache.kafka.Some)\n"
+        "\tat a.stack.Trace(Trace.java:1)\n"
+    )
+    found = client_warnings(stderr)
+    assert found["client_warnings"] == 2
+    samples = found["client_warning_samples"]
+    assert isinstance(samples, list)
+    assert len(samples) == 1
+    assert "NOT_ENOUGH_REPLICAS" in samples[0]
