@@ -106,7 +106,11 @@ def _apply(configs: dict[str, str | None], name: str, operation: int, value: str
         definition = TOPIC_CONFIGS.get(name)
         if definition is None or definition.config_type is not ConfigType.LIST:
             raise ApiError(INVALID_CONFIG, f"Config value append is not allowed for config {name}")
-        items = [i for i in (configs.get(name) or "").split(",") if i]
+        # Kafka starts from the topic's own value, else from the config's static default
+        # (not the broker's `server_default`): APPEND compact to an unset cleanup.policy
+        # gives "delete,compact".
+        current = configs.get(name)
+        items = [i for i in (definition.default if current is None else current).split(",") if i]
         given = [i.strip() for i in (value or "").split(",") if i.strip()]
         if operation == AlterConfigOp.APPEND:
             items += [i for i in given if i not in items]

@@ -48,6 +48,16 @@ def test_incremental_operations() -> None:
     }
 
 
+def test_append_and_subtract_on_an_unset_config_start_from_its_default() -> None:
+    # Kafka's ConfigAdminManager: the topic's value, else the config's static default.
+    appended = apply_operations([_op("cleanup.policy", APPEND, "compact")])({})
+    assert appended == {"cleanup.policy": "delete,compact"}
+    subtracted = apply_operations([_op("cleanup.policy", SUBTRACT, "delete")])({})
+    assert subtracted == {"cleanup.policy": ""}
+    throttled = apply_operations([_op("leader.replication.throttled.replicas", APPEND, "0:1")])
+    assert throttled({}) == {"leader.replication.throttled.replicas": "0:1"}
+
+
 def test_append_to_a_non_list_config_is_invalid() -> None:
     with pytest.raises(ApiError) as error:
         apply_operations([_op("retention.ms", APPEND, "5")])({})
