@@ -79,7 +79,12 @@ def java_tool(name: str) -> str:
 def compile_probe(reference_lib: Path, out_dir: Path) -> Path:
     """`javac` the probe into out_dir (with its log4j config); returns out_dir."""
     result = subprocess.run(
-        [java_tool("javac"), "-d", str(out_dir), "-cp", f"{reference_lib}/*", str(SOURCE)],
+        [
+            java_tool("javac"),
+            # javac is a JVM too: the start-up flags halve its CPU time on a busy machine.
+            *(f"-J{option}" for option in FAST_START_JVM_OPTS.split()),
+            *("-d", str(out_dir), "-cp", f"{reference_lib}/*", str(SOURCE)),
+        ],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,

@@ -405,6 +405,12 @@ public final class AdminProbe {
                     consumer.poll(Duration.ofMillis(500)).forEach(record -> seen.add(
                             record.partition() + "/" + record.offset() + "/" + record.key()));
                 }
+                // commitSync() commits only the partitions whose position is known; asking for
+                // each one's position first makes that every assigned partition, whatever
+                // partition's records arrived first.
+                for (TopicPartition partition : consumer.assignment()) {
+                    consumer.position(partition, WAIT);
+                }
                 consumer.commitSync(WAIT);
                 return seen;
             });
