@@ -8,7 +8,7 @@ STAMP := $(VENV)/.setup-stamp
 # Extra arguments for scripts/cluster, e.g. make up ARGS="--brokers 1 --set num.partitions=3"
 ARGS ?=
 
-.PHONY: setup up down status test lint pipeline reference
+.PHONY: setup up down status test lint pipeline reference spark-connector
 
 setup: $(STAMP)
 
@@ -26,6 +26,18 @@ reference: $(REFERENCE_STAMP)
 $(REFERENCE_STAMP): reference/pom.xml
 	rm -rf reference/lib
 	mvn --batch-mode --quiet -f reference/pom.xml dependency:copy-dependencies \
+		-DincludeScope=runtime -DoutputDirectory=lib
+	@touch $@
+
+# Spark's own Kafka connector (reference/spark/pom.xml, at the pinned PySpark's version) for
+# `make pipeline` and the Spark tests: fetched once into reference/spark/lib, loaded with
+# spark.jars. The pipeline's Python data source needs none of it.
+SPARK_CONNECTOR_STAMP := reference/spark/lib/.fetched
+spark-connector: $(SPARK_CONNECTOR_STAMP)
+
+$(SPARK_CONNECTOR_STAMP): reference/spark/pom.xml
+	rm -rf reference/spark/lib
+	mvn --batch-mode --quiet -f reference/spark/pom.xml dependency:copy-dependencies \
 		-DincludeScope=runtime -DoutputDirectory=lib
 	@touch $@
 
@@ -57,12 +69,13 @@ status: setup
 
 # Two workers, whole modules each (their clusters are module-scoped); Spark's tests then run
 # alone, since its Python workers must connect back to the JVM within a fixed 10 s.
-test: setup
+test: setup spark-connector
 	$(VENV)/bin/pytest -q -n 2 --dist loadfile -m "not spark" tests
 	$(VENV)/bin/pytest -q -m spark tests
 
-# The example Spark pipeline (README, "The Spark pipeline"); e.g. ARGS="--duration-s 120".
-pipeline: setup
+# The example Spark pipeline (README, "The Spark pipeline"), on Spark's Kafka connector; e.g.
+# ARGS="--duration-s 120", or ARGS="--connector python" for the Python data source.
+pipeline: setup spark-connector
 	$(VENV)/bin/python -m pipeline.example $(ARGS)
 
 lint: setup
