@@ -1,5 +1,9 @@
 """`python -m pipeline.example`: generator + streaming jobs for a bounded time, then a summary.
 
+The jobs read and write Kafka through Spark's own connector (format "kafka", the jars of
+`make spark-connector`) unless `--connector python` picks this project's Python data source,
+which needs no download.
+
 Without `--bootstrap` (or $PIPELINE_BOOTSTRAP) it starts a 3-broker cluster of its own under
 the work directory and stops it at the end; with one it reuses that cluster and resumes from
 the checkpoints already in the work directory (which is how a restart is shown).
@@ -38,7 +42,7 @@ from pipeline.example.jobs import (
     start_stats,
 )
 from pipeline.example.report import QueryTally, progress_line, summary_table
-from pipeline.example.session import local_session
+from pipeline.example.session import ConnectorJarsMissing, kafka_connector_jars, local_session
 from pipeline.spark import register
 
 DEFAULT_DURATION_S = 60.0
@@ -80,6 +84,13 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         "--zk-port-base", type=int, default=ZK_PORT_BASE, help="ZooKeeper port of its own cluster"
     )
     parser.add_argument(
+        "--connector",
+        choices=("spark", "python"),
+        default="spark",
+        help="spark: Spark's own Kafka connector (make spark-connector); python: the Python "
+        "data source (pipeline.spark, no download)",
+    )
+    parser.add_argument(
         "--no-drain",
         action="store_true",
         help="stop the jobs at once instead of letting them catch up first",
@@ -94,6 +105,11 @@ def _on_sigterm(_signal: int, _frame: FrameType | None) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        args.jars = kafka_connector_jars() if args.connector == "spark" else []
+    except ConnectorJarsMissing as error:
+        print(f"Error: {error}", file=sys.stderr)
+        return 1
     cluster_dir = args.work_dir / "cluster"
     own_cluster = args.bootstrap is None
     if own_cluster:
@@ -147,10 +163,11 @@ def start_supervised(starter: Callable[[], StreamingQuery], restarts: int = 0) -
 
 def _run(args: argparse.Namespace) -> None:
     paths = JobPaths(args.work_dir.resolve())
-    spark = local_session("registration-pipeline")
+    spark = local_session("registration-pipeline", jars=args.jars)
     generator = RegistrationGenerator(args.bootstrap, REGISTRATIONS_TOPIC, args.events_per_second)
     try:
-        fmt = register(spark)
+        fmt = "kafka" if args.connector == "spark" else register(spark)
+        print(f"connector: {args.connector} (format {fmt!r})", flush=True)
         starters = [
             functools.partial(start, spark, fmt, args.bootstrap, paths, False)
             for start in (start_stats, start_archive, start_replay)
