@@ -32,7 +32,7 @@ BATCH_RECORDS = 10
 EXIT_FATAL = 3
 COMMIT_ATTEMPTS = 3
 STALL_DUMP_S = 90  # below the test's wait, so the dump is there when it gives up
-CLIENT_DEBUG = "eos,cgrp,topic,fetch"
+CLIENT_DEBUG = "eos,cgrp,topic,broker"
 
 
 def _say(line: str) -> None:
