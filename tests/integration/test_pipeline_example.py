@@ -1,5 +1,6 @@
 """Acceptance: the example pipeline stopped mid-stream and restarted from its checkpoints
-leaves a Parquet archive holding every registration in the topic exactly once."""
+leaves a Parquet archive holding every registration in the topic exactly once; on Spark's
+Kafka connector (the default) and on the Python data source (`--connector python`)."""
 
 from __future__ import annotations
 
@@ -92,17 +93,36 @@ def topic_event_ids(cluster: ClusterHandle) -> list[str]:
     return ids
 
 
+def assert_archive_is_the_topic(cluster: ClusterHandle, work_dir: Path) -> None:
+    files = committed_parquet_files(work_dir / "output" / "registrations")
+    archived = [i for f in files for i in pq.read_table(f).column("event_id").to_pylist()]
+    produced = topic_event_ids(cluster)
+    assert len(archived) == len(set(archived)), "a record was archived twice"
+    assert sorted(archived) == sorted(produced), (
+        f"archived {len(archived)} records, the topic has {len(produced)}"
+    )
+
+
 def test_restarted_pipeline_archives_each_record_exactly_once(
     cluster: ClusterHandle, tmp_path: Path
 ) -> None:
     work_dir = tmp_path / "pipeline"
     first = run_example(cluster, work_dir, "--duration-s", "12", "--no-drain")
+    assert "connector: spark (format 'kafka')" in first, first
     assert "archive" in first and "total" in first
     second = run_example(cluster, work_dir, "--duration-s", "6")
     assert "distinct event ids" in second
-    files = committed_parquet_files(work_dir / "output" / "registrations")
-    archived = [i for f in files for i in pq.read_table(f).column("event_id").to_pylist()]
-    produced = topic_event_ids(cluster)
-    assert len(produced) > 1000  # both runs produced while the jobs were running
-    assert len(archived) == len(set(archived)), "a record was archived twice"
-    assert sorted(archived) == sorted(produced)
+    assert len(topic_event_ids(cluster)) > 1000  # both runs produced while jobs were running
+    assert_archive_is_the_topic(cluster, work_dir)
+
+
+def test_python_data_source_pipeline_archives_the_topic(
+    cluster: ClusterHandle, tmp_path: Path
+) -> None:
+    """The no-download path: the same jobs on the Python data source, in a work directory
+    of their own, archive the whole topic (what earlier tests produced too) once."""
+    work_dir = tmp_path / "pipeline-python"
+    output = run_example(cluster, work_dir, "--connector", "python", "--duration-s", "5")
+    assert "connector: python (format 'pykafka')" in output, output
+    assert "distinct event ids" in output
+    assert_archive_is_the_topic(cluster, work_dir)
