@@ -19,9 +19,11 @@ records are numbered from 0, so the committed offsets add up to the lines proces
   and above it by no more than the second part's occurrences of the word (all that a replay
   can add); without the store restored, the first part's counts would be missing.
 - `test_exactly_once_v2_through_app_and_broker_sigkills`: with processing.guarantee
-  exactly_once_v2, the application is SIGKILLed with a transaction open and restarted, then the
-  broker that coordinates its transactions is SIGKILLed with another one open: a read_committed
-  reader sees each word's outputs exactly 1..N.
+  exactly_once_v2, the application is SIGKILLed with a transaction open and restarted with an
+  empty state directory (so with another transactional id: the coordinator aborts the open
+  transaction at its timeout), then the broker that coordinates the new instance's
+  transactions is SIGKILLed with another one open: a read_committed reader sees each word's
+  outputs exactly 1..N.
 
 Each test has its own topics and application id, on one 3-broker cluster (replication factor
 3 for the internal topics); the application's stdout and log4j output, and what the test did
@@ -62,6 +64,8 @@ OVERRIDES = {
     "group.initial.rebalance.delay.ms": "0",
     "offsets.topic.num.partitions": "5",
     "transaction.state.log.num.partitions": "5",
+    # How often the coordinator looks for transactions past their timeout (10 s by default).
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "2000",
 }
 KAFKA_OVERRIDES = {
     "group.initial.rebalance.delay.ms": "0",
@@ -79,6 +83,9 @@ PARTS = 3
 LINES_PER_PART = 400
 WORDS_PER_LINE = 5
 CHUNK_LINES = 20  # the feeder produces, flushes and pauses per chunk
+# Before a kill: a few lines per chunk, so that the application always has new input (and,
+# with exactly-once, an open transaction) until the kill, however slow the test thread is.
+TRICKLE_LINES = 2
 CHUNK_PAUSE_S = 0.05
 
 APP_HEAP_OPTS = "-Xmx256m"
@@ -86,6 +93,7 @@ COMPILE_TIMEOUT_S = 120.0
 START_TIMEOUT_S = 120.0  # a JVM and a first rebalance on two loaded cores
 PROGRESS_TIMEOUT_S = 150.0  # includes a dead member's session timeout and a broker failover
 READ_TIMEOUT_S = 60.0
+CREATE_TIMEOUT_S = 120.0
 TAIL_LINES = 40
 FIND_COORDINATOR, DESCRIBE_TRANSACTIONS, TRANSACTION_KEY_TYPE = 10, 65, 1
 
@@ -274,14 +282,16 @@ class Feeder:
         self.errors: list[str] = []
         self.produced = 0
         self._released = 0
+        self._chunk_lines = CHUNK_LINES
         self._condition = threading.Condition()
         self._thread = threading.Thread(target=self._run, name="feeder", daemon=True)
         self._thread.start()
 
-    def release(self, lines: int) -> None:
-        """Let the feeder produce the text's first `lines` lines."""
+    def release(self, lines: int, chunk_lines: int = CHUNK_LINES) -> None:
+        """Let the feeder produce the text's first `lines` lines, `chunk_lines` at a time."""
         with self._condition:
             self._released = lines
+            self._chunk_lines = chunk_lines
             self._condition.notify_all()
 
     def done(self, lines: int) -> bool:
@@ -303,7 +313,8 @@ class Feeder:
                 self._condition.wait_for(lambda: self._released != self.produced)
                 if self._released < 0:
                     return
-                start, end = self.produced, min(self._released, self.produced + CHUNK_LINES)
+                start = self.produced
+                end = min(self._released, start + self._chunk_lines)
             for line in LINES[start:end]:
                 self.producer.produce(self.topic, value=line.encode(), on_delivery=self._delivered)
             remaining = self.producer.flush(PROGRESS_TIMEOUT_S)
@@ -414,9 +425,10 @@ class WordCountRun:
         )
         self.timeline.note("output counts reached")
 
-    def feed(self, lines: int, wait: bool = False) -> None:
-        self.timeline.note(f"feeder released up to line {lines}")
-        self.feeder.release(lines)
+    def feed(self, lines: int, wait: bool = False, trickle: bool = False) -> None:
+        """Release the text's first `lines` lines to the feeder (`trickle`: slowly)."""
+        self.timeline.note(f"feeder released up to line {lines}{' (trickle)' if trickle else ''}")
+        self.feeder.release(lines, TRICKLE_LINES if trickle else CHUNK_LINES)
         if wait:
             wait_until(
                 lambda: self.feeder.done(lines) or bool(self.feeder.errors),
@@ -466,14 +478,33 @@ def _alive_and(app: StreamsApp, condition: Callable[[], bool]) -> bool:
 
 
 def _create_topics(bootstrap: str, names: list[str], replication: int) -> None:
+    """CreateTopics, again for what is still missing after an error or a request that got no
+    answer (a broker that has just started may not know the controller yet), bounded."""
+    from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics(
-        [NewTopic(name, PARTITIONS, replication) for name in names], operation_timeout=30
-    )
-    for future in futures.values():
-        future.result(timeout=60)
+    missing, attempts = list(names), []
+    deadline = time.monotonic() + CREATE_TIMEOUT_S
+    while missing:
+        if time.monotonic() > deadline:
+            pytest.fail(f"topics {missing} not created in {CREATE_TIMEOUT_S:.0f} s: {attempts}")
+        futures = admin.create_topics(
+            [NewTopic(name, PARTITIONS, replication) for name in missing],
+            operation_timeout=30,
+            request_timeout=40,
+        )
+        for name, future in futures.items():
+            try:
+                future.result(timeout=45)
+            except KafkaException as error:
+                if error.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                    attempts.append(f"{name}: {error}")
+                    continue
+            except TimeoutError:
+                attempts.append(f"{name}: no answer in 45 s")
+                continue
+            missing.remove(name)
 
 
 def _committed_reader(bootstrap: str, group: str) -> Any:
@@ -697,7 +728,7 @@ def test_at_least_once_resumes_after_sigkill(
         lambda: f"part 1's repartitioned words committed\n{run.describe()}",
     )
 
-    run.feed(2 * LINES_PER_PART)
+    run.feed(2 * LINES_PER_PART, trickle=True)
     run.wait_committed(first, LINES_PER_PART + 1, "part 2 under way")
     first.kill()
     run.timeline.note(f"app-1 SIGKILLed, {run.committed()} lines committed")
@@ -730,29 +761,40 @@ def test_exactly_once_v2_through_app_and_broker_sigkills(
     word_count: Callable[[str, str], WordCountRun], tmp_path: Path, streams_cluster: ClusterHandle
 ) -> None:
     run = word_count("wc-eos", "exactly_once_v2")
-    state_dir = tmp_path / "state"
     per_part = LINES_PER_PART
     run.feed(per_part, wait=True)
-    first = run.start_app(state_dir)
+    first = run.start_app(tmp_path / "state-1")
     run.wait_committed(first, per_part, "part 1 processed")
 
-    run.feed(per_part + per_part // 2)
-    transactional_id = f"{run.app_id}-{_process_id(state_dir, run.app_id)}-1"
-    _kill_in_transaction(run, first, transactional_id, per_part + 1, first.kill)
+    run.feed(2 * per_part, trickle=True)
+    first_id = _transactional_id(tmp_path / "state-1", run.app_id)
+    _kill_in_transaction(run, first, first_id, per_part + 1, first.kill)
     run.feed(2 * per_part)
 
-    # Same state directory: with exactly-once, a store left by a crash is wiped and restored.
-    second = run.start_app(state_dir)
+    # An empty state directory, so a new transactional id: the first instance's transaction
+    # stays open until the coordinator aborts it at its timeout (Kafka Streams sets 10 s), and
+    # until then the committed offsets of its partitions are unstable (KIP-447).
+    second = run.start_app(tmp_path / "state-2")
     assert second.restored_records() > 0, run.describe()
     run.wait_committed(second, 2 * per_part, "part 2 processed after the restart")
+    wait_until(
+        lambda: _transaction_state(run.cluster, first_id) == "CompleteAbort",
+        PROGRESS_TIMEOUT_S,
+        lambda: (
+            f"the coordinator to abort {first_id}'s transaction; it is "
+            f"{_transaction_state(run.cluster, first_id)}\n{run.describe()}"
+        ),
+    )
+    run.timeline.note(f"{first_id}'s transaction aborted by the coordinator")
 
-    run.feed(2 * per_part + per_part // 2)
-    coordinator = _coordinator_id(streams_cluster, transactional_id)
+    run.feed(len(LINES), trickle=True)
+    second_id = _transactional_id(tmp_path / "state-2", run.app_id)
+    coordinator = _coordinator_id(streams_cluster, second_id)
 
     def kill_coordinator() -> None:
         streams_cluster.kill(coordinator, "KILL")
 
-    _kill_in_transaction(run, second, transactional_id, 2 * per_part + 1, kill_coordinator)
+    _kill_in_transaction(run, second, second_id, 2 * per_part + 1, kill_coordinator)
     run.timeline.note(f"broker {coordinator} (transaction coordinator) SIGKILLed")
     run.feed(len(LINES))
     expected = counts(LINES)
@@ -768,13 +810,13 @@ def test_exactly_once_v2_through_app_and_broker_sigkills(
     run.timeline.note(f"{aborted} output records of aborted transactions")
 
 
-def _process_id(state_dir: Path, app_id: str) -> str:
-    """The instance's process id, which Kafka Streams keeps in its state directory and puts
-    in its transactional id (APPLICATION_ID-PROCESS_ID-THREAD_NUMBER)."""
+def _transactional_id(state_dir: Path, app_id: str) -> str:
+    """The transactional id of the instance's stream thread: APPLICATION_ID-PROCESS_ID-1, with
+    the process id that Kafka Streams keeps in its state directory."""
     import json
 
     text = (state_dir / app_id / "kafka-streams-process-metadata").read_text()
-    return str(json.loads(text)["processId"])
+    return f"{app_id}-{json.loads(text)['processId']}-1"
 
 
 def _coordinator_id(cluster: ClusterHandle, transactional_id: str) -> int:
@@ -821,5 +863,6 @@ def _kill_in_transaction(
         PROGRESS_TIMEOUT_S,
         lambda: f"an open transaction of {transactional_id}\n{run.describe()}",
     )
+    committed = run.committed()  # before the kill: a dead broker may hold the group
     kill()
-    run.timeline.note(f"killed with {transactional_id} Ongoing, {run.committed()} lines committed")
+    run.timeline.note(f"killed with {transactional_id} Ongoing ({committed} lines committed)")
