@@ -90,6 +90,29 @@ _DEFS: list[ConfigDef] = [
     ),
     ConfigDef("inter.broker.listener.name", _str, None),
     ConfigDef("security.inter.broker.protocol", _str, "PLAINTEXT"),
+    # TLS (broker.network.tls). Each may also be set per listener as
+    # listener.name.<listener, lower case>.<key>, as in Kafka.
+    ConfigDef("ssl.keystore.type", _str, "JKS"),
+    ConfigDef("ssl.keystore.location", _str, None),
+    ConfigDef("ssl.keystore.password", _str, None, type_name="PASSWORD"),
+    ConfigDef("ssl.keystore.certificate.chain", _str, None, type_name="PASSWORD"),
+    ConfigDef("ssl.keystore.key", _str, None, type_name="PASSWORD"),
+    ConfigDef("ssl.key.password", _str, None, type_name="PASSWORD"),
+    ConfigDef("ssl.truststore.type", _str, "JKS"),
+    ConfigDef("ssl.truststore.location", _str, None),
+    ConfigDef("ssl.truststore.password", _str, None, type_name="PASSWORD"),
+    ConfigDef("ssl.truststore.certificates", _str, None, type_name="PASSWORD"),
+    ConfigDef("ssl.client.auth", _str, "none"),
+    ConfigDef("ssl.endpoint.identification.algorithm", _str, "https"),
+    ConfigDef("ssl.protocol", _str, "TLSv1.3", used=False),
+    ConfigDef("ssl.enabled.protocols", _list, ["TLSv1.2", "TLSv1.3"]),
+    ConfigDef("ssl.cipher.suites", _list, [], used=False),
+    ConfigDef("ssl.principal.mapping.rules", _str, "DEFAULT"),
+    ConfigDef("ssl.keymanager.algorithm", _str, "SunX509", used=False),
+    ConfigDef("ssl.trustmanager.algorithm", _str, "PKIX", used=False),
+    ConfigDef("ssl.secure.random.implementation", _str, None, used=False),
+    ConfigDef("ssl.provider", _str, None, used=False),
+    ConfigDef("ssl.engine.factory.class", _str, None, used=False, type_name="CLASS"),
     ConfigDef("log.dirs", _list, None, type_name="STRING"),
     ConfigDef("log.dir", _list, ["/tmp/kafka-logs"], type_name="STRING"),
     ConfigDef("zookeeper.connect", _str, None),
@@ -210,6 +233,11 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("zookeeper.max.in.flight.requests", _int, 10, used=False),
 ]
 CONFIG_DEFS: dict[str, ConfigDef] = {d.name: d for d in _DEFS}
+# SASL_PLAINTEXT and SASL_SSL are refused at start-up until SASL is built.
+SUPPORTED_SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SSL"})
+# Keys a listener may override as listener.name.<listener, lower case>.<key>.
+LISTENER_PREFIXABLE = frozenset(name for name in CONFIG_DEFS if name.startswith("ssl."))
+_LISTENER_OVERRIDE = re.compile(r"^listener\.name\.(?P<listener>[a-z0-9_]+)\.(?P<key>.+)$")
 
 _PROPERTY = re.compile(r"^([^=:\s]+)\s*[=:\s]\s*(.*)$")
 _LISTENER = re.compile(r"^(?P<name>[A-Za-z0-9_]+)://(?P<host>[^:]*):(?P<port>\d+)$")
@@ -243,9 +271,19 @@ class KafkaConfig:
     explicit_keys: frozenset[str] = frozenset()
     # The text of every key that was set, as given (dynamic broker configs layer over it).
     originals: Mapping[str, str] = field(default_factory=dict)
+    # listener.name.<listener>.<key> settings: listener (lower case) -> key -> value.
+    listener_overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
+
+    def for_listener(self, listener_name: str, key: str) -> Any:
+        """`key` as the listener sees it: its listener.name.<listener>.<key>, else the key's."""
+        overrides = self.listener_overrides.get(listener_name.lower(), {})
+        return overrides[key] if key in overrides else self.values[key]
+
+    def security_protocol(self, listener_name: str) -> str:
+        return self.listener_security_protocol_map.get(listener_name, listener_name)
 
     @property
     def broker_id(self) -> int:
@@ -325,8 +363,28 @@ def read_properties(text: str) -> dict[str, str]:
     return result
 
 
+def _listener_overrides(raw: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+    overrides: dict[str, dict[str, Any]] = {}
+    for name, text in raw.items():
+        match = _LISTENER_OVERRIDE.match(name)
+        if match is None or match["key"] not in LISTENER_PREFIXABLE:
+            continue
+        try:
+            value = CONFIG_DEFS[match["key"]].parse(text)
+        except ValueError as error:
+            raise ConfigError(f"invalid value {text!r} for {name}: {error}") from None
+        overrides.setdefault(match["listener"], {})[match["key"]] = value
+    return overrides
+
+
 def build_config(raw: Mapping[str, str]) -> KafkaConfig:
-    unknown = sorted(set(raw) - set(CONFIG_DEFS))
+    listener_overrides = _listener_overrides(raw)
+    prefixed = {
+        f"listener.name.{listener}.{key}"
+        for listener, keys in listener_overrides.items()
+        for key in keys
+    }
+    unknown = sorted(set(raw) - set(CONFIG_DEFS) - prefixed)
     if unknown:
         raise ConfigError(f"unknown broker config key(s): {', '.join(unknown)}")
     values: dict[str, Any] = {}
@@ -339,7 +397,7 @@ def build_config(raw: Mapping[str, str]) -> KafkaConfig:
         except ValueError as error:
             raise ConfigError(f"invalid value {raw[name]!r} for {name}: {error}") from None
     ignored = tuple(sorted(name for name in raw if not CONFIG_DEFS[name].used))
-    config = KafkaConfig(values, ignored, frozenset(raw), dict(raw))
+    config = KafkaConfig(values, ignored, frozenset(raw), dict(raw), listener_overrides)
     _validate(config)
     return config
 
@@ -434,15 +492,32 @@ def _validate_listener_protocols(config: KafkaConfig) -> None:
             raise ConfigError(
                 f"listener {endpoint.listener_name} has no entry in listener.security.protocol.map"
             )
-        if protocol != "PLAINTEXT":
+        if protocol not in SUPPORTED_SECURITY_PROTOCOLS:
             raise ConfigError(
-                f"listener {endpoint.listener_name} uses {protocol}; only PLAINTEXT is supported"
+                f"listener {endpoint.listener_name} uses {protocol}; supported: "
+                + ", ".join(sorted(SUPPORTED_SECURITY_PROTOCOLS))
             )
     names = {e.listener_name for e in config.listeners}
     if config.inter_broker_listener_name not in names:
         raise ConfigError(
             f"inter.broker.listener.name {config.inter_broker_listener_name} is not a listener"
         )
+    _validate_tls(config)
+
+
+def _validate_tls(config: KafkaConfig) -> None:
+    """Every SSL listener (and the inter-broker client side) can build its TLS context."""
+    from broker.network import tls  # here: tls needs this module's types, not the reverse
+
+    try:
+        for endpoint in config.listeners:
+            if config.security_protocol(endpoint.listener_name) == "SSL":
+                tls.server_context(config, endpoint.listener_name)
+        inter_broker = config.inter_broker_listener_name
+        if config.security_protocol(inter_broker) == "SSL":
+            tls.client_context(config, inter_broker)
+    except tls.TlsConfigError as error:
+        raise ConfigError(str(error)) from None
 
 
 def _require_range(config: KafkaConfig, name: str, minimum: int) -> None:

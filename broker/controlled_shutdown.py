@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import ssl
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ class ControlledShutdownConfig:
     max_retries: int  # controlled.shutdown.max.retries
     retry_backoff_ms: int  # controlled.shutdown.retry.backoff.ms
     socket_timeout_ms: int  # controller.socket.timeout.ms
+    ssl_context: ssl.SSLContext | None = None  # the controller's inter-broker listener is SSL
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +118,7 @@ class ControlledShutdown:
             client_id=f"broker-{self.config.broker_id}-controlled-shutdown",
             connect_timeout_ms=timeout_ms,
             request_timeout_ms=timeout_ms,
+            ssl_context=self.config.ssl_context,
         )
         try:
             response = await client.send(request)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
@@ -32,6 +33,8 @@ METADATA_VERSION = 4
 
 
 class Peers(Protocol):
+    inter_broker_ssl: ssl.SSLContext | None
+
     def peer_broker_ids(self) -> list[int]: ...
 
     def inter_broker_address(self, broker_id: int) -> tuple[str, int] | None: ...
@@ -72,6 +75,7 @@ async def _peer_shows(
         client_id="metadata-propagation",
         connect_timeout_ms=timeout_ms,
         request_timeout_ms=timeout_ms,
+        ssl_context=peers.inter_broker_ssl,
     )
     try:
         return await asyncio.wait_for(_poll(client, partition_counts), remaining_s)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import ssl
 import time
 from collections.abc import Awaitable, Callable
 
@@ -29,6 +30,7 @@ from broker.log.meta_properties import ensure_meta_properties
 from broker.log_dir_failure import LogDirFailureHandler
 from broker.loop_watchdog import LoopWatchdog
 from broker.metadata_cache import MetadataCache
+from broker.network import tls
 from broker.network.listener import Listener
 from broker.network.quotas import ConnectionQuotas, parse_per_ip_overrides
 from broker.replication.alter_log_dirs import ReplicaAlterLogDirs
@@ -63,6 +65,8 @@ class KafkaServer:
     def __init__(self, config: KafkaConfig) -> None:
         self.config = config
         self.broker_id = config.broker_id
+        # How this broker connects to the others' inter-broker listener (None: plaintext).
+        self.inter_broker_ssl = inter_broker_ssl_context(config)
         self.registry = build_registry()
         self.zk_client = ZkClient(
             config["zookeeper.connect"],
@@ -83,7 +87,9 @@ class KafkaServer:
             self.kafka_zk, self.replica_manager.on_isr_changed
         )
         self.replica_manager.fetchers = ReplicaFetcherManager(
-            _fetcher_config(config), self.replica_manager, self.inter_broker_address
+            _fetcher_config(config, self.inter_broker_ssl),
+            self.replica_manager,
+            self.inter_broker_address,
         )
         self.log_dir_mover = ReplicaAlterLogDirs(
             self.log_manager,
@@ -589,6 +595,7 @@ class KafkaServer:
                 max_retries=config["controlled.shutdown.max.retries"],
                 retry_backoff_ms=config["controlled.shutdown.retry.backoff.ms"],
                 socket_timeout_ms=config["controller.socket.timeout.ms"],
+                ssl_context=self.inter_broker_ssl,
             ),
             view=lambda: self.cluster_watch.view,
             address_of=self.inter_broker_address,
@@ -653,7 +660,14 @@ async def _quietly(step: object) -> None:
         log.exception("shutdown step failed; continuing")
 
 
-def _fetcher_config(config: KafkaConfig) -> FetcherConfig:
+def inter_broker_ssl_context(config: KafkaConfig) -> ssl.SSLContext | None:
+    listener_name = config.inter_broker_listener_name
+    if config.security_protocol(listener_name) != "SSL":
+        return None
+    return tls.client_context(config, listener_name)
+
+
+def _fetcher_config(config: KafkaConfig, ssl_context: ssl.SSLContext | None) -> FetcherConfig:
     return FetcherConfig(
         broker_id=config.broker_id,
         num_fetchers=config["num.replica.fetchers"],
@@ -663,4 +677,5 @@ def _fetcher_config(config: KafkaConfig) -> FetcherConfig:
         partition_max_bytes=config["replica.fetch.max.bytes"],
         backoff_ms=config["replica.fetch.backoff.ms"],
         socket_timeout_ms=config["replica.socket.timeout.ms"],
+        ssl_context=ssl_context,
     )

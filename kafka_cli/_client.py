@@ -39,6 +39,17 @@ JAVA_ONLY_PROPERTIES = frozenset(
 )
 
 
+# Java TLS properties (PEM stores, KIP-651) and librdkafka's names for the same thing; a PEM
+# keystore file holds the key and the certificate chain, which librdkafka reads as two files.
+JAVA_TLS_PROPERTIES = {
+    "ssl.truststore.location": ("ssl.ca.location",),
+    "ssl.truststore.certificates": ("ssl.ca.pem",),
+    "ssl.keystore.location": ("ssl.certificate.location", "ssl.key.location"),
+    "ssl.keystore.certificate.chain": ("ssl.certificate.pem",),
+    "ssl.keystore.key": ("ssl.key.pem",),
+}
+
+
 def parse_key_values(items: Iterable[str], flag: str) -> dict[str, str]:
     """`key=value` arguments (Kafka's CommandLineUtils.parseKeyValueArgs): split at the first
     `=`; a key without `=` is an error."""
@@ -84,8 +95,24 @@ def client_config(bootstrap: str | None, *layers: Mapping[str, str]) -> ClientCo
         config.update(layer)
     for key in JAVA_ONLY_PROPERTIES:
         config.pop(key, None)
+    _translate_java_tls(config)
     config["bootstrap.servers"] = bootstrap_servers(bootstrap)
     return config
+
+
+def _translate_java_tls(config: ClientConfig) -> None:
+    """The Java client's PEM key and trust store properties, under librdkafka's names."""
+    for store_type in ("ssl.truststore.type", "ssl.keystore.type"):
+        kind = str(config.pop(store_type, "PEM")).upper()
+        if kind != "PEM":
+            raise ToolError(f"{store_type}={kind}: only PEM stores are supported")
+    for java_key, librdkafka_keys in JAVA_TLS_PROPERTIES.items():
+        if java_key in config:
+            value = config.pop(java_key)
+            for key in librdkafka_keys:
+                config.setdefault(key, value)
+    if config.get("ssl.endpoint.identification.algorithm") == "":
+        config["ssl.endpoint.identification.algorithm"] = "none"
 
 
 def _host_and_port(server: str) -> tuple[str, int]:

@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import io
 import logging
+import ssl
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -116,6 +117,7 @@ class BrokerClient:
         connect_timeout_ms: int = DEFAULT_CONNECT_TIMEOUT_MS,
         request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         if connect_timeout_ms <= 0 or request_timeout_ms <= 0 or max_response_bytes <= 0:
             raise ValueError("timeouts and max_response_bytes must be positive")
@@ -128,6 +130,7 @@ class BrokerClient:
         self.connect_timeout_ms = connect_timeout_ms
         self.request_timeout_ms = request_timeout_ms
         self.max_response_bytes = max_response_bytes
+        self.ssl_context = ssl_context  # TLS to an SSL listener; None: plaintext
         # One request in flight: a response is matched to the only outstanding request.
         self._lock = asyncio.Lock()
         self._connection: _Connection | None = None
@@ -203,7 +206,7 @@ class BrokerClient:
         try:
             async with asyncio.timeout(self.connect_timeout_ms / 1000):
                 reader, writer = await asyncio.open_connection(
-                    self.host, self.port, limit=READ_BUFFER_BYTES
+                    self.host, self.port, limit=READ_BUFFER_BYTES, ssl=self.ssl_context
                 )
         except TimeoutError:  # before OSError: TimeoutError is one
             raise BrokerConnectionError(

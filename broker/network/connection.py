@@ -14,6 +14,7 @@ from kio.serial import entity_reader
 
 from broker.network.context import RequestContext
 from broker.network.errors import CloseConnectionError
+from broker.network.tls import ANONYMOUS
 from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.bounds import check_body
@@ -46,9 +47,11 @@ class Connection:
         listener_name: str,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
+        principal: str = ANONYMOUS,
     ) -> None:
         self._server = server
         self._listener_name = listener_name
+        self._principal = principal
         self._reader = reader
         self._writer = writer
         peer = writer.get_extra_info("peername") or ("?", 0)
@@ -117,7 +120,9 @@ class Connection:
                 f" but not implemented (lowest implemented: v{spec.min_decodable_version})"
             )
         request = self._decode_body(spec, header, frame, offset)
-        context = RequestContext(header, self._client_host, self._listener_name, self._server)
+        context = RequestContext(
+            header, self._client_host, self._listener_name, self._server, self._principal
+        )
         try:
             response = await spec.handler(context, request)
         except CloseConnectionError:

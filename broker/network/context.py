@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from broker.network.tls import ANONYMOUS
 from broker.protocol.header import RequestHeader
 
 if TYPE_CHECKING:
@@ -17,6 +18,8 @@ class RequestContext:
     client_host: str
     listener_name: str
     server: KafkaServer
+    # Who the client is: its TLS certificate's subject, else User:ANONYMOUS.
+    principal: str = ANONYMOUS
 
     @property
     def api_version(self) -> int:

@@ -3,6 +3,10 @@
 Like Kafka, a connection over `max.connections.per.ip` is closed at once with a log line. Over
 `max.connections` Kafka's acceptor stops accepting until a slot frees; here the new connection
 is closed instead (see DEVIATIONS.md), which bounds memory the same way.
+
+An SSL listener completes the TLS handshake before the connection counts (a client that fails
+it, such as a plaintext client, is closed, and `broker.network.tls` logs why); the client's
+certificate, if it shows one, names the connection's principal.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
+from broker.network import tls
 from broker.network.connection import Connection
 from broker.network.quotas import ConnectionQuotas
 
@@ -19,6 +24,9 @@ if TYPE_CHECKING:
     from broker.server import KafkaServer
 
 log = logging.getLogger(__name__)
+# Kafka's socket.connection.setup.timeout.ms is the client's; a server bounds the handshake
+# so that a silent client does not hold a half-open TLS connection.
+TLS_HANDSHAKE_TIMEOUT_S = 10.0
 
 
 class Listener:
@@ -28,13 +36,23 @@ class Listener:
         self._quotas = quotas
         self._asyncio_server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
+        protocol = server.config.security_protocol(endpoint.listener_name)
+        self._ssl = (
+            tls.server_context(server.config, endpoint.listener_name) if protocol == "SSL" else None
+        )
 
     async def start(self) -> None:
         host = self._endpoint.host or None
         self._asyncio_server = await asyncio.start_server(
-            self._on_client, host, self._endpoint.port, reuse_address=True, backlog=512
+            self._on_client,
+            host,
+            self._endpoint.port,
+            reuse_address=True,
+            backlog=512,
+            ssl=self._ssl,
+            ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT_S if self._ssl is not None else None,
         )
-        log.info("listening on %s", self._endpoint)
+        log.info("listening on %s (%s)", self._endpoint, "SSL" if self._ssl else "PLAINTEXT")
 
     async def _on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername") or ("?", 0)
@@ -49,7 +67,10 @@ class Listener:
             raise RuntimeError("asyncio.start_server runs each client callback in a task")
         self._connections.add(task)
         try:
-            await Connection(self._server, self._endpoint.listener_name, reader, writer).serve()
+            principal = tls.principal(writer.get_extra_info("ssl_object"))
+            await Connection(
+                self._server, self._endpoint.listener_name, reader, writer, principal
+            ).serve()
         except asyncio.CancelledError:
             # Shutdown cancels connections mid-request (an acks=all produce may be waiting);
             # ending the task normally keeps asyncio from logging it as a failure.

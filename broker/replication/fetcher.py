@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -56,6 +57,7 @@ class FetcherConfig:
     partition_max_bytes: int
     backoff_ms: int
     socket_timeout_ms: int
+    ssl_context: ssl.SSLContext | None = None  # the leaders' inter-broker listener is SSL
 
 
 class FollowerLogs(Protocol):
@@ -176,6 +178,7 @@ class ReplicaFetcher:
             address[1],
             client_id=f"broker-{self._config.broker_id}-fetcher",
             request_timeout_ms=self._config.socket_timeout_ms + self._config.max_wait_ms,
+            ssl_context=self._config.ssl_context,
         )
         return self._client
 

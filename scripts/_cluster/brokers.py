@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from . import kafka_reference
+from . import kafka_reference, tls_material
 from .layout import ClusterSpec, broker_dir
 
 # Kafka defaults these internal topics to replication factor 3 (and the transaction log
@@ -26,11 +26,26 @@ def base_properties(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
         "log.dirs": str(directory / "data"),
         "zookeeper.connect": spec.zookeeper_connect,
     }
+    if spec.security == "ssl":
+        properties.update(ssl_properties(spec, broker_id))
     if spec.broker_count < 3:
         for key in INTERNAL_TOPIC_KEYS:
             properties[key] = str(spec.broker_count)
         properties["transaction.state.log.min.isr"] = "1"
     return properties
+
+
+def ssl_properties(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
+    """One SSL listener on the broker's port, for clients and the other brokers alike."""
+    directory = Path(spec.directory)
+    return {
+        "listeners": f"SSL://127.0.0.1:{spec.broker_port(broker_id)}",
+        "security.inter.broker.protocol": "SSL",
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(tls_material.broker_keystore(directory, broker_id)),
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(tls_material.truststore(directory)),
+    }
 
 
 # A --set value may name the broker's own directory, so that one override gives every

@@ -11,6 +11,8 @@ from .errors import ClusterError
 from .layout import ClusterSpec
 from .processes import SIGNALS_BY_NAME
 
+SECURITY_CHOICES = ("plaintext", "ssl")
+
 DEFAULT_DIR = ".cluster"
 MAX_PORT = 65535
 
@@ -66,6 +68,13 @@ def build_parser() -> argparse.ArgumentParser:
         default="ours",
         help="whose brokers: ours (default) or Apache Kafka 3.9 (after `make reference`)",
     )
+    up.add_argument(
+        "--security",
+        choices=SECURITY_CHOICES,
+        default="plaintext",
+        help="the brokers' listeners: plaintext (default) or ssl (a CA and certificates are "
+        "made under DIR/tls; clients use DIR/client.properties)",
+    )
     down = sub.add_parser("down", help="stop every process (TERM, then KILL)")
     down.add_argument("--wipe", action="store_true", help="also remove DIR")
     sub.add_parser("status", help="one line per broker, ZooKeeper server and the controller")
@@ -101,6 +110,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
             zk_port_base=args.zk_port_base,
             overrides=dict(args.set),
             impl=args.impl,
+            security=args.security,
         )
         _validate_ports(parser, spec)
         up.up(spec)

@@ -36,6 +36,8 @@ class ClusterSpec:
     overrides: dict[str, str] = field(default_factory=dict)
     # "ours" (this project's brokers) or "kafka" (Apache Kafka 3.9 from `make reference`).
     impl: str = "ours"
+    # The client listeners' (and inter-broker) security: "plaintext" or "ssl".
+    security: str = "plaintext"
 
     @property
     def broker_ids(self) -> list[int]:

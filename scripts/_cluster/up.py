@@ -6,7 +6,7 @@ import socket
 import time
 from pathlib import Path
 
-from . import brokers, kafka_reference, zk_view, zookeeper
+from . import brokers, kafka_reference, tls_material, zk_view, zookeeper
 from .errors import ClusterError
 from .layout import (
     ClusterSpec,
@@ -135,6 +135,7 @@ def up(spec: ClusterSpec) -> None:
     _check_ports_free(spec)
     deadline = time.monotonic() + HEALTH_TIMEOUT_S
     directory.mkdir(parents=True, exist_ok=True)
+    client_config = _prepare_security(spec)
     with state_lock(directory):
         state = _initial_state(spec, java, installation)
         save_state(directory, state)
@@ -155,3 +156,15 @@ def up(spec: ClusterSpec) -> None:
         raise
     print(f"bootstrap.servers={spec.bootstrap_servers}")
     print(f"zookeeper.connect={spec.zookeeper_connect}")
+    if client_config is not None:
+        print(f"client.config={client_config}")
+
+
+def _prepare_security(spec: ClusterSpec) -> Path | None:
+    """TLS material and client.properties for `--security ssl`; None for plaintext."""
+    if spec.security == "plaintext":
+        return None
+    directory = Path(spec.directory)
+    tls_material.make(directory, spec.broker_ids)
+    client_auth = spec.overrides.get("ssl.client.auth", "none")
+    return tls_material.write_client_properties(directory, mutual=client_auth != "none")

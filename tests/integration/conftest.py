@@ -245,14 +245,16 @@ def start_cluster(
     zookeepers: int = 1,
     overrides: dict[str, str] | None = None,
     impl: str = "ours",
+    security: str = "plaintext",
 ) -> ClusterHandle:
     """`scripts/cluster up` on free ports; fails the test (with logs) if it does not come up.
-    `impl="kafka"` starts Apache Kafka 3.9 (`make reference`) instead of our brokers."""
+    `impl="kafka"` starts Apache Kafka 3.9 (`make reference`) instead of our brokers;
+    `security="ssl"` makes every listener TLS (`up --security`)."""
     port_base, zk_port_base = pick_port_bases(brokers, zookeepers)
     handle = ClusterHandle(directory, brokers, zookeepers, port_base, zk_port_base)
     args = ["up", "--dir", str(directory), "--brokers", str(brokers)]
     args += ["--zookeepers", str(zookeepers), "--port-base", str(port_base)]
-    args += ["--zk-port-base", str(zk_port_base), "--impl", impl]
+    args += ["--zk-port-base", str(zk_port_base), "--impl", impl, "--security", security]
     for key, value in (overrides or {}).items():
         args += ["--set", f"{key}={value}"]
     result = run_cluster_command(*args, timeout_s=UP_TIMEOUT_S)
@@ -279,11 +281,12 @@ class ClusterFactory:
         zookeepers: int = 1,
         overrides: dict[str, str] | None = None,
         impl: str = "ours",
+        security: str = "plaintext",
     ) -> ClusterHandle:
         directory = self.base_dir / f"cluster-{len(self.handles) + 1}"
         handle = ClusterHandle(directory, brokers, zookeepers, 0, 0)
         self.handles.append(handle)  # before `up`, so a half-started cluster is torn down too
-        started = start_cluster(directory, brokers, zookeepers, overrides, impl)
+        started = start_cluster(directory, brokers, zookeepers, overrides, impl, security)
         self.handles[-1] = started
         return started
 

@@ -162,6 +162,7 @@ class TxnMarkerSender:
             client_id=f"broker-{self._server.broker_id}-txn-markers",
             connect_timeout_ms=timeout_ms,
             request_timeout_ms=timeout_ms + 5_000,  # the leader waits for its ISR first
+            ssl_context=self._server.inter_broker_ssl,
         )
 
 

@@ -1,0 +1,245 @@
+"""TLS listeners with mutual authentication (`scripts/cluster up --security ssl`,
+`ssl.client.auth=required`): the brokers replicate to each other over TLS, and real clients
+(confluent-kafka, kafka-python, aiokafka, kcat and our console tools with Kafka's
+`--command-config` properties) produce and consume with the launcher's client certificate.
+A client without a certificate and a plaintext client are refused with a log line, and the
+broker keeps serving."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import subprocess
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.conftest import ClusterHandle, wait_until
+
+TIMEOUT_S = 60
+RECORDS = 20
+PARTITIONS = 3
+REPO_ROOT = Path(__file__).resolve().parents[2]
+HANDSHAKE_FAILED = "TLS handshake failed"
+
+
+@pytest.fixture(scope="module")
+def tls_cluster(make_cluster_module: Any) -> ClusterHandle:
+    handle: ClusterHandle = make_cluster_module(
+        security="ssl", overrides={"ssl.client.auth": "required"}
+    )
+    return handle
+
+
+def _ca(cluster: ClusterHandle) -> str:
+    return str(cluster.dir / "tls" / "ca.pem")
+
+
+def _client_pem(cluster: ClusterHandle) -> str:
+    return str(cluster.dir / "tls" / "client.pem")
+
+
+def _librdkafka_tls(cluster: ClusterHandle, with_certificate: bool = True) -> dict[str, str]:
+    config = {
+        "bootstrap.servers": cluster.bootstrap,
+        "security.protocol": "SSL",
+        "ssl.ca.location": _ca(cluster),
+    }
+    if with_certificate:
+        config["ssl.certificate.location"] = _client_pem(cluster)
+        config["ssl.key.location"] = _client_pem(cluster)
+    return config
+
+
+def _new_topic(cluster: ClusterHandle) -> str:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic = f"tls-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient(_librdkafka_tls(cluster))
+    admin.create_topics([NewTopic(topic, PARTITIONS, 3)])[topic].result(TIMEOUT_S)
+    return topic
+
+
+def _values(count: int, label: str) -> list[bytes]:
+    return [f"{label}-{i}".encode() for i in range(count)]
+
+
+def _consume_all(cluster: ClusterHandle, topic: str, count: int) -> list[bytes]:
+    from confluent_kafka import Consumer
+
+    consumer = Consumer(
+        {
+            **_librdkafka_tls(cluster),
+            "group.id": f"tls-reader-{uuid.uuid4()}",
+            "auto.offset.reset": "earliest",
+        }
+    )
+    consumer.subscribe([topic])
+    seen: list[bytes] = []
+
+    def all_seen() -> bool:
+        seen.extend(m.value() for m in consumer.consume(100, 0.5) if m.error() is None)
+        return len(seen) >= count
+
+    try:
+        wait_until(all_seen, TIMEOUT_S, lambda: f"{count} records of {topic}, saw {len(seen)}")
+    finally:
+        consumer.close()
+    return seen
+
+
+def _handshake_failures(cluster: ClusterHandle) -> int:
+    return sum(
+        cluster.broker_log(b).read_text(errors="replace").count(HANDSHAKE_FAILED)
+        for b in cluster.broker_ids
+    )
+
+
+def test_replicas_follow_their_leaders_over_tls(tls_cluster: ClusterHandle) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    topic = _new_topic(tls_cluster)
+    admin = AdminClient(_librdkafka_tls(tls_cluster))
+
+    def full_isr() -> bool:
+        described = admin.list_topics(topic, timeout=TIMEOUT_S).topics[topic]
+        return len(described.partitions) == PARTITIONS and all(
+            len(p.isrs) == 3 for p in described.partitions.values()
+        )
+
+    wait_until(full_isr, TIMEOUT_S, f"every partition of {topic} with 3 replicas in its ISR")
+
+
+def test_confluent_kafka_round_trip_with_a_client_certificate(tls_cluster: ClusterHandle) -> None:
+    from confluent_kafka import Producer
+
+    topic = _new_topic(tls_cluster)
+    producer = Producer({**_librdkafka_tls(tls_cluster), "acks": "all"})
+    for value in _values(RECORDS, "confluent"):
+        producer.produce(topic, value)
+    assert producer.flush(TIMEOUT_S) == 0
+    assert sorted(_consume_all(tls_cluster, topic, RECORDS)) == sorted(_values(RECORDS, "confluent"))
+
+
+def test_kafka_python_round_trip(tls_cluster: ClusterHandle) -> None:
+    from kafka import KafkaConsumer, KafkaProducer
+
+    topic = _new_topic(tls_cluster)
+    tls = {
+        "security_protocol": "SSL",
+        "ssl_cafile": _ca(tls_cluster),
+        "ssl_certfile": _client_pem(tls_cluster),
+        "ssl_keyfile": _client_pem(tls_cluster),
+    }
+    producer = KafkaProducer(bootstrap_servers=tls_cluster.bootstrap, acks="all", **tls)
+    for value in _values(RECORDS, "kafka-python"):
+        producer.send(topic, value)
+    producer.flush(TIMEOUT_S)
+    producer.close()
+    consumer = KafkaConsumer(
+        topic,
+        bootstrap_servers=tls_cluster.bootstrap,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=TIMEOUT_S * 1000,
+        **tls,
+    )
+    seen = [message.value for _, message in zip(range(RECORDS), consumer, strict=False)]
+    consumer.close()
+    assert sorted(seen) == sorted(_values(RECORDS, "kafka-python"))
+
+
+def test_aiokafka_round_trip(tls_cluster: ClusterHandle) -> None:
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+    topic = _new_topic(tls_cluster)
+    context = ssl.create_default_context(cafile=_ca(tls_cluster))
+    context.load_cert_chain(_client_pem(tls_cluster))
+    tls: dict[str, Any] = {"security_protocol": "SSL", "ssl_context": context}
+
+    async def round_trip() -> list[bytes]:
+        producer = AIOKafkaProducer(bootstrap_servers=tls_cluster.bootstrap, acks="all", **tls)
+        await producer.start()
+        try:
+            for value in _values(RECORDS, "aiokafka"):
+                await producer.send_and_wait(topic, value)
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(
+            topic, bootstrap_servers=tls_cluster.bootstrap, auto_offset_reset="earliest", **tls
+        )
+        await consumer.start()
+        seen: list[bytes] = []
+        try:
+            async with asyncio.timeout(TIMEOUT_S):
+                async for message in consumer:
+                    seen.append(message.value)
+                    if len(seen) == RECORDS:
+                        break
+        finally:
+            await consumer.stop()
+        return seen
+
+    assert sorted(asyncio.run(round_trip())) == sorted(_values(RECORDS, "aiokafka"))
+
+
+def test_kcat_and_console_tools_round_trip(tls_cluster: ClusterHandle) -> None:
+    topic = _new_topic(tls_cluster)
+    kcat_tls = ["-X", "security.protocol=SSL", "-X", f"ssl.ca.location={_ca(tls_cluster)}"]
+    kcat_tls += ["-X", f"ssl.certificate.location={_client_pem(tls_cluster)}"]
+    kcat_tls += ["-X", f"ssl.key.location={_client_pem(tls_cluster)}"]
+    values = "\n".join(v.decode() for v in _values(RECORDS, "kcat")) + "\n"
+    produced = subprocess.run(
+        ["kcat", "-P", "-b", tls_cluster.bootstrap, "-t", topic, *kcat_tls],
+        input=values,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+    )
+    assert produced.returncode == 0, produced.stderr
+    console = REPO_ROOT / ".venv" / "bin" / "kafka-console-consumer"
+    consumed = subprocess.run(
+        [str(console), "--bootstrap-server", tls_cluster.bootstrap, "--topic", topic]
+        + ["--from-beginning", "--max-messages", str(RECORDS)]
+        + ["--consumer.config", str(tls_cluster.dir / "client.properties")],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S * 2,
+    )
+    assert consumed.returncode == 0, consumed.stderr
+    assert sorted(consumed.stdout.split()) == sorted(v.decode() for v in _values(RECORDS, "kcat"))
+
+
+def test_a_client_without_certificate_is_refused_and_the_broker_serves_on(
+    tls_cluster: ClusterHandle,
+) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    before = _handshake_failures(tls_cluster)
+    anonymous = AdminClient(_librdkafka_tls(tls_cluster, with_certificate=False))
+    with pytest.raises(Exception, match="(?i)transport|ssl|handshake|timed out"):
+        anonymous.list_topics(timeout=5)
+    wait_until(
+        lambda: _handshake_failures(tls_cluster) > before,
+        TIMEOUT_S,
+        f"a '{HANDSHAKE_FAILED}' line in a broker log",
+    )
+    test_replicas_follow_their_leaders_over_tls(tls_cluster)
+
+
+def test_a_plaintext_client_is_refused_and_the_broker_serves_on(
+    tls_cluster: ClusterHandle,
+) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    before = _handshake_failures(tls_cluster)
+    plaintext = AdminClient({"bootstrap.servers": tls_cluster.bootstrap})
+    with pytest.raises(Exception, match="(?i)transport|timed out"):
+        plaintext.list_topics(timeout=5)
+    wait_until(
+        lambda: _handshake_failures(tls_cluster) > before,
+        TIMEOUT_S,
+        f"a '{HANDSHAKE_FAILED}' line in a broker log",
+    )
+    test_replicas_follow_their_leaders_over_tls(tls_cluster)
