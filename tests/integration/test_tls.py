@@ -120,7 +120,8 @@ def test_confluent_kafka_round_trip_with_a_client_certificate(tls_cluster: Clust
     for value in _values(RECORDS, "confluent"):
         producer.produce(topic, value)
     assert producer.flush(TIMEOUT_S) == 0
-    assert sorted(_consume_all(tls_cluster, topic, RECORDS)) == sorted(_values(RECORDS, "confluent"))
+    consumed = _consume_all(tls_cluster, topic, RECORDS)
+    assert sorted(consumed) == sorted(_values(RECORDS, "confluent"))
 
 
 def test_kafka_python_round_trip(tls_cluster: ClusterHandle) -> None:
@@ -199,10 +200,11 @@ def test_kcat_and_console_tools_round_trip(tls_cluster: ClusterHandle) -> None:
     )
     assert produced.returncode == 0, produced.stderr
     console = REPO_ROOT / ".venv" / "bin" / "kafka-console-consumer"
+    arguments = ["--bootstrap-server", tls_cluster.bootstrap, "--topic", topic]
+    arguments += ["--from-beginning", "--max-messages", str(RECORDS)]
+    arguments += ["--consumer.config", str(tls_cluster.dir / "client.properties")]
     consumed = subprocess.run(
-        [str(console), "--bootstrap-server", tls_cluster.bootstrap, "--topic", topic]
-        + ["--from-beginning", "--max-messages", str(RECORDS)]
-        + ["--consumer.config", str(tls_cluster.dir / "client.properties")],
+        [str(console), *arguments],
         capture_output=True,
         text=True,
         timeout=TIMEOUT_S * 2,
