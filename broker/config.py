@@ -396,7 +396,9 @@ def build_config(raw: Mapping[str, str]) -> KafkaConfig:
             values[name] = definition.parse(raw[name])
         except ValueError as error:
             raise ConfigError(f"invalid value {raw[name]!r} for {name}: {error}") from None
-    ignored = tuple(sorted(name for name in raw if not CONFIG_DEFS[name].used))
+    ignored = tuple(
+        sorted(name for name in raw if name in CONFIG_DEFS and not CONFIG_DEFS[name].used)
+    )
     config = KafkaConfig(values, ignored, frozenset(raw), dict(raw), listener_overrides)
     _validate(config)
     return config

@@ -55,15 +55,20 @@ class ConfigEntry:
     config_type: int
     synonyms: list[Synonym] = field(default_factory=list)
 
+    @property
+    def is_sensitive(self) -> bool:
+        """Passwords and keys: described without their value, as Kafka does."""
+        return self.config_type == _CONFIG_TYPE_CODES["PASSWORD"]
+
 
 def entry_fields(entry: ConfigEntry) -> dict[str, Any]:
     """The fields DescribeConfigs and CreateTopics (v5+) both answer for a config."""
     return {
         "name": entry.name,
-        "value": entry.value,
+        "value": None if entry.is_sensitive else entry.value,
         "read_only": entry.read_only,
         "config_source": entry.source,
-        "is_sensitive": False,
+        "is_sensitive": entry.is_sensitive,
     }
 
 

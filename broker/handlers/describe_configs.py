@@ -74,7 +74,7 @@ def _entry(entry: ConfigEntry, synonyms: bool) -> dict[str, Any]:
     return {
         **entry_fields(entry),
         "synonyms": [
-            {"name": s.name, "value": s.value, "source": s.source}
+            {"name": s.name, "value": None if entry.is_sensitive else s.value, "source": s.source}
             for s in (entry.synonyms if synonyms else [])
         ],
         "config_type": entry.config_type,

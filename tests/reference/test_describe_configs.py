@@ -105,12 +105,13 @@ KNOWN_DIFFERENCES = (
     Known(
         "broker",
         "only in kafka",
-        "security: only PLAINTEXT, no authorizer, no delegation tokens, no ZooKeeper TLS or"
-        " ACLs (DEVIATIONS: Configuration)",
+        "security: no SASL, no authorizer, no delegation tokens, no ZooKeeper TLS or ACLs"
+        " (DEVIATIONS: Configuration), and the TLS keys Kafka 3.9 has beyond ours",
         names="authorizer.class.name principal.builder.class security.providers"
         " connections.max.reauth.ms connection.failed.authentication.delay.ms"
-        " zookeeper.set.acl zookeeper.clientCnxnSocket",
-        prefixes=("ssl.", "sasl.", "zookeeper.ssl.", "delegation.token.", "password.encoder."),
+        " zookeeper.set.acl zookeeper.clientCnxnSocket ssl.allow.dn.changes"
+        " ssl.allow.san.changes",
+        prefixes=("sasl.", "zookeeper.ssl.", "delegation.token.", "password.encoder."),
     ),
     Known(
         "broker",
@@ -184,6 +185,18 @@ KNOWN_DIFFERENCES = (
         " log.cleaner.io.max.bytes.per.second log.cleaner.threads max.connections"
         " max.connections.per.ip max.connections.per.ip.overrides"
         " unclean.leader.election.enable",
+    ),
+    Known(
+        "broker",
+        "read_only",
+        "TLS keys Kafka reloads on a dynamic update; ours need a restart (DEVIATIONS: Security)",
+        names="ssl.cipher.suites ssl.client.auth ssl.enabled.protocols"
+        " ssl.endpoint.identification.algorithm ssl.engine.factory.class ssl.key.password"
+        " ssl.keymanager.algorithm ssl.keystore.certificate.chain ssl.keystore.key"
+        " ssl.keystore.location ssl.keystore.password ssl.keystore.type ssl.protocol"
+        " ssl.provider ssl.secure.random.implementation ssl.trustmanager.algorithm"
+        " ssl.truststore.certificates ssl.truststore.location ssl.truststore.password"
+        " ssl.truststore.type",
     ),
     Known(
         "topic",
