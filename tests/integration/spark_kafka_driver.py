@@ -13,7 +13,7 @@ import sys
 
 from pipeline.example.session import kafka_connector_jars, local_session
 
-MAX_OFFSETS_PER_TRIGGER = "150"
+MAX_OFFSETS_PER_TRIGGER = 400
 
 
 def main(bootstrap: str, topic: str, output: str, checkpoint: str, mode: str) -> int:
@@ -23,7 +23,7 @@ def main(bootstrap: str, topic: str, output: str, checkpoint: str, mode: str) ->
         .option("kafka.bootstrap.servers", bootstrap)
         .option("subscribe", topic)
         .option("startingOffsets", "earliest")
-        .option("maxOffsetsPerTrigger", MAX_OFFSETS_PER_TRIGGER)
+        .option("maxOffsetsPerTrigger", str(MAX_OFFSETS_PER_TRIGGER))
         .load()
         .selectExpr("CAST(value AS STRING) AS value", "partition", "offset")
     )

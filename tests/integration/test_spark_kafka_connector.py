@@ -27,6 +27,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 
 from pipeline.example.session import ConnectorJarsMissing, kafka_connector_jars, local_session
 from tests.integration.conftest import REPO_ROOT, ClusterHandle, wait_until
+from tests.integration.spark_kafka_driver import MAX_OFFSETS_PER_TRIGGER
 from tests.integration.test_pipeline_spark import consume_all, create_topic, produce
 
 # Spark runs alone (`make test` runs these after the rest).
@@ -383,8 +384,10 @@ def test_streaming_query_recovers_after_its_driver_is_killed(
         driver.wait(TIMEOUT_S)
         log.close()
     batches_at_kill = _committed_batches(checkpoint)
-    # 150 records a batch (the driver's maxOffsetsPerTrigger): still mid-run.
-    assert batches_at_kill * 150 < first, f"{batches_at_kill} batches: the run had finished"
+    # At most MAX_OFFSETS_PER_TRIGGER records a batch: still mid-run.
+    assert batches_at_kill * MAX_OFFSETS_PER_TRIGGER < first, (
+        f"{batches_at_kill} batches committed at the kill: the run had already finished"
+    )
 
     produce(cluster.bootstrap, topic, more)  # v0.. again: told apart by (partition, offset)
     resumed = subprocess.run(
