@@ -95,12 +95,12 @@ def client_config(bootstrap: str | None, *layers: Mapping[str, str]) -> ClientCo
         config.update(layer)
     for key in JAVA_ONLY_PROPERTIES:
         config.pop(key, None)
-    _translate_java_tls(config)
+    translate_java_tls(config)
     config["bootstrap.servers"] = bootstrap_servers(bootstrap)
     return config
 
 
-def _translate_java_tls(config: ClientConfig) -> None:
+def translate_java_tls(config: ClientConfig) -> None:
     """The Java client's PEM key and trust store properties, under librdkafka's names."""
     for store_type in ("ssl.truststore.type", "ssl.keystore.type"):
         kind = str(config.pop(store_type, "PEM")).upper()

@@ -44,6 +44,8 @@ from collections.abc import Callable
 from confluent_kafka import Consumer, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
+from kafka_cli._client import ClientConfig, load_properties, translate_java_tls
+
 from .bench_meter import PhaseMeter
 
 
@@ -70,12 +72,24 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument("--compare-transactional", action="store_true")
     parser.add_argument("--transaction-records", type=int, default=10_000)
+    parser.add_argument(
+        "--command-config",
+        help="Kafka client properties for every client (e.g. the client.properties that "
+        "`scripts/cluster up --security ssl` writes)",
+    )
     parser.set_defaults(idempotent=False, transactional=False)
     return parser.parse_args()
 
 
+def client_properties(args: argparse.Namespace) -> ClientConfig:
+    """--command-config's properties under librdkafka's names, and the bootstrap servers."""
+    properties: ClientConfig = dict(load_properties(getattr(args, "command_config", None)))
+    translate_java_tls(properties)
+    return {**properties, "bootstrap.servers": args.bootstrap}
+
+
 def create_topic(args: argparse.Namespace, topic: str) -> None:
-    admin = AdminClient({"bootstrap.servers": args.bootstrap})
+    admin = AdminClient(client_properties(args))
     new_topic = NewTopic(topic, args.partitions, args.replication_factor)
     admin.create_topics([new_topic])[topic].result(timeout=60)
 
@@ -84,7 +98,7 @@ def produce(args: argparse.Namespace, topic: str, latencies_s: list[float]) -> f
     """Produce `args.records` records; return the seconds taken. Each delivered record's
     latency (librdkafka's time from produce() to its acknowledgement) goes to `latencies_s`."""
     config: dict[str, object] = {
-        "bootstrap.servers": args.bootstrap,
+        **client_properties(args),
         "acks": args.acks,
         "compression.type": args.compression,
         "linger.ms": 5,
@@ -130,7 +144,7 @@ def produce(args: argparse.Namespace, topic: str, latencies_s: list[float]) -> f
 def consume(args: argparse.Namespace, topic: str) -> float:
     consumer = Consumer(
         {
-            "bootstrap.servers": args.bootstrap,
+            **client_properties(args),
             "group.id": f"bench-{topic}",
             "enable.auto.commit": False,
             "fetch.max.bytes": 52_428_800,
