@@ -9,6 +9,10 @@ UNSUPPORTED_VERSION for that partition. As in Kafka, what a consumer may not rea
 found by time either: lookups (and -3) answer only offsets below the high watermark, or the
 last stable offset for read_committed; a replica or debugging tool (replica id != -1) sees
 to the log end.
+
+A new leader whose high watermark is still below the offset its leader epoch started at (its
+followers have not fetched yet) answers a consumer OFFSET_NOT_AVAILABLE, a retriable error,
+rather than an offset older than what the previous leader gave out (KIP-207, as Kafka does).
 """
 
 from __future__ import annotations
@@ -79,6 +83,10 @@ def _list_partition(
     )
     if current is None:
         return _result(request.partition_index, error, -1, -1, -1)
+    if replica_id == CONSUMER_REPLICA_ID and current.leader_epoch_start_offset > (
+        current.high_watermark
+    ):
+        return _result(request.partition_index, ErrorCode.offset_not_available, -1, -1, -1)
     fetchable = _last_fetchable_offset(current, read_committed, replica_id)
     found = _lookup(current, request.timestamp, fetchable)
     if found is None:
