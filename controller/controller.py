@@ -71,6 +71,7 @@ from controller.preferred_election import (
 )
 from controller.reassignment import PendingAlters, Reassignments, ReplicaAssignment, Request
 from controller.state_change_log import ChangeReason, controller_elected, controller_resigned
+from controller.stats import ControllerStats
 from controller.topic_admin import create_topics, delete_topics
 from controller.topic_change import on_topic_change
 from controller.topic_creation import NewTopic
@@ -113,7 +114,9 @@ class Controller:
         self._config = config
         self._rng = rng or random.Random()
         self._sleep = sleep  # tests substitute one they control
-        self._events = ControllerEventManager(self._process)
+        # Counts and timers for the broker's metrics (Kafka's ControllerStats).
+        self.stats = ControllerStats()
+        self._events = ControllerEventManager(self._process, self.stats.record_event)
         self._context: ControllerContext | None = None
         # Set once a won election's context is loaded, or the failover failed or resigned.
         self._context_loaded = asyncio.Event()
@@ -359,6 +362,7 @@ class Controller:
             self._config.unclean_leader_election_enable,
             self.broker_id,
             on_unsettled=self._unsettled_retry.schedule,
+            stats=self.stats,
         )
         await self._reconcile_all(context, ChangeReason.CONTROLLER_FAILOVER)
         self._topic_watches.watch(context.assignments)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 
 from controller.events import ControllerEvent
@@ -20,11 +21,14 @@ log = logging.getLogger(__name__)
 MAX_QUEUED_EVENTS = 64
 
 EventHandler = Callable[[ControllerEvent], Awaitable[None]]
+# Told each handled event's kind and how long it took, in milliseconds.
+EventTimer = Callable[[str, float], None]
 
 
 class ControllerEventManager:
-    def __init__(self, handler: EventHandler) -> None:
+    def __init__(self, handler: EventHandler, on_handled: EventTimer | None = None) -> None:
         self._handler = handler
+        self._on_handled = on_handled
         self._queue: asyncio.Queue[ControllerEvent] = asyncio.Queue(maxsize=MAX_QUEUED_EVENTS)
         self._queued_kinds: set[type[ControllerEvent]] = set()
         self._task: asyncio.Task[None] | None = None
@@ -63,6 +67,7 @@ class ControllerEventManager:
             event = await self._queue.get()
             # Forget the kind before handling: a change arriving during handling must re-queue.
             self._queued_kinds.discard(type(event))
+            started = time.perf_counter()
             try:
                 await self._handler(event)
             except asyncio.CancelledError:
@@ -70,6 +75,8 @@ class ControllerEventManager:
             except Exception:
                 # One failed event must not stop the controller; the handler logs specifics.
                 log.exception("controller event %s failed", type(event).__name__)
+            if self._on_handled is not None:
+                self._on_handled(type(event).__name__, (time.perf_counter() - started) * 1000)
 
 
 class DelayedEvent:

@@ -28,6 +28,7 @@ from controller.election import (
     leader_and_isr_after_broker_change,
 )
 from controller.state_change_log import ChangeReason, partition_changed
+from controller.stats import ControllerStats
 from controller.zk_api import ControllerZk, PartitionState
 from zk.errors import BadVersionError, ControllerMovedError, NoNodeError
 
@@ -81,8 +82,10 @@ class PartitionStateMachine:
         unclean_default: bool,
         broker_id: int = -1,
         on_unsettled: Callable[[], None] = lambda: None,
+        stats: ControllerStats | None = None,
     ) -> None:
         self._zk = kafka_zk
+        self._stats = stats or ControllerStats()
         self._broker_id = broker_id  # the controller's, for the state-change log
         self._context = context
         self._unclean_default = unclean_default
@@ -267,6 +270,7 @@ class PartitionStateMachine:
             )
             if decision is not None and decision.unclean:
                 log.warning("unclean leader election for %s-%d: %s", *tp, decision)
+                self._stats.unclean_leader_elections += 1
         return decision
 
     async def _unclean_enabled(self, topic: str, cache: dict[str, bool]) -> bool:

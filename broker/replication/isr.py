@@ -50,6 +50,9 @@ class IsrWriter:
         self._tasks: set[asyncio.Task[None]] = set()
         self._changed: set[TopicPartition] = set()
         self._propagation: asyncio.Task[None] | None = None
+        # ISR changes written (Kafka's IsrShrinksPerSec / IsrExpandsPerSec meters).
+        self.shrinks = 0
+        self.expands = 0
 
     def propose(self, partition: Partition, isr: list[int]) -> None:
         """Write `isr` for `partition` unless a write for it is already on its way."""
@@ -84,6 +87,10 @@ class IsrWriter:
         old_isr = list(partition.isr)
         grew = len(isr) > len(old_isr)
         reason = ChangeReason.ISR_EXPAND if grew else ChangeReason.ISR_SHRINK
+        if grew:
+            self.expands += 1
+        else:
+            self.shrinks += 1
         leader_changed_isr(
             partition.broker_id, *partition.key, old_isr, isr, epoch, new_version, reason
         )
