@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from broker.network.quotas import parse_per_ip_overrides
+from broker.network.sasl import SASL_PROTOCOLS
 
 
 class ConfigError(ValueError):
@@ -113,6 +114,12 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("ssl.secure.random.implementation", _str, None, used=False),
     ConfigDef("ssl.provider", _str, None, used=False),
     ConfigDef("ssl.engine.factory.class", _str, None, used=False, type_name="CLASS"),
+    # SASL (broker.network.sasl, broker.security.sasl_config). sasl.enabled.mechanisms may be
+    # set per listener; the JAAS config only per listener and mechanism, as
+    # listener.name.<listener>.<mechanism>.sasl.jaas.config (Kafka ignores the bare key).
+    ConfigDef("sasl.enabled.mechanisms", _list, ["GSSAPI"]),
+    ConfigDef("sasl.mechanism.inter.broker.protocol", _str, "GSSAPI"),
+    ConfigDef("sasl.jaas.config", _str, None, type_name="PASSWORD"),
     ConfigDef("log.dirs", _list, None, type_name="STRING"),
     ConfigDef("log.dir", _list, ["/tmp/kafka-logs"], type_name="STRING"),
     ConfigDef("zookeeper.connect", _str, None),
@@ -233,10 +240,15 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("zookeeper.max.in.flight.requests", _int, 10, used=False),
 ]
 CONFIG_DEFS: dict[str, ConfigDef] = {d.name: d for d in _DEFS}
-# SASL_PLAINTEXT and SASL_SSL are refused at start-up until SASL is built.
-SUPPORTED_SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SSL"})
+SUPPORTED_SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
+TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
 # Keys a listener may override as listener.name.<listener, lower case>.<key>.
-LISTENER_PREFIXABLE = frozenset(name for name in CONFIG_DEFS if name.startswith("ssl."))
+LISTENER_PREFIXABLE = frozenset(
+    name for name in CONFIG_DEFS if name.startswith("ssl.")
+) | frozenset({"sasl.enabled.mechanisms"})
+# ... and, per SASL mechanism, listener.name.<listener>.<mechanism, lower case>.sasl.jaas.config.
+_MECHANISM_JAAS = re.compile(r"^(?P<mechanism>[a-z0-9-]+)\.sasl\.jaas\.config$")
+JAAS_CONFIG = "sasl.jaas.config"
 _LISTENER_OVERRIDE = re.compile(r"^listener\.name\.(?P<listener>[a-z0-9_]+)\.(?P<key>.+)$")
 
 _PROPERTY = re.compile(r"^([^=:\s]+)\s*[=:\s]\s*(.*)$")
@@ -281,6 +293,12 @@ class KafkaConfig:
         """`key` as the listener sees it: its listener.name.<listener>.<key>, else the key's."""
         overrides = self.listener_overrides.get(listener_name.lower(), {})
         return overrides[key] if key in overrides else self.values[key]
+
+    def listener_jaas_config(self, listener_name: str, mechanism: str) -> str | None:
+        """listener.name.<listener>.<mechanism>.sasl.jaas.config, both in lower case."""
+        overrides = self.listener_overrides.get(listener_name.lower(), {})
+        value = overrides.get(f"{mechanism.lower()}.{JAAS_CONFIG}")
+        return None if value is None else str(value)
 
     def security_protocol(self, listener_name: str) -> str:
         return self.listener_security_protocol_map.get(listener_name, listener_name)
@@ -367,7 +385,12 @@ def _listener_overrides(raw: Mapping[str, str]) -> dict[str, dict[str, Any]]:
     overrides: dict[str, dict[str, Any]] = {}
     for name, text in raw.items():
         match = _LISTENER_OVERRIDE.match(name)
-        if match is None or match["key"] not in LISTENER_PREFIXABLE:
+        if match is None:
+            continue
+        if _MECHANISM_JAAS.match(match["key"]):
+            overrides.setdefault(match["listener"], {})[match["key"]] = text.strip()
+            continue
+        if match["key"] not in LISTENER_PREFIXABLE:
             continue
         try:
             value = CONFIG_DEFS[match["key"]].parse(text)
@@ -505,6 +528,7 @@ def _validate_listener_protocols(config: KafkaConfig) -> None:
             f"inter.broker.listener.name {config.inter_broker_listener_name} is not a listener"
         )
     _validate_tls(config)
+    _validate_sasl(config)
 
 
 def _validate_tls(config: KafkaConfig) -> None:
@@ -513,12 +537,26 @@ def _validate_tls(config: KafkaConfig) -> None:
 
     try:
         for endpoint in config.listeners:
-            if config.security_protocol(endpoint.listener_name) == "SSL":
+            if config.security_protocol(endpoint.listener_name) in TLS_PROTOCOLS:
                 tls.server_context(config, endpoint.listener_name)
         inter_broker = config.inter_broker_listener_name
-        if config.security_protocol(inter_broker) == "SSL":
+        if config.security_protocol(inter_broker) in TLS_PROTOCOLS:
             tls.client_context(config, inter_broker)
     except tls.TlsConfigError as error:
+        raise ConfigError(str(error)) from None
+
+
+def _validate_sasl(config: KafkaConfig) -> None:
+    """Every SASL listener names supported mechanisms, each with a JAAS config, and the
+    inter-broker side has its mechanism and credentials."""
+    from broker.security import sasl_config  # as in _validate_tls
+
+    try:
+        for endpoint in config.listeners:
+            if config.security_protocol(endpoint.listener_name) in SASL_PROTOCOLS:
+                sasl_config.listener_settings(config, endpoint.listener_name)
+        sasl_config.inter_broker_client(config)
+    except sasl_config.SaslConfigError as error:
         raise ConfigError(str(error)) from None
 
 

@@ -1,5 +1,6 @@
 """Follow /config/changes: when a notification names a topic, re-read that topic's config;
-when it names `brokers/<id>` or `brokers/<default>`, the dynamic broker configs.
+when it names `brokers/<id>` or `brokers/<default>`, the dynamic broker configs; when it names
+`users/<user>`, that user's SCRAM credentials.
 
 Tools write the new config to /config/topics/<t> and then a sequential
 `/config/changes/config_change_<n>` naming `topics/<t>` (as Kafka's AdminZkClient does). Each
@@ -26,6 +27,7 @@ from zk.znodes import (
 log = logging.getLogger(__name__)
 TOPICS_ENTITY = "topics/"
 BROKERS_ENTITY = "brokers/"
+USERS_ENTITY = "users/"
 NOTIFICATION_EXPIRY_MS = 15 * 60 * 1000  # Kafka's changeExpirationMs
 
 
@@ -35,10 +37,12 @@ class ConfigChangeListener:
         zk_client: ZkClient,
         on_topic_changed: Callable[[str], None],
         on_broker_changed: Callable[[str], None] | None = None,
+        on_user_changed: Callable[[str], None] | None = None,
     ) -> None:
         self._zk_client = zk_client
         self._on_topic_changed = on_topic_changed
         self._on_broker_changed = on_broker_changed
+        self._on_user_changed = on_user_changed
         self._last_seen = ""  # notifications are named so that they sort in creation order
         self._lock = asyncio.Lock()  # one pass at a time, so each notification is seen once
         # A burst of N notifications fires N watch events; like Kafka's listener we queue a
@@ -115,3 +119,7 @@ class ConfigChangeListener:
             name = entity_path[len(BROKERS_ENTITY) :]
             log.info("dynamic config of brokers/%s changed", name)
             self._on_broker_changed(name)
+        elif entity_path.startswith(USERS_ENTITY) and self._on_user_changed is not None:
+            name = entity_path[len(USERS_ENTITY) :]
+            log.info("config of users/%s changed", name)
+            self._on_user_changed(name)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from kio.schema.errors import ErrorCode
 
 from broker.network.broker_client import BrokerClient, BrokerClientError
+from broker.network.sasl import SaslClientConfig
 from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import request_class
@@ -50,6 +51,7 @@ class ControlledShutdownConfig:
     retry_backoff_ms: int  # controlled.shutdown.retry.backoff.ms
     socket_timeout_ms: int  # controller.socket.timeout.ms
     ssl_context: ssl.SSLContext | None = None  # the controller's inter-broker listener is SSL
+    sasl: SaslClientConfig | None = None  # ... or SASL: this broker's mechanism and user
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +121,7 @@ class ControlledShutdown:
             connect_timeout_ms=timeout_ms,
             request_timeout_ms=timeout_ms,
             ssl_context=self.config.ssl_context,
+            sasl=self.config.sasl,
         )
         try:
             response = await client.send(request)

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from kio.schema.errors import ErrorCode
 
 from broker.network.broker_client import BrokerClient, BrokerClientError
+from broker.network.sasl import SaslClientConfig
 from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import request_class
@@ -34,6 +35,7 @@ METADATA_VERSION = 4
 
 class Peers(Protocol):
     inter_broker_ssl: ssl.SSLContext | None
+    inter_broker_sasl: SaslClientConfig | None
 
     def peer_broker_ids(self) -> list[int]: ...
 
@@ -76,6 +78,7 @@ async def _peer_shows(
         connect_timeout_ms=timeout_ms,
         request_timeout_ms=timeout_ms,
         ssl_context=peers.inter_broker_ssl,
+        sasl=peers.inter_broker_sasl,
     )
     try:
         return await asyncio.wait_for(_poll(client, partition_counts), remaining_s)

@@ -14,7 +14,7 @@ import ssl
 import time
 from collections.abc import Awaitable, Callable
 
-from broker.config import KafkaConfig
+from broker.config import TLS_PROTOCOLS, KafkaConfig
 from broker.config_changes import ConfigChangeListener
 from broker.controlled_shutdown import ControlledShutdown, ControlledShutdownConfig
 from broker.coordinator.group.coordinator import GroupCoordinator
@@ -33,11 +33,14 @@ from broker.metadata_cache import MetadataCache
 from broker.network import tls
 from broker.network.listener import Listener
 from broker.network.quotas import ConnectionQuotas, parse_per_ip_overrides
+from broker.network.sasl import SASL_PROTOCOLS, SaslClientConfig
 from broker.replication.alter_log_dirs import ReplicaAlterLogDirs
 from broker.replication.fetch_session import FetchSessionCache
 from broker.replication.fetcher import FetcherConfig, ReplicaFetcherManager
 from broker.replication.isr import IsrWriter
 from broker.replication.replica_manager import ReplicaManager
+from broker.security import sasl_config
+from broker.security.credentials import ScramCredentials
 from broker.topic_config import TopicConfigs
 from broker.topic_defaults import default_log_config
 from controller.config import ControllerConfig
@@ -67,6 +70,8 @@ class KafkaServer:
         self.broker_id = config.broker_id
         # How this broker connects to the others' inter-broker listener (None: plaintext).
         self.inter_broker_ssl = inter_broker_ssl_context(config)
+        # ... and authenticates there when it is a SASL listener (None: no SASL).
+        self.inter_broker_sasl = sasl_config.inter_broker_client(config)
         self.registry = build_registry()
         self.zk_client = ZkClient(
             config["zookeeper.connect"],
@@ -74,6 +79,16 @@ class KafkaServer:
             connection_timeout_ms=config.zookeeper_connection_timeout_ms,
         )
         self.kafka_zk = KafkaZk(self.zk_client)
+        self.scram_credentials = ScramCredentials(self.kafka_zk)
+        # SASL listener name -> its mechanisms and users.
+        self.sasl_listeners = {
+            endpoint.listener_name: sasl_config.listener_settings(
+                config, endpoint.listener_name, self.scram_credentials.lookup
+            )
+            for endpoint in config.listeners
+            if config.security_protocol(endpoint.listener_name) in SASL_PROTOCOLS
+        }
+        sasl_config.warn_ignored(config)
         self.default_log_config = default_log_config(config)
         self.log_manager = LogManager(config.log_dirs, self.default_log_config)
         self.log_cleaner = LogCleaner(CleanerConfig.from_broker_config(config))
@@ -87,7 +102,7 @@ class KafkaServer:
             self.kafka_zk, self.replica_manager.on_isr_changed
         )
         self.replica_manager.fetchers = ReplicaFetcherManager(
-            _fetcher_config(config, self.inter_broker_ssl),
+            _fetcher_config(config, self.inter_broker_ssl, self.inter_broker_sasl),
             self.replica_manager,
             self.inter_broker_address,
         )
@@ -114,7 +129,10 @@ class KafkaServer:
         self.cluster_watch = ClusterWatch(self.kafka_zk, self._on_cluster_change)
         self.dynamic_config = DynamicBrokerConfig(config, self.zk_client, self._apply_config)
         self.config_changes = ConfigChangeListener(
-            self.zk_client, self._on_topic_config_change, self.dynamic_config.on_entity_changed
+            self.zk_client,
+            self._on_topic_config_change,
+            self.dynamic_config.on_entity_changed,
+            self.scram_credentials.on_user_changed,
         )
         self.metadata_cache = MetadataCache(self.cluster_watch.view)
         self.controller_config = ControllerConfig(
@@ -164,6 +182,8 @@ class KafkaServer:
             (f.topic, f.partition) for f in self.log_manager.all_future_logs()
         )
         await self.config_changes.start()
+        if self.sasl_listeners:
+            await self.scram_credentials.load_all()  # after the watch: no change is missed
         await self.cluster_watch.start()
         self.metadata_cache.update(self.cluster_watch.view)
         await self._reconcile(None)
@@ -596,6 +616,7 @@ class KafkaServer:
                 retry_backoff_ms=config["controlled.shutdown.retry.backoff.ms"],
                 socket_timeout_ms=config["controller.socket.timeout.ms"],
                 ssl_context=self.inter_broker_ssl,
+                sasl=self.inter_broker_sasl,
             ),
             view=lambda: self.cluster_watch.view,
             address_of=self.inter_broker_address,
@@ -662,12 +683,14 @@ async def _quietly(step: object) -> None:
 
 def inter_broker_ssl_context(config: KafkaConfig) -> ssl.SSLContext | None:
     listener_name = config.inter_broker_listener_name
-    if config.security_protocol(listener_name) != "SSL":
+    if config.security_protocol(listener_name) not in TLS_PROTOCOLS:
         return None
     return tls.client_context(config, listener_name)
 
 
-def _fetcher_config(config: KafkaConfig, ssl_context: ssl.SSLContext | None) -> FetcherConfig:
+def _fetcher_config(
+    config: KafkaConfig, ssl_context: ssl.SSLContext | None, sasl: SaslClientConfig | None
+) -> FetcherConfig:
     return FetcherConfig(
         broker_id=config.broker_id,
         num_fetchers=config["num.replica.fetchers"],
@@ -678,4 +701,5 @@ def _fetcher_config(config: KafkaConfig, ssl_context: ssl.SSLContext | None) -> 
         backoff_ms=config["replica.fetch.backoff.ms"],
         socket_timeout_ms=config["replica.socket.timeout.ms"],
         ssl_context=ssl_context,
+        sasl=sasl,
     )

@@ -17,6 +17,7 @@ from typing import TypeVar
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
+from broker.security import jaas
 from kafka_cli.common import ToolError, bootstrap_servers
 
 T = TypeVar("T")
@@ -96,6 +97,7 @@ def client_config(bootstrap: str | None, *layers: Mapping[str, str]) -> ClientCo
     for key in JAVA_ONLY_PROPERTIES:
         config.pop(key, None)
     translate_java_tls(config)
+    translate_java_sasl(config)
     config["bootstrap.servers"] = bootstrap_servers(bootstrap)
     return config
 
@@ -113,6 +115,24 @@ def translate_java_tls(config: ClientConfig) -> None:
                 config.setdefault(key, value)
     if config.get("ssl.endpoint.identification.algorithm") == "":
         config["ssl.endpoint.identification.algorithm"] = "none"
+
+
+def translate_java_sasl(config: ClientConfig) -> None:
+    """The Java client's `sasl.jaas.config` (a PlainLoginModule or ScramLoginModule with
+    username and password options) as librdkafka's sasl.username and sasl.password;
+    `sasl.mechanism` and `security.protocol` librdkafka reads under Kafka's names."""
+    text = config.pop("sasl.jaas.config", None)
+    if text is None:
+        return
+    try:
+        modules = jaas.parse_jaas_config(str(text))
+    except jaas.JaasConfigError as error:
+        raise ToolError(f"sasl.jaas.config: {error}") from None
+    options = modules[0].options
+    if "username" not in options or "password" not in options:
+        raise ToolError("sasl.jaas.config: only username and password login modules are supported")
+    config.setdefault("sasl.username", options["username"])
+    config.setdefault("sasl.password", options["password"])
 
 
 def _host_and_port(server: str) -> tuple[str, int]:

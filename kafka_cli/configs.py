@@ -1,5 +1,5 @@
-"""kafka-configs: describe and alter topic and broker configs, as Kafka 3.0's ConfigCommand
-does with `--bootstrap-server`.
+"""kafka-configs: describe and alter topic and broker configs and users' SCRAM credentials,
+as Kafka 3.0's ConfigCommand does with `--bootstrap-server`.
 
 `--entity-type topics|brokers` with `--entity-name NAME` or `--entity-default` (brokers: the
 cluster-wide default; `--topic`, `--broker` and `--broker-defaults` are Kafka's shortcuts).
@@ -9,7 +9,8 @@ cluster-wide default; `--topic`, `--broker` and `--broker-defaults` are Kafka's 
 describes every topic, or every broker and then the default. `--alter --add-config
 k=v,k2=[a,b] --delete-config k` changes topics with IncrementalAlterConfigs and brokers with
 AlterConfigs (their whole dynamic set), then prints "Completed updating config for topic t."
-or "Completed updating default config for brokers in the cluster.".
+or "Completed updating default config for brokers in the cluster.". `--entity-type users`
+manages SCRAM credentials (kafka_cli._scram_users).
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ import asyncio
 import re
 
 from broker.config_protocol import AlterConfigOp, ConfigResourceType, ConfigSource
+from kafka_cli import _scram_users
 from kafka_cli._config_requests import ConfigAdmin, Entry
 from kafka_cli.common import ToolArgumentParser, ToolError, bootstrap_servers, run_tool
 
 RESOURCE_TYPES = {"topics": ConfigResourceType.TOPIC, "brokers": ConfigResourceType.BROKER}
+USERS = "users"
 # The source that marks a config as set dynamically on each kind of entity.
 DYNAMIC_SOURCES = {
     "topics": ConfigSource.DYNAMIC_TOPIC_CONFIG,
@@ -38,8 +41,11 @@ def _parser() -> argparse.ArgumentParser:
         prog="kafka-configs", description="Add/Remove entity config for a topic or broker."
     )
     parser.add_argument("--bootstrap-server", help="REQUIRED: The Kafka server to connect to.")
-    parser.add_argument("--command-config", help="Accepted for compatibility; not used.")
-    parser.add_argument("--entity-type", choices=sorted(RESOURCE_TYPES))
+    parser.add_argument(
+        "--command-config",
+        help="Client properties (TLS, SASL) for --entity-type users; not used for the others.",
+    )
+    parser.add_argument("--entity-type", choices=sorted([*RESOURCE_TYPES, USERS]))
     parser.add_argument("--entity-name")
     parser.add_argument("--entity-default", action="store_true")
     parser.add_argument("--topic", help="Shortcut for --entity-type topics --entity-name T.")
@@ -179,6 +185,25 @@ async def _alter(
         print(f"Completed updating default config for {entity_type} in the cluster.")
 
 
+def _run_users(options: argparse.Namespace, name: str | None) -> int:
+    if options.entity_default or name == "":
+        raise ToolError(
+            "The use of --entity-default or --user-defaults is not allowed with User SCRAM"
+            " Credentials using --bootstrap-server."
+        )
+    if options.alter:
+        if name is None:
+            raise ToolError("An entity name must be specified with --alter")
+        added = parse_configs_to_add(options.add_config)
+        deleted = _configs_to_delete(options.delete_config)
+        if not added and not deleted:
+            raise ToolError("At least one of --add-config or --delete-config must be specified")
+        _scram_users.alter(options.bootstrap_server, options.command_config, name, added, deleted)
+    else:
+        _scram_users.describe(options.bootstrap_server, options.command_config, name)
+    return 0
+
+
 async def _run(options: argparse.Namespace) -> int:
     entity_type, name = _entity(options)
     admin = ConfigAdmin(bootstrap_servers(options.bootstrap_server))
@@ -205,6 +230,8 @@ def _body(args: list[str]) -> int:
         raise ToolError("Command must include exactly one action: --describe, --alter")
     if options.all and not options.describe:
         raise ToolError("--all is only valid with --describe")
+    if options.entity_type == USERS:
+        return _run_users(options, options.entity_name)
     return asyncio.run(_run(options))
 
 

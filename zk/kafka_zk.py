@@ -382,6 +382,30 @@ class KafkaZk(ReassignmentZkMixin, LogDirZkMixin):
             makepath=True,
         )
 
+    async def get_entity_config(self, entity_type: str, entity_name: str) -> dict[str, str]:
+        """/config/<entity_type>/<entity_name> (a sanitized name), {} when absent."""
+        found = await self.client.get(ConfigEntityZNode.path(entity_type, entity_name))
+        return {} if found is None else ConfigEntityZNode.decode(found[0])
+
+    async def get_entity_names(self, entity_type: str) -> list[str]:
+        """The (sanitized) names under /config/<entity_type>."""
+        return await self.client.get_children(f"/config/{entity_type}") or []
+
+    async def change_entity_config(
+        self, entity_type: str, entity_name: str, configs: Mapping[str, str]
+    ) -> None:
+        """Replace an entity's configs (users, clients ...), then notify brokers through
+        /config/changes (AdminZkClient.changeEntityConfig's two writes, in its order)."""
+        await self._set_or_create(
+            ConfigEntityZNode.path(entity_type, entity_name), ConfigEntityZNode.encode(configs)
+        )
+        await self.client.create(
+            ConfigEntityChangeNotificationSequenceZNode.create_path(),
+            ConfigEntityChangeNotificationSequenceZNode.encode(f"{entity_type}/{entity_name}"),
+            sequence=True,
+            makepath=True,
+        )
+
     async def _set_or_create(self, path: str, data: bytes) -> None:
         try:
             await self.client.set(path, data)

@@ -8,6 +8,7 @@ from broker.handlers import (
     alter_configs,
     alter_partition_reassignments,
     alter_replica_log_dirs,
+    alter_user_scram_credentials,
     api_versions,
     controlled_shutdown,
     create_partitions,
@@ -20,6 +21,7 @@ from broker.handlers import (
     describe_log_dirs,
     describe_producers,
     describe_transactions,
+    describe_user_scram_credentials,
     elect_leaders,
     end_txn,
     fetch,
@@ -39,6 +41,8 @@ from broker.handlers import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sasl_authenticate,
+    sasl_handshake,
     sync_group,
     txn_offset_commit,
     write_txn_markers,
@@ -72,6 +76,7 @@ def build_registry() -> Registry:
             ApiSpec(ApiKey.SYNC_GROUP, "SyncGroup", 0, 5, 0, sync_group.handle),
             ApiSpec(ApiKey.DESCRIBE_GROUPS, "DescribeGroups", 0, 5, 0, describe_groups.handle),
             ApiSpec(ApiKey.LIST_GROUPS, "ListGroups", 0, 5, 0, list_groups.handle),
+            ApiSpec(ApiKey.SASL_HANDSHAKE, "SaslHandshake", 0, 1, 0, sasl_handshake.handle),
             ApiSpec(ApiKey.API_VERSIONS, "ApiVersions", 0, 4, 0, api_versions.handle),
             ApiSpec(ApiKey.CREATE_TOPICS, "CreateTopics", 0, 7, 0, create_topics.handle),
             ApiSpec(ApiKey.DELETE_TOPICS, "DeleteTopics", 0, 6, 0, delete_topics.handle),
@@ -111,6 +116,9 @@ def build_registry() -> Registry:
             ),
             ApiSpec(ApiKey.DESCRIBE_LOG_DIRS, "DescribeLogDirs", 0, 4, 0, describe_log_dirs.handle),
             ApiSpec(
+                ApiKey.SASL_AUTHENTICATE, "SaslAuthenticate", 0, 2, 0, sasl_authenticate.handle
+            ),
+            ApiSpec(
                 ApiKey.CREATE_PARTITIONS, "CreatePartitions", 0, 3, 0, create_partitions.handle
             ),
             ApiSpec(ApiKey.DELETE_GROUPS, "DeleteGroups", 0, 2, 0, delete_groups.handle),
@@ -140,6 +148,22 @@ def build_registry() -> Registry:
                 list_partition_reassignments.handle,
             ),
             ApiSpec(ApiKey.OFFSET_DELETE, "OffsetDelete", 0, 0, 0, offset_delete.handle),
+            ApiSpec(
+                ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
+                "DescribeUserScramCredentials",
+                0,
+                0,
+                0,
+                describe_user_scram_credentials.handle,
+            ),
+            ApiSpec(
+                ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+                "AlterUserScramCredentials",
+                0,
+                0,
+                0,
+                alter_user_scram_credentials.handle,
+            ),
             ApiSpec(
                 ApiKey.DESCRIBE_PRODUCERS, "DescribeProducers", 0, 0, 0, describe_producers.handle
             ),

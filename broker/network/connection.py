@@ -2,6 +2,11 @@
 
 Anything we cannot parse ends the connection with a log line (as Kafka does); it never
 reaches the handlers and never affects other connections.
+
+On a SASL listener the connection is unauthenticated until its `SaslServerSession` completes:
+until then only the requests the session allows are served (anything else closes the
+connection with a log line), frames are bounded by Kafka's sasl.server.max.receive.size, and
+after a failed authentication the connection closes once the answer is written.
 """
 
 from __future__ import annotations
@@ -14,6 +19,12 @@ from kio.serial import entity_reader
 
 from broker.network.context import RequestContext
 from broker.network.errors import CloseConnectionError
+from broker.network.sasl import (
+    MAX_RECEIVE_BYTES_BEFORE_AUTHENTICATION,
+    ListenerSasl,
+    SaslAuthenticationError,
+    SaslServerSession,
+)
 from broker.network.tls import ANONYMOUS
 from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
@@ -48,6 +59,7 @@ class Connection:
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         principal: str = ANONYMOUS,
+        sasl: ListenerSasl | None = None,
     ) -> None:
         self._server = server
         self._listener_name = listener_name
@@ -59,6 +71,7 @@ class Connection:
         self._client_host = str(peer[0])
         self._max_frame_bytes: int = server.config["socket.request.max.bytes"]
         self._idle_timeout_s = server.config["connections.max.idle.ms"] / 1000
+        self._sasl = None if sasl is None else SaslServerSession(sasl)
 
     async def serve(self) -> None:
         try:
@@ -83,11 +96,24 @@ class Connection:
                 else:
                     self._writer.writelines(response)
                 await self._writer.drain()
+            self._after_sasl_step()
             # A client that pipelines (librdkafka keeps up to a million requests in flight)
             # has the next frames buffered already, and reading, handling and draining them
             # may never suspend: without this, one connection holds the loop for as long as
             # its backlog lasts (seconds of Metadata and Produce answers during a failover).
             await asyncio.sleep(0)
+
+    def _after_sasl_step(self) -> None:
+        session = self._sasl
+        if session is None:
+            return
+        if session.failure is not None:
+            raise CloseConnectionError(session.failure)
+        if session.complete and session.principal is not None:
+            self._principal = session.principal
+
+    def _authenticating(self) -> bool:
+        return self._sasl is not None and not self._sasl.complete
 
     async def _read_frame(self) -> bytes:
         # readexactly copies a frame once out of the stream's buffer; read() plus a decoder
@@ -95,11 +121,18 @@ class Connection:
         # any of the body is read, so an oversized frame is refused unbuffered.
         async with asyncio.timeout(self._idle_timeout_s):
             prefix = await self._reader.readexactly(SIZE_PREFIX_BYTES)
-        size = read_frame_size(prefix, self._max_frame_bytes)
+        limit = (
+            MAX_RECEIVE_BYTES_BEFORE_AUTHENTICATION
+            if self._authenticating()
+            else self._max_frame_bytes
+        )
+        size = read_frame_size(prefix, limit)
         async with asyncio.timeout(self._idle_timeout_s):
             return await self._reader.readexactly(size)
 
     async def _dispatch(self, frame: bytes) -> list[bytes] | None:
+        if self._sasl is not None and self._sasl.bare_tokens and not self._sasl.complete:
+            return self._bare_token(self._sasl, frame)
         try:
             header, offset = read_fixed_header(frame)
         except MalformedRequestError as error:
@@ -119,9 +152,18 @@ class Connection:
                 f"{spec.name} v{header.api_version} is advertised for client feature detection"
                 f" but not implemented (lowest implemented: v{spec.min_decodable_version})"
             )
+        if self._sasl is not None:
+            refusal = self._sasl.refusal(header.api_key, spec.name)
+            if refusal is not None:
+                raise CloseConnectionError(refusal)
         request = self._decode_body(spec, header, frame, offset)
         context = RequestContext(
-            header, self._client_host, self._listener_name, self._server, self._principal
+            header,
+            self._client_host,
+            self._listener_name,
+            self._server,
+            self._principal,
+            self._sasl,
         )
         try:
             response = await spec.handler(context, request)
@@ -158,6 +200,15 @@ class Connection:
             log.error("%s v%d: bounds check and parser disagree", spec.name, header.api_version)
             raise CloseConnectionError("request body parsed inconsistently")
         return request
+
+    def _bare_token(self, session: SaslServerSession, token: bytes) -> list[bytes]:
+        """After SaslHandshake v0 a frame is a bare SASL token, answered the same way; a
+        failure gets no answer, only the closed connection (as in Kafka)."""
+        try:
+            answer = session.evaluate(token)
+        except SaslAuthenticationError as error:
+            raise CloseConnectionError(f"SASL authentication failed: {error}") from None
+        return frame_parts(b"", [answer])
 
     def _unsupported_api_versions(self, header: RequestHeader) -> list[bytes]:
         # Kafka answers an ApiVersions request of an unknown version with a v0 body carrying

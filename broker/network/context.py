@@ -9,6 +9,7 @@ from broker.network.tls import ANONYMOUS
 from broker.protocol.header import RequestHeader
 
 if TYPE_CHECKING:
+    from broker.network.sasl import SaslServerSession
     from broker.server import KafkaServer
 
 
@@ -18,8 +19,11 @@ class RequestContext:
     client_host: str
     listener_name: str
     server: KafkaServer
-    # Who the client is: its TLS certificate's subject, else User:ANONYMOUS.
+    # Who the client is: its SASL user, else its TLS certificate's subject, else
+    # User:ANONYMOUS.
     principal: str = ANONYMOUS
+    # The connection's SASL state on a SASL listener (the SASL handlers drive it), else None.
+    sasl: SaslServerSession | None = None
 
     @property
     def api_version(self) -> int:

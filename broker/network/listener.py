@@ -6,7 +6,9 @@ is closed instead (see DEVIATIONS.md), which bounds memory the same way.
 
 An SSL listener completes the TLS handshake before the connection counts (a client that fails
 it, such as a plaintext client, is closed, and `broker.network.tls` logs why); the client's
-certificate, if it shows one, names the connection's principal.
+certificate, if it shows one, names the connection's principal. A SASL_SSL listener does the
+same TLS first; on SASL_PLAINTEXT and SASL_SSL the connection then authenticates with SASL
+(`broker.network.sasl`), whose user becomes the principal.
 """
 
 from __future__ import annotations
@@ -37,9 +39,13 @@ class Listener:
         self._asyncio_server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
         protocol = server.config.security_protocol(endpoint.listener_name)
+        self._protocol = protocol
         self._ssl = (
-            tls.server_context(server.config, endpoint.listener_name) if protocol == "SSL" else None
+            tls.server_context(server.config, endpoint.listener_name)
+            if protocol in ("SSL", "SASL_SSL")
+            else None
         )
+        self._sasl = server.sasl_listeners.get(endpoint.listener_name)
 
     async def start(self) -> None:
         host = self._endpoint.host or None
@@ -52,7 +58,7 @@ class Listener:
             ssl=self._ssl,
             ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT_S if self._ssl is not None else None,
         )
-        log.info("listening on %s (%s)", self._endpoint, "SSL" if self._ssl else "PLAINTEXT")
+        log.info("listening on %s (%s)", self._endpoint, self._protocol)
 
     async def _on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername") or ("?", 0)
@@ -69,7 +75,7 @@ class Listener:
         try:
             principal = tls.principal(writer.get_extra_info("ssl_object"))
             await Connection(
-                self._server, self._endpoint.listener_name, reader, writer, principal
+                self._server, self._endpoint.listener_name, reader, writer, principal, self._sasl
             ).serve()
         except asyncio.CancelledError:
             # Shutdown cancels connections mid-request (an acks=all produce may be waiting);

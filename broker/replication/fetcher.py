@@ -25,6 +25,7 @@ from kio.schema.errors import ErrorCode
 from broker.java_hash import java_abs, java_string_hash, to_int32
 from broker.log.errors import RecordError, UnexpectedAppendOffsetError
 from broker.network.broker_client import BrokerClient, BrokerClientError
+from broker.network.sasl import SaslClientConfig
 from broker.protocol.adapter import EncodedRequest
 from broker.protocol.replica_request_encoding import (
     FetchPartitionRequest,
@@ -58,6 +59,7 @@ class FetcherConfig:
     backoff_ms: int
     socket_timeout_ms: int
     ssl_context: ssl.SSLContext | None = None  # the leaders' inter-broker listener is SSL
+    sasl: SaslClientConfig | None = None  # ... or SASL: this broker's mechanism and user
 
 
 class FollowerLogs(Protocol):
@@ -179,6 +181,7 @@ class ReplicaFetcher:
             client_id=f"broker-{self._config.broker_id}-fetcher",
             request_timeout_ms=self._config.socket_timeout_ms + self._config.max_wait_ms,
             ssl_context=self._config.ssl_context,
+            sasl=self._config.sasl,
         )
         return self._client
 

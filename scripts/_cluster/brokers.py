@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from . import kafka_reference, tls_material
+from . import kafka_reference, sasl_material, tls_material
 from .layout import ClusterSpec, broker_dir
 
 # Kafka defaults these internal topics to replication factor 3 (and the transaction log
@@ -26,8 +26,12 @@ def base_properties(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
         "log.dirs": str(directory / "data"),
         "zookeeper.connect": spec.zookeeper_connect,
     }
-    if spec.security == "ssl":
+    if spec.security in ("ssl", "sasl_ssl"):
         properties.update(ssl_properties(spec, broker_id))
+    if spec.security in sasl_material.PROTOCOLS:
+        properties.update(
+            sasl_material.broker_properties(spec.security, spec.broker_port(broker_id))
+        )
     if spec.broker_count < 3:
         for key in INTERNAL_TOPIC_KEYS:
             properties[key] = str(spec.broker_count)

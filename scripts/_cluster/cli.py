@@ -11,7 +11,7 @@ from .errors import ClusterError
 from .layout import ClusterSpec
 from .processes import SIGNALS_BY_NAME
 
-SECURITY_CHOICES = ("plaintext", "ssl")
+SECURITY_CHOICES = ("plaintext", "ssl", "sasl_plaintext", "sasl_ssl")
 
 DEFAULT_DIR = ".cluster"
 MAX_PORT = 65535
@@ -72,8 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--security",
         choices=SECURITY_CHOICES,
         default="plaintext",
-        help="the brokers' listeners: plaintext (default) or ssl (a CA and certificates are "
-        "made under DIR/tls; clients use DIR/client.properties)",
+        help="the brokers' listeners: plaintext (default), ssl (a CA and certificates are "
+        "made under DIR/tls), sasl_plaintext or sasl_ssl (PLAIN and SCRAM, user admin / "
+        "admin-secret); clients use DIR/client.properties",
     )
     down = sub.add_parser("down", help="stop every process (TERM, then KILL)")
     down.add_argument("--wipe", action="store_true", help="also remove DIR")

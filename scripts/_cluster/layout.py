@@ -36,7 +36,8 @@ class ClusterSpec:
     overrides: dict[str, str] = field(default_factory=dict)
     # "ours" (this project's brokers) or "kafka" (Apache Kafka 3.9 from `make reference`).
     impl: str = "ours"
-    # The client listeners' (and inter-broker) security: "plaintext" or "ssl".
+    # The client listeners' (and inter-broker) security: "plaintext", "ssl", "sasl_plaintext"
+    # or "sasl_ssl".
     security: str = "plaintext"
 
     @property

@@ -6,7 +6,7 @@ import socket
 import time
 from pathlib import Path
 
-from . import brokers, kafka_reference, tls_material, zk_view, zookeeper
+from . import brokers, kafka_reference, sasl_material, tls_material, zk_view, zookeeper
 from .errors import ClusterError
 from .layout import (
     ClusterSpec,
@@ -145,6 +145,8 @@ def up(spec: ClusterSpec) -> None:
             launch(directory, key)
         state = load_state(directory)
         _wait_for_zookeepers(state, deadline)
+        if spec.security in sasl_material.PROTOCOLS:
+            sasl_material.write_admin_credentials(spec.zookeeper_connect)
         for key in broker_keys:
             launch(directory, key)
         state = load_state(directory)
@@ -161,10 +163,13 @@ def up(spec: ClusterSpec) -> None:
 
 
 def _prepare_security(spec: ClusterSpec) -> Path | None:
-    """TLS material and client.properties for `--security ssl`; None for plaintext."""
+    """TLS material (ssl, sasl_ssl) and client.properties; None for plaintext."""
     if spec.security == "plaintext":
         return None
     directory = Path(spec.directory)
-    tls_material.make(directory, spec.broker_ids)
+    if spec.security in ("ssl", "sasl_ssl"):
+        tls_material.make(directory, spec.broker_ids)
+    if spec.security in sasl_material.PROTOCOLS:
+        return sasl_material.write_client_properties(directory, spec.security)
     client_auth = spec.overrides.get("ssl.client.auth", "none")
     return tls_material.write_client_properties(directory, mutual=client_auth != "none")

@@ -203,14 +203,14 @@ def log_dirs_json(text: str, view: ClusterView) -> str:
 
 # APIs Kafka 3.9 serves in ZooKeeper mode that our brokers do not (DEVIATIONS.md, "Wire
 # protocol"): the controller-to-broker requests (our brokers follow ZooKeeper instead), and
-# security, quotas, features, DescribeCluster and KIP-848 (issues 16 and later).
+# ACLs and delegation tokens, quotas, features, DescribeCluster and KIP-848 (issues 16 and
+# later).
 NOT_IMPLEMENTED = frozenset(
     {
-        "LeaderAndIsr", "StopReplica", "UpdateMetadata", "SaslHandshake", "SaslAuthenticate",
+        "LeaderAndIsr", "StopReplica", "UpdateMetadata",
         "DescribeAcls", "CreateAcls", "DeleteAcls", "CreateDelegationToken",
         "RenewDelegationToken", "ExpireDelegationToken", "DescribeDelegationToken",
-        "DescribeClientQuotas", "AlterClientQuotas", "DescribeUserScramCredentials",
-        "AlterUserScramCredentials", "AlterPartition", "UpdateFeatures", "Envelope",
+        "DescribeClientQuotas", "AlterClientQuotas", "AlterPartition", "UpdateFeatures", "Envelope",
         "DescribeCluster", "AllocateProducerIds", "ConsumerGroupHeartbeat",
         "ConsumerGroupDescribe",
     }

@@ -78,6 +78,7 @@ class Known:
     reason: str
     names: str = ""  # whitespace-separated config names
     prefixes: tuple[str, ...] = ()
+    excepted: str = ""  # names the prefixes would cover but that do not differ
 
     def covers(self, kind: str, difference: Difference) -> bool:
         return (
@@ -87,6 +88,8 @@ class Known:
         )
 
     def matches(self, name: str) -> bool:
+        if name in self.excepted.split():
+            return False
         return name in self.names.split() or name.startswith(self.prefixes)
 
 
@@ -105,13 +108,15 @@ KNOWN_DIFFERENCES = (
     Known(
         "broker",
         "only in kafka",
-        "security: no SASL, no authorizer, no delegation tokens, no ZooKeeper TLS or ACLs"
-        " (DEVIATIONS: Configuration), and the TLS keys Kafka 3.9 has beyond ours",
+        "security: no GSSAPI or OAUTHBEARER, no SASL callback or login classes, no authorizer,"
+        " no delegation tokens, no ZooKeeper TLS or ACLs (DEVIATIONS: Configuration, Security),"
+        " and the TLS keys Kafka 3.9 has beyond ours",
         names="authorizer.class.name principal.builder.class security.providers"
         " connections.max.reauth.ms connection.failed.authentication.delay.ms"
         " zookeeper.set.acl zookeeper.clientCnxnSocket ssl.allow.dn.changes"
         " ssl.allow.san.changes",
         prefixes=("sasl.", "zookeeper.ssl.", "delegation.token.", "password.encoder."),
+        excepted="sasl.enabled.mechanisms sasl.jaas.config sasl.mechanism.inter.broker.protocol",
     ),
     Known(
         "broker",
@@ -197,6 +202,13 @@ KNOWN_DIFFERENCES = (
         " ssl.provider ssl.secure.random.implementation ssl.trustmanager.algorithm"
         " ssl.truststore.certificates ssl.truststore.location ssl.truststore.password"
         " ssl.truststore.type",
+    ),
+    Known(
+        "broker",
+        "read_only",
+        "SASL settings Kafka reloads on a dynamic update; ours need a restart"
+        " (DEVIATIONS: Security)",
+        names="sasl.enabled.mechanisms sasl.jaas.config sasl.mechanism.inter.broker.protocol",
     ),
     Known(
         "topic",

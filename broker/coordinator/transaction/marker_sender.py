@@ -163,6 +163,7 @@ class TxnMarkerSender:
             connect_timeout_ms=timeout_ms,
             request_timeout_ms=timeout_ms + 5_000,  # the leader waits for its ISR first
             ssl_context=self._server.inter_broker_ssl,
+            sasl=self._server.inter_broker_sasl,
         )
 
 

@@ -103,9 +103,16 @@ def test_listener_without_protocol_mapping_is_rejected() -> None:
         build_config({**BASE, "listeners": "CLIENT://127.0.0.1:9092"})
 
 
-def test_sasl_listeners_are_refused_until_sasl_is_built() -> None:
-    with pytest.raises(ConfigError, match="uses SASL_SSL; supported: PLAINTEXT, SSL"):
-        build_config({**BASE, "listeners": "SASL_SSL://127.0.0.1:9093"})
+def test_unknown_security_protocol_is_rejected() -> None:
+    with pytest.raises(ConfigError, match="uses KERBEROS; supported: PLAINTEXT, SASL_PLAINTEXT"):
+        build_config(
+            {
+                **BASE,
+                "listeners": "CLIENT://127.0.0.1:9093",
+                "listener.security.protocol.map": "CLIENT:KERBEROS",
+                "inter.broker.listener.name": "CLIENT",
+            }
+        )
 
 
 def test_empty_advertised_host_means_this_machine() -> None:

@@ -1,0 +1,329 @@
+"""SASL_SSL listeners (`scripts/cluster up --security sasl_ssl`): the brokers authenticate to
+each other with SCRAM-SHA-512 and replicate; confluent-kafka, kafka-python and aiokafka produce
+and consume as the launcher's `admin` with SCRAM-SHA-512, SCRAM-SHA-256 and PLAIN; a user
+added with kafka-configs can authenticate on every broker at once; a wrong password, an
+unknown mechanism and a request before authentication are refused (Kafka's errors, a closed
+connection, a log line), and the broker keeps serving."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import subprocess
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from broker.network.broker_client import BrokerClient, BrokerClientError
+from broker.protocol.api_keys import ApiKey
+from broker.protocol.registry import request_class
+from tests.integration.conftest import ClusterHandle, wait_until
+
+TIMEOUT_S = 60
+RECORDS = 10
+PARTITIONS = 3
+ADMIN = ("admin", "admin-secret")
+MECHANISMS = ("SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN")
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def sasl_cluster(make_cluster_module: Any) -> ClusterHandle:
+    handle: ClusterHandle = make_cluster_module(security="sasl_ssl")
+    return handle
+
+
+def _ca(cluster: ClusterHandle) -> str:
+    return str(cluster.dir / "tls" / "ca.pem")
+
+
+def _librdkafka(
+    cluster: ClusterHandle,
+    mechanism: str = "SCRAM-SHA-512",
+    user: tuple[str, str] = ADMIN,
+    bootstrap: str | None = None,
+) -> dict[str, str]:
+    return {
+        "bootstrap.servers": bootstrap or cluster.bootstrap,
+        "security.protocol": "SASL_SSL",
+        "ssl.ca.location": _ca(cluster),
+        "sasl.mechanism": mechanism,
+        "sasl.username": user[0],
+        "sasl.password": user[1],
+    }
+
+
+def _new_topic(cluster: ClusterHandle) -> str:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic = f"sasl-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient(_librdkafka(cluster))
+    admin.create_topics([NewTopic(topic, PARTITIONS, 3)])[topic].result(TIMEOUT_S)
+    return topic
+
+
+def _values(label: str) -> list[bytes]:
+    return [f"{label}-{i}".encode() for i in range(RECORDS)]
+
+
+def _address(cluster: ClusterHandle, broker_id: int) -> tuple[str, int]:
+    return "127.0.0.1", cluster.broker_port(broker_id)
+
+
+def _tls_context(cluster: ClusterHandle) -> ssl.SSLContext:
+    return ssl.create_default_context(cafile=_ca(cluster))
+
+
+def _log_count(cluster: ClusterHandle, text: str) -> int:
+    return sum(
+        cluster.broker_log(b).read_text(errors="replace").count(text) for b in cluster.broker_ids
+    )
+
+
+def test_replicas_follow_their_leaders_over_sasl_ssl(sasl_cluster: ClusterHandle) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    topic = _new_topic(sasl_cluster)
+    admin = AdminClient(_librdkafka(sasl_cluster))
+
+    def full_isr() -> bool:
+        described = admin.list_topics(topic, timeout=TIMEOUT_S).topics[topic]
+        return len(described.partitions) == PARTITIONS and all(
+            len(p.isrs) == 3 for p in described.partitions.values()
+        )
+
+    wait_until(full_isr, TIMEOUT_S, f"every partition of {topic} with 3 replicas in its ISR")
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_confluent_kafka_round_trip(sasl_cluster: ClusterHandle, mechanism: str) -> None:
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    topic = _new_topic(sasl_cluster)
+    config = _librdkafka(sasl_cluster, mechanism)
+    producer = Producer({**config, "acks": "all"})
+    for value in _values(mechanism):
+        producer.produce(topic, value)
+    assert producer.flush(TIMEOUT_S) == 0
+    consumer = Consumer({**config, "group.id": f"sasl-{uuid.uuid4()}"})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    seen: list[bytes] = []
+
+    def all_seen() -> bool:
+        seen.extend(m.value() for m in consumer.consume(100, 0.5) if m.error() is None)
+        return len(seen) >= RECORDS
+
+    try:
+        wait_until(all_seen, TIMEOUT_S, f"{RECORDS} records of {topic}, saw {len(seen)}")
+    finally:
+        consumer.close()
+    assert sorted(seen) == sorted(_values(mechanism))
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_kafka_python_round_trip(sasl_cluster: ClusterHandle, mechanism: str) -> None:
+    from kafka import KafkaConsumer, KafkaProducer
+
+    topic = _new_topic(sasl_cluster)
+    sasl = {
+        "security_protocol": "SASL_SSL",
+        "ssl_cafile": _ca(sasl_cluster),
+        "sasl_mechanism": mechanism,
+        "sasl_plain_username": ADMIN[0],
+        "sasl_plain_password": ADMIN[1],
+    }
+    producer = KafkaProducer(bootstrap_servers=sasl_cluster.bootstrap, acks="all", **sasl)
+    for value in _values(mechanism):
+        producer.send(topic, value)
+    producer.flush(TIMEOUT_S)
+    producer.close()
+    consumer = KafkaConsumer(
+        topic,
+        bootstrap_servers=sasl_cluster.bootstrap,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=TIMEOUT_S * 1000,
+        **sasl,
+    )
+    seen = [message.value for _, message in zip(range(RECORDS), consumer, strict=False)]
+    consumer.close()
+    assert sorted(seen) == sorted(_values(mechanism))
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_aiokafka_round_trip(sasl_cluster: ClusterHandle, mechanism: str) -> None:
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+    topic = _new_topic(sasl_cluster)
+    sasl: dict[str, Any] = {
+        "security_protocol": "SASL_SSL",
+        "ssl_context": _tls_context(sasl_cluster),
+        "sasl_mechanism": mechanism,
+        "sasl_plain_username": ADMIN[0],
+        "sasl_plain_password": ADMIN[1],
+    }
+
+    async def round_trip() -> list[bytes]:
+        producer = AIOKafkaProducer(bootstrap_servers=sasl_cluster.bootstrap, acks="all", **sasl)
+        await producer.start()
+        try:
+            for value in _values(mechanism):
+                await producer.send_and_wait(topic, value)
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(
+            topic, bootstrap_servers=sasl_cluster.bootstrap, auto_offset_reset="earliest", **sasl
+        )
+        await consumer.start()
+        seen: list[bytes] = []
+        try:
+            async with asyncio.timeout(TIMEOUT_S):
+                async for message in consumer:
+                    seen.append(message.value)
+                    if len(seen) == RECORDS:
+                        break
+        finally:
+            await consumer.stop()
+        return seen
+
+    assert sorted(asyncio.run(round_trip())) == sorted(_values(mechanism))
+
+
+def _kafka_configs(cluster: ClusterHandle, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [str(REPO_ROOT / ".venv" / "bin" / "kafka-configs")]
+    command += ["--bootstrap-server", cluster.bootstrap]
+    command += ["--command-config", str(cluster.dir / "client.properties"), *args]
+    return subprocess.run(
+        command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=TIMEOUT_S, check=False
+    )
+
+
+def test_a_user_added_with_kafka_configs_authenticates_on_every_broker(
+    sasl_cluster: ClusterHandle,
+) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    user = f"user-{uuid.uuid4().hex[:6]}"
+    added = _kafka_configs(
+        sasl_cluster,
+        "--alter",
+        "--add-config",
+        f"SCRAM-SHA-256=[iterations=8192,password={user}-secret]",
+        "--entity-type",
+        "users",
+        "--entity-name",
+        user,
+    )
+    assert added.returncode == 0, added.stderr
+    assert added.stdout.strip() == f"Completed updating config for user {user}."
+    for broker_id in sasl_cluster.broker_ids:
+        host, port = _address(sasl_cluster, broker_id)
+        config = _librdkafka(
+            sasl_cluster, "SCRAM-SHA-256", (user, f"{user}-secret"), f"{host}:{port}"
+        )
+        # librdkafka retries a failed authentication; a short timeout per attempt
+        admin = AdminClient({**config, "socket.timeout.ms": "5000"})
+        wait_until(
+            lambda admin=admin: bool(admin.list_topics(timeout=5).brokers),
+            15,
+            f"{user} authenticated on broker {broker_id}",
+        )
+    described = _kafka_configs(
+        sasl_cluster, "--describe", "--entity-type", "users", "--entity-name", user
+    )
+    assert described.stdout.strip() == (
+        f"SCRAM credential configs for user-principal '{user}' are SCRAM-SHA-256=iterations=8192"
+    )
+
+
+async def _open(cluster: ClusterHandle) -> BrokerClient:
+    host, port = _address(cluster, 1)
+    return BrokerClient(host, port, "test-sasl", ssl_context=_tls_context(cluster))
+
+
+def _handshake(mechanism: str) -> Any:
+    return request_class(ApiKey.SASL_HANDSHAKE, 1)(mechanism=mechanism)
+
+
+def _authenticate(token: bytes) -> Any:
+    return request_class(ApiKey.SASL_AUTHENTICATE, 2)(auth_bytes=token)
+
+
+def _metadata() -> Any:
+    return request_class(ApiKey.METADATA, 4)(topics=None, allow_auto_topic_creation=False)
+
+
+def _still_serves(cluster: ClusterHandle) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient(_librdkafka(cluster))
+    assert len(admin.list_topics(timeout=TIMEOUT_S).brokers) == 3
+
+
+def test_a_wrong_password_is_refused_and_the_connection_closed(
+    sasl_cluster: ClusterHandle,
+) -> None:
+    async def attempt() -> tuple[Any, Any, bool]:
+        client = await _open(sasl_cluster)
+        try:
+            handshake = await client.send(_handshake("PLAIN"))
+            answer = await client.send(_authenticate(b"\x00admin\x00wrong"))
+            try:
+                await client.send(_metadata())
+            except BrokerClientError:
+                return handshake, answer, True
+            return handshake, answer, False
+        finally:
+            await client.close()
+
+    handshake, answer, closed = asyncio.run(attempt())
+    assert handshake.error_code == ErrorCode.none
+    assert answer.error_code == ErrorCode.sasl_authentication_failed
+    assert answer.error_message == "Authentication failed: Invalid username or password"
+    assert closed
+    wait_until(
+        lambda: _log_count(sasl_cluster, "Invalid username or password") > 0,
+        10,
+        "a log line about the failed authentication",
+    )
+    _still_serves(sasl_cluster)
+
+
+def test_an_unknown_mechanism_is_refused(sasl_cluster: ClusterHandle) -> None:
+    async def attempt() -> Any:
+        client = await _open(sasl_cluster)
+        try:
+            return await client.send(_handshake("GSSAPI"))
+        finally:
+            await client.close()
+
+    answer = asyncio.run(attempt())
+    assert answer.error_code == ErrorCode.unsupported_sasl_mechanism
+    assert list(answer.mechanisms) == ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+    _still_serves(sasl_cluster)
+
+
+def test_a_request_before_authentication_closes_the_connection(
+    sasl_cluster: ClusterHandle,
+) -> None:
+    before = _log_count(sasl_cluster, "unexpected Metadata request during SASL handshake")
+
+    async def attempt() -> None:
+        client = await _open(sasl_cluster)
+        try:
+            await client.send(_metadata())
+        finally:
+            await client.close()
+
+    with pytest.raises(BrokerClientError):
+        asyncio.run(attempt())
+    wait_until(
+        lambda: (
+            _log_count(sasl_cluster, "unexpected Metadata request during SASL handshake") > before
+        ),
+        10,
+        "a log line about the request before authentication",
+    )
+    _still_serves(sasl_cluster)
