@@ -90,6 +90,9 @@ _DEFS: list[ConfigDef] = [
         "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT",
     ),
     ConfigDef("inter.broker.listener.name", _str, None),
+    # host:port of the Prometheus endpoint (broker.metrics); unset: none. Not a Kafka key:
+    # Kafka exposes JMX (DEVIATIONS.md, "Metrics").
+    ConfigDef("metrics.prometheus.listener", _str, None),
     ConfigDef("security.inter.broker.protocol", _str, "PLAINTEXT"),
     # TLS (broker.network.tls). Each may also be set per listener as
     # listener.name.<listener, lower case>.<key>, as in Kafka.
@@ -440,6 +443,7 @@ def _validate(config: KafkaConfig) -> None:
     if len({e.listener_name for e in listeners}) != len(listeners):
         raise ConfigError("listeners: each listener name may appear only once")
     _validate_listener_protocols(config)
+    _validate_metrics_listener(config)
     _require_range(config, "num.partitions", 1)
     _require_range(config, "default.replication.factor", 1)
     _require_range(config, "min.insync.replicas", 1)
@@ -558,6 +562,15 @@ def _validate_sasl(config: KafkaConfig) -> None:
         sasl_config.inter_broker_client(config)
     except sasl_config.SaslConfigError as error:
         raise ConfigError(str(error)) from None
+
+
+def _validate_metrics_listener(config: KafkaConfig) -> None:
+    text = config["metrics.prometheus.listener"]
+    if not text:
+        return
+    _, separator, port = str(text).rpartition(":")
+    if not separator or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError(f"metrics.prometheus.listener must be host:port, got {text!r}")
 
 
 def _require_range(config: KafkaConfig, name: str, minimum: int) -> None:

@@ -30,6 +30,7 @@ from broker.log.meta_properties import ensure_meta_properties
 from broker.log_dir_failure import LogDirFailureHandler
 from broker.loop_watchdog import LoopWatchdog
 from broker.metadata_cache import MetadataCache
+from broker.metrics import BrokerCounters, MetricsEndpoint, parse_listener, timed_registry
 from broker.network import tls
 from broker.network.listener import Listener
 from broker.network.quotas import ConnectionQuotas, parse_per_ip_overrides
@@ -72,7 +73,10 @@ class KafkaServer:
         self.inter_broker_ssl = inter_broker_ssl_context(config)
         # ... and authenticates there when it is a SASL listener (None: no SASL).
         self.inter_broker_sasl = sasl_config.inter_broker_client(config)
-        self.registry = build_registry()
+        # Counted as the broker works; served by `metrics_endpoint` (broker.metrics).
+        self.metrics = BrokerCounters()
+        self.metrics_endpoint: MetricsEndpoint | None = None
+        self.registry = timed_registry(build_registry(), self.metrics)
         self.zk_client = ZkClient(
             config["zookeeper.connect"],
             session_timeout_ms=config["zookeeper.session.timeout.ms"],
@@ -189,6 +193,7 @@ class KafkaServer:
         await self._reconcile(None)
         for listener in self.listeners:
             await listener.start()
+        await self._start_metrics_endpoint()
         await self._register()
         self.zk_client.on_session_event(self._on_session_event)
         await self.controller.start()
@@ -291,8 +296,16 @@ class KafkaServer:
                 await asyncio.sleep(delay_s)
                 delay_s = min(delay_s * 2, REREGISTER_BACKOFF_MAX_S)
 
+    async def _start_metrics_endpoint(self) -> None:
+        text = self.config["metrics.prometheus.listener"]
+        if text:
+            host, port = parse_listener(text)
+            self.metrics_endpoint = MetricsEndpoint(self, host, port)
+            await self.metrics_endpoint.start()
+
     def _on_session_event(self, state: str) -> None:
         if state == "LOST":
+            self.metrics.zookeeper_expires += 1
             log.warning("ZooKeeper session expired; will re-register on the new session")
             self._session_lost = True
         elif state == "CONNECTED" and self._session_lost:
@@ -657,6 +670,8 @@ class KafkaServer:
         await asyncio.gather(*tasks, return_exceptions=True)
         await _quietly(self.transaction_coordinator.stop())
         await _quietly(self.controller.stop())
+        if self.metrics_endpoint is not None:
+            await self.metrics_endpoint.stop()
         for listener in self.listeners:
             await _quietly(listener.stop())
         fetchers, isr_writer = self.replica_manager.fetchers, self.replica_manager.isr_writer

@@ -76,6 +76,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
         # The delayed fetch's read, now that it completes: only of what changed meanwhile.
         results, _, _ = await _read_all(context, request, positions, names, (results, delayed))
     session_id, answered = fetch_context.respond(sessions, results, replica_id >= 0, _now_ms())
+    _count_bytes_out(context, answered, names, replica_id >= 0)
     if legacy_fetch.needs_conversion(version):
         offsets = {key: position.fetch_offset for key, position in _named(positions)}
         converted = await legacy_fetch.convert(context, _named(answered), offsets)
@@ -121,6 +122,18 @@ async def _wait_for_data(
     )
     await replica_manager.wait_for_fetch(delayed, deadline_s - asyncio.get_running_loop().time())
     return delayed
+
+
+def _count_bytes_out(
+    context: RequestContext,
+    answered: Results,
+    names: dict[str | uuid.UUID, str],
+    by_follower: bool,
+) -> None:
+    metrics = context.server.metrics
+    for (topic, _), result in answered:
+        if result.records:
+            metrics.fetched(names.get(topic, ""), len(result.records), by_follower)
 
 
 def _topic_names(

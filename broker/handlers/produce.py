@@ -181,6 +181,8 @@ def _produce_partition(
     )
     if result.info is None:
         return _error(partition, result.error_code, result.error_message, result.record_errors)
+    appended = result.info.last_offset - result.info.first_offset + 1
+    context.server.metrics.produced(topic, appended, len(records))
     return PartitionProduceResult(
         partition,
         ErrorCode.none,

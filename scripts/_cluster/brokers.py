@@ -26,6 +26,8 @@ def base_properties(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
         "log.dirs": str(directory / "data"),
         "zookeeper.connect": spec.zookeeper_connect,
     }
+    if spec.impl == "ours":  # Kafka's brokers have JMX instead
+        properties["metrics.prometheus.listener"] = f"127.0.0.1:{spec.metrics_port(broker_id)}"
     if spec.security in ("ssl", "sasl_ssl"):
         properties.update(ssl_properties(spec, broker_id))
     if spec.security in sasl_material.PROTOCOLS:

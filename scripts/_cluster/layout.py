@@ -22,6 +22,8 @@ STATE_VERSION = 1
 # client ports (Z..) and the broker ports (P..).
 QUORUM_PORT_OFFSET = 1000
 ELECTION_PORT_OFFSET = 2000
+# Each broker's Prometheus endpoint: its port plus this (9192-9194 by default).
+METRICS_PORT_OFFSET = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +53,9 @@ class ClusterSpec:
     def broker_port(self, broker_id: int) -> int:
         return self.port_base + broker_id - 1
 
+    def metrics_port(self, broker_id: int) -> int:
+        return self.broker_port(broker_id) + METRICS_PORT_OFFSET
+
     def zookeeper_client_port(self, server_id: int) -> int:
         return self.zk_port_base + server_id - 1
 
@@ -70,6 +75,8 @@ class ClusterSpec:
 
     def all_ports(self) -> list[int]:
         ports = [self.broker_port(i) for i in self.broker_ids]
+        if self.impl == "ours":
+            ports += [self.metrics_port(i) for i in self.broker_ids]
         for n in self.zookeeper_ids:
             ports.append(self.zookeeper_client_port(n))
             if self.zookeeper_count > 1:

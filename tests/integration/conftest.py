@@ -39,6 +39,7 @@ CLUSTER_SCRIPT = REPO_ROOT / "scripts" / "cluster"
 BROKER_PORT_RANGE = (10000, 19000)
 ZOOKEEPER_PORT_RANGE = (20000, 29000)
 QUORUM_PORT_OFFSET = 1000
+METRICS_PORT_OFFSET = 100  # scripts/_cluster/layout.py: each broker's metrics endpoint
 ELECTION_PORT_OFFSET = 2000
 PORT_PICK_ATTEMPTS = 200
 UP_TIMEOUT_S = 120.0
@@ -80,6 +81,7 @@ def _pick_base(port_range: tuple[int, int], offsets: list[int]) -> int:
 
 def pick_port_bases(broker_count: int, zookeeper_count: int) -> tuple[int, int]:
     broker_offsets = list(range(broker_count))
+    broker_offsets += [METRICS_PORT_OFFSET + n for n in range(broker_count)]
     zookeeper_offsets = list(range(zookeeper_count))
     if zookeeper_count > 1:
         zookeeper_offsets += [QUORUM_PORT_OFFSET + n for n in range(zookeeper_count)]

@@ -180,6 +180,12 @@ KNOWN_DIFFERENCES = (
     ),
     Known(
         "broker",
+        "only in ours",
+        "a Prometheus endpoint where Kafka has JMX (DEVIATIONS: Metrics)",
+        names="metrics.prometheus.listener",
+    ),
+    Known(
+        "broker",
         "read_only",
         "keys Kafka updates dynamically but we only read at start-up (DEVIATIONS: Controller"
         " and ZooKeeper, dynamic broker configs)",

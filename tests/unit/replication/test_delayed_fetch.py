@@ -19,6 +19,7 @@ from broker.handlers import fetch
 from broker.log.config import LogConfig
 from broker.log.manager import LogManager
 from broker.log.record_codec import SimpleRecord, build_batch
+from broker.metrics import BrokerCounters
 from broker.network.context import RequestContext
 from broker.protocol.header import RequestHeader
 from broker.replication.delayed_fetch import DelayedFetch, FetchRequestPosition
@@ -50,6 +51,7 @@ class Broker:
             fetch_sessions=FetchSessionCache(max_slots=10),
             metadata_cache=None,  # topics are named, never by id, at v12
             config={"fetch.max.bytes": 50 * 1024 * 1024},
+            metrics=BrokerCounters(),
         )
         header = RequestHeader(api_key=1, api_version=12, correlation_id=1, client_id=None)
         self.context = RequestContext(header, "127.0.0.1", "PLAINTEXT", server)  # type: ignore[arg-type]

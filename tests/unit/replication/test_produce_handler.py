@@ -16,6 +16,7 @@ from broker.handlers import produce
 from broker.log.config import LogConfig
 from broker.log.manager import LogManager
 from broker.log.record_codec import SimpleRecord, build_batch
+from broker.metrics import BrokerCounters
 from broker.network.context import RequestContext
 from broker.protocol.header import RequestHeader
 from broker.replication.replica_manager import ReplicaManager
@@ -34,6 +35,7 @@ def _context(tmp_path: Path, isr: list[int]) -> tuple[RequestContext, ReplicaMan
         replica_manager=manager,
         config={"message.max.decompressed.bytes": 1 << 20},
         topic_config_int=lambda topic, name: 1 if name == "min.insync.replicas" else 0,
+        metrics=BrokerCounters(),
     )
     header = RequestHeader(api_key=0, api_version=9, correlation_id=1, client_id=None)
     return RequestContext(header, "127.0.0.1", "PLAINTEXT", server), manager  # type: ignore[arg-type]

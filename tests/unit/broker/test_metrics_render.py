@@ -1,0 +1,91 @@
+"""The metrics endpoint's text: Prometheus' own parser reads it, and the names and labels are
+those the JMX exporter's example Kafka rules give Kafka's MBeans."""
+
+from __future__ import annotations
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from broker.metrics import BrokerCounters, PartitionSample, Snapshot, render, timed_registry
+from controller.stats import ControllerStats
+
+
+def _snapshot() -> Snapshot:
+    counters = BrokerCounters()
+    counters.produced("orders", 10, 1_000)
+    counters.produced("orders", 5, 500)
+    counters.produced("audit", 1, 100)
+    counters.fetched("orders", 700, by_follower=False)
+    counters.fetched("orders", 1_500, by_follower=True)
+    counters.request_done("Produce", 9, 2.0)
+    counters.request_done("Produce", 9, 4.0)
+    counters.request_done("Fetch", 12, 500.0)
+    stats = ControllerStats()
+    stats.record_event("BrokerChange", 42.0)
+    stats.record_event("Reconcile", 1.0)  # not a timed controller state
+    partitions = [
+        PartitionSample("orders", 0, True, True, 15, 1_500),
+        PartitionSample("orders", 1, False, False, 0, 0),
+        PartitionSample("audit", 0, True, False, 1, 100),
+    ]
+    return Snapshot(counters, partitions, True, 3, 1, 1, stats.timers, 0, True, 2, 1)
+
+
+def _samples() -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    text = render(_snapshot()).decode()
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def test_topic_meters_per_topic_and_for_all_topics() -> None:
+    samples = _samples()
+    messages = "kafka_server_brokertopicmetrics_messagesin_total"
+    assert samples[(messages, (("topic", "orders"),))] == 15
+    assert samples[(messages, (("topic", "audit"),))] == 1
+    assert samples[(messages, ())] == 16
+    assert samples[("kafka_server_brokertopicmetrics_bytesin_total", ())] == 1_600
+    assert (
+        samples[("kafka_server_brokertopicmetrics_bytesout_total", (("topic", "orders"),))] == 700
+    )
+    replication = "kafka_server_brokertopicmetrics_replicationbytesout_total"
+    assert samples[(replication, ())] == 1_500
+
+
+def test_request_counts_and_time_quantiles() -> None:
+    samples = _samples()
+    produce = (("request", "Produce"), ("version", "9"))
+    assert samples[("kafka_network_requestmetrics_requests_total", produce)] == 2
+    total_time = "kafka_network_requestmetrics_totaltimems"
+    assert samples[(total_time, (("quantile", "0.99"), ("request", "Fetch")))] == 500.0
+    assert samples[(total_time + "_count", (("request", "Produce"),))] == 2
+
+
+def test_replica_log_and_controller_gauges() -> None:
+    samples = _samples()
+    assert samples[("kafka_server_replicamanager_partitioncount", ())] == 3
+    assert samples[("kafka_server_replicamanager_leadercount", ())] == 2
+    assert samples[("kafka_server_replicamanager_underreplicatedpartitions", ())] == 1
+    assert samples[("kafka_server_replicamanager_isrshrinks_total", ())] == 2
+    assert samples[("kafka_server_replicamanager_isrexpands_total", ())] == 1
+    end = "kafka_log_log_logendoffset"
+    assert samples[(end, (("partition", "0"), ("topic", "orders")))] == 15
+    assert samples[("kafka_controller_kafkacontroller_activecontrollercount", ())] == 1
+    assert samples[("kafka_controller_kafkacontroller_offlinepartitionscount", ())] == 1
+    election = "kafka_controller_controllerstats_leaderelectionrateandtimems"
+    assert samples[(election + "_count", ())] == 1
+    assert samples[(election, (("quantile", "0.50"),))] == 42.0
+
+
+def test_every_api_is_timed_under_its_name() -> None:
+    from broker.handlers import build_registry
+    from broker.protocol.registry import Registry
+
+    registry: Registry = build_registry()
+    timed = timed_registry(registry, BrokerCounters())
+    assert [spec.name for spec in timed.all()] == [spec.name for spec in registry.all()]
+    assert all(
+        spec.handler is not original.handler
+        for spec, original in zip(timed.all(), registry.all(), strict=True)
+    )
