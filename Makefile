@@ -8,7 +8,7 @@ STAMP := $(VENV)/.setup-stamp
 # Extra arguments for scripts/cluster, e.g. make up ARGS="--brokers 1 --set num.partitions=3"
 ARGS ?=
 
-.PHONY: setup up down status test lint pipeline reference spark-connector
+.PHONY: setup up down status lab test lint pipeline reference spark-connector
 
 setup: $(STAMP)
 
@@ -66,6 +66,11 @@ down: setup
 
 status: setup
 	scripts/cluster status $(ARGS)
+
+# The live web view of the cluster (default dir .cluster) on http://127.0.0.1:8080/, e.g.
+# make lab ARGS="--allow-actions" or ARGS="--dir /tmp/c --port 8081".
+lab: setup
+	scripts/lab $(ARGS)
 
 # Two workers, whole modules each (their clusters are module-scoped); Spark's tests then run
 # alone, since its Python workers must connect back to the JVM within a fixed 10 s.

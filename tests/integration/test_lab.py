@@ -1,0 +1,380 @@
+"""The lab (scripts/lab) end to end, in Debian's chromium driven by Playwright: the page shows
+what ZooKeeper says (brokers, controller, partition grid), its kill button kills the
+controller and the page shows the new one and the timeline entry without a reload, the
+guided "kill the controller" scenario runs to its end, and actions need the CSRF token.
+
+Screenshots go to $LAB_ARTIFACTS (default: a directory under pytest's tmp dir);
+$LAB_README_SCREENSHOT, when set, is where the README's screenshot is saved.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+
+from tests.integration.conftest import (
+    REPO_ROOT,
+    ClusterFactory,
+    ClusterHandle,
+    wait_until,
+    zk_session,
+)
+
+pytestmark = pytest.mark.integration
+
+CHROMIUM = Path("/usr/bin/chromium")
+LAB_SCRIPT = REPO_ROOT / "scripts" / "lab"
+TOPIC = "lab-topic"
+PARTITIONS = 3
+RECORDS = 300
+SESSION_TIMEOUT_MS = "6000"
+LAB_START_TIMEOUT_S = 30.0
+FAILOVER_TIMEOUT_MS = 60_000
+PAGE_TIMEOUT_MS = 20_000
+START_BROKER_TIMEOUT_MS = 120_000
+SCENARIO_TIMEOUT_MS = 120_000
+HTTP_TIMEOUT_S = 5.0
+
+sync_api = pytest.importorskip("playwright.sync_api")
+if not CHROMIUM.exists():
+    pytest.skip(
+        "Debian's chromium is not installed (apt-get install chromium)", allow_module_level=True
+    )
+
+
+@dataclass
+class Lab:
+    url: str
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def _get(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=HTTP_TIMEOUT_S) as response:
+            status: int = response.status
+            return status
+    except (urllib.error.URLError, OSError):
+        return 0
+
+
+def _post(url: str, body: dict[str, Any], headers: dict[str, str] | None = None) -> int:
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json", **(headers or {})},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_S) as response:
+            status: int = response.status
+            return status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def _start_lab(cluster: ClusterHandle, log_dir: Path, allow_actions: bool) -> Lab:
+    port = _free_port()
+    log_path = log_dir / f"lab-{port}.log"
+    arguments = [sys.executable, str(LAB_SCRIPT), "--dir", str(cluster.dir), "--port", str(port)]
+    if allow_actions:
+        arguments.append("--allow-actions")
+    with open(log_path, "wb") as log_file:
+        process = subprocess.Popen(
+            arguments, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        )
+    lab = Lab(f"http://127.0.0.1:{port}", process, log_path)
+    wait_until(
+        lambda: process.poll() is not None or _get(f"{lab.url}/api/state") == 200,
+        LAB_START_TIMEOUT_S,
+        lambda: f"the lab to serve (log: {log_path.read_text()})",
+    )
+    if process.poll() is not None:
+        pytest.fail(f"the lab exited: {log_path.read_text()}")
+    return lab
+
+
+def _stop_lab(lab: Lab) -> None:
+    lab.process.terminate()
+    try:
+        lab.process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        lab.process.kill()
+        lab.process.wait(timeout=10)
+
+
+def _create_topic(cluster: ClusterHandle) -> None:
+    from kafka import KafkaProducer
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=30_000)
+    try:
+        admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3)])
+    finally:
+        admin.close()
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all")
+    try:
+        for index in range(RECORDS):
+            producer.send(TOPIC, f"record-{index}".encode())
+        producer.flush(timeout=60)
+    finally:
+        producer.close(timeout=10)
+
+
+def _controller(zk: KazooClient) -> tuple[int, int]:
+    data, _ = zk.get("/controller")
+    epoch, _ = zk.get("/controller_epoch")
+    return int(json.loads(data)["brokerid"]), int(epoch)
+
+
+def _states(zk: KazooClient) -> dict[int, dict[str, Any]]:
+    found = {}
+    for partition in zk.get_children(f"/brokers/topics/{TOPIC}/partitions"):
+        data, _ = zk.get(f"/brokers/topics/{TOPIC}/partitions/{partition}/state")
+        found[int(partition)] = json.loads(data)
+    return found
+
+
+@pytest.fixture(scope="module")
+def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    configured = os.environ.get("LAB_ARTIFACTS")
+    directory = Path(configured) if configured else tmp_path_factory.mktemp("lab-artifacts")
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def lab_cluster(make_cluster_module: ClusterFactory) -> ClusterHandle:
+    cluster = make_cluster_module(overrides={"zookeeper.session.timeout.ms": SESSION_TIMEOUT_MS})
+    _create_topic(cluster)
+    return cluster
+
+
+@pytest.fixture(scope="module")
+def lab(lab_cluster: ClusterHandle, artifacts: Path) -> Iterator[Lab]:
+    started = _start_lab(lab_cluster, artifacts, allow_actions=True)
+    try:
+        yield started
+    finally:
+        _stop_lab(started)
+
+
+def test_actions_refuse_requests_without_the_csrf_token(
+    lab: Lab, lab_cluster: ClusterHandle
+) -> None:
+    body = {"target": "broker", "id": 1, "action": "kill"}
+    assert _post(f"{lab.url}/api/action", body) == 403
+    assert _post(f"{lab.url}/api/action", body, {"X-Lab-CSRF-Token": "wrong"}) == 403
+    assert _post(f"{lab.url}/api/scenario/kill-the-controller", {}) == 403
+    assert all(record.alive for record in lab_cluster.status().brokers.values())
+
+
+def test_without_allow_actions_there_are_no_action_endpoints(
+    lab_cluster: ClusterHandle, artifacts: Path
+) -> None:
+    viewer = _start_lab(lab_cluster, artifacts, allow_actions=False)
+    try:
+        body = {"target": "broker", "id": 1, "action": "kill"}
+        assert _post(f"{viewer.url}/api/action", body) in (404, 405)
+        assert _post(f"{viewer.url}/api/scenario/kill-the-controller", {}) in (404, 405)
+    finally:
+        _stop_lab(viewer)
+
+
+PAGE_VIEW_SCRIPT = """() => {
+  const text = (selector) => document.querySelector(selector)?.textContent.trim() ?? null;
+  const brokers = {};
+  for (const row of document.querySelectorAll("#brokers tr[data-broker]")) {
+    brokers[row.dataset.broker] = {
+      registered: row.querySelector(".registered").textContent,
+      epoch: row.querySelector(".epoch").textContent,
+      crown: row.querySelector(".crown").textContent.includes("controller"),
+    };
+  }
+  const partitions = {};
+  for (const row of document.querySelectorAll("#partitions tr[data-partition]")) {
+    partitions[row.dataset.partition] = {
+      leader: row.querySelector(".leader-id").textContent,
+      isr: row.querySelector(".isr").textContent,
+      leader_epoch: row.querySelector(".leader-epoch").textContent,
+    };
+  }
+  const controller = text("#controller-id");
+  return {controller, epoch: text("#controller-epoch"), brokers, partitions};
+}"""
+
+
+def _zookeeper_view(zk: KazooClient) -> dict[str, Any]:
+    """What the page should show, in the page's own terms (text)."""
+    controller, epoch = _controller(zk)
+    registered = {int(child) for child in zk.get_children("/brokers/ids")}
+    brokers = {}
+    for broker_id in (1, 2, 3):
+        czxid = ""
+        if broker_id in registered:
+            _, stat = zk.get(f"/brokers/ids/{broker_id}")
+            czxid = str(stat.czxid)
+        brokers[str(broker_id)] = {
+            "registered": "yes" if broker_id in registered else "no",
+            "epoch": czxid,
+            "crown": broker_id == controller,
+        }
+    partitions = {
+        f"{TOPIC}-{partition}": {
+            "leader": str(state["leader"]),
+            "isr": ",".join(str(replica) for replica in state["isr"]),
+            "leader_epoch": str(state["leader_epoch"]),
+        }
+        for partition, state in _states(zk).items()
+    }
+    return {
+        "controller": str(controller),
+        "epoch": str(epoch),
+        "brokers": brokers,
+        "partitions": partitions,
+    }
+
+
+def _wait_until_page_matches_zookeeper(page: Any, zk: KazooClient) -> None:
+    """The page shows what ZooKeeper holds: compared afresh each round, since ZooKeeper may
+    move on (an ISR expanding) while the page catches up."""
+    last: dict[str, Any] = {}
+
+    def matches() -> bool:
+        try:
+            last["zookeeper"] = _zookeeper_view(zk)
+        except NoNodeError:  # between a controller's loss and the next election
+            return False
+        last["page"] = page.evaluate(PAGE_VIEW_SCRIPT)
+        return bool(last["page"] == last["zookeeper"])
+
+    wait_until(
+        matches,
+        PAGE_TIMEOUT_MS / 1000,
+        lambda: f"the page {last.get('page')} to match ZooKeeper {last.get('zookeeper')}",
+    )
+
+
+def test_the_page_follows_the_cluster_through_a_controller_kill_and_the_scenario(
+    lab: Lab, lab_cluster: ClusterHandle, artifacts: Path
+) -> None:
+    expect = sync_api.expect
+    started = time.monotonic()
+    with sync_api.sync_playwright() as playwright, zk_session(lab_cluster) as zk:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"]
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(lab.url)
+            expect(page.locator("#connection")).to_have_text("live", timeout=PAGE_TIMEOUT_MS)
+            expect(page.locator("#brokers tbody tr")).to_have_count(3, timeout=PAGE_TIMEOUT_MS)
+            expect(page.locator("#partitions tr[data-partition]")).to_have_count(
+                PARTITIONS, timeout=PAGE_TIMEOUT_MS
+            )
+            # Every replica's log end offset comes from its broker's /metrics.
+            expect(page.locator("#partitions .replicas").first).to_contain_text(
+                "@", timeout=PAGE_TIMEOUT_MS
+            )
+            _wait_until_page_matches_zookeeper(page, zk)
+            page.locator("#znode-path").fill("/controller")
+            page.locator("#znode-go").click()
+            controller, epoch = _controller(zk)
+            expect(page.locator("#znode-data")).to_contain_text(
+                f'"brokerid":{controller}', timeout=PAGE_TIMEOUT_MS
+            )
+            expect(page.locator('#znode-stat [data-stat="ephemeral_owner"]')).not_to_have_text(
+                re.compile(r"^0 "), timeout=PAGE_TIMEOUT_MS
+            )
+            page.screenshot(path=str(artifacts / "1-healthy.png"), full_page=True)
+            # Marks the page: a reload would lose it, so seeing it later proves there was none.
+            page.evaluate("window.__labNotReloaded = true")
+
+            page.locator(
+                f'#brokers tr[data-broker="{controller}"] button[data-action="kill"]'
+            ).click()
+            expect(page.locator("#controller-id")).not_to_have_text(
+                re.compile(rf"^({controller}|none|\?)$"), timeout=FAILOVER_TIMEOUT_MS
+            )
+            expect(page.locator("#timeline")).to_contain_text(
+                f"controller changed: broker {controller} ->", timeout=PAGE_TIMEOUT_MS
+            )
+            expect(page.locator(f'#brokers tr[data-broker="{controller}"] .process')).to_have_text(
+                "dead", timeout=PAGE_TIMEOUT_MS
+            )
+            wait_until(
+                lambda: _controller(zk)[1] > epoch and _controller(zk)[0] != controller,
+                FAILOVER_TIMEOUT_MS / 1000,
+                "ZooKeeper to name the new controller",
+            )
+            _wait_until_page_matches_zookeeper(page, zk)
+            assert page.evaluate("window.__labNotReloaded === true")
+            page.screenshot(path=str(artifacts / "2-controller-killed.png"), full_page=True)
+
+            # Bring the killed broker back with its start button, then run the scenario.
+            page.locator(
+                f'#brokers tr[data-broker="{controller}"] button[data-action="start"]'
+            ).click()
+            expect(
+                page.locator(f'#brokers tr[data-broker="{controller}"] .registered')
+            ).to_have_text("yes", timeout=START_BROKER_TIMEOUT_MS)
+            expect(page.locator("#timeline")).to_contain_text(
+                f"broker {controller} registered", timeout=PAGE_TIMEOUT_MS
+            )
+
+            page.locator("#scenario-start").click()
+            expect(page.locator("#scenario-status")).to_have_text(
+                re.compile(r"^(done|failed.*)$"), timeout=SCENARIO_TIMEOUT_MS
+            )
+            expect(page.locator("#scenario-status")).to_have_text("done")
+            expect(page.locator("#scenario-steps li.done")).to_have_count(7)
+            expect(page.locator("#timeline")).to_contain_text("scenario kill the controller: done")
+            _wait_until_page_matches_zookeeper(page, zk)
+            assert page.evaluate("window.__labNotReloaded === true")
+            page.screenshot(path=str(artifacts / "3-scenario-done.png"), full_page=True)
+
+            # ZooKeeper dies and comes back: the page says so and carries on.
+            page.locator('#zookeeper tr[data-zookeeper="1"] button[data-action="kill"]').click()
+            expect(page.locator("#zookeeper-state")).to_have_text(
+                "ZooKeeper unreachable", timeout=PAGE_TIMEOUT_MS
+            )
+            page.locator('#zookeeper tr[data-zookeeper="1"] button[data-action="start"]').click()
+            expect(page.locator("#zookeeper-state")).to_have_text(
+                "ZooKeeper connected", timeout=START_BROKER_TIMEOUT_MS
+            )
+            expect(page.locator("#timeline")).to_contain_text("ZooKeeper is reachable again")
+            assert page.evaluate("window.__labNotReloaded === true")
+            readme_shot = os.environ.get("LAB_README_SCREENSHOT")
+            if readme_shot:
+                page.screenshot(path=str(artifacts / "readme.png"))
+                shutil.copyfile(artifacts / "readme.png", readme_shot)
+        except Exception:
+            if "page" in locals():
+                page.screenshot(path=str(artifacts / "failure.png"), full_page=True)
+            raise
+        finally:
+            browser.close()
+    print(f"browser flow took {time.monotonic() - started:.1f} s; screenshots in {artifacts}")
