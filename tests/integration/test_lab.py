@@ -300,6 +300,8 @@ def test_the_page_follows_the_cluster_through_a_controller_kill_and_the_scenario
                 "@", timeout=PAGE_TIMEOUT_MS
             )
             _wait_until_page_matches_zookeeper(page, zk)
+            # The throughput chart is drawn by the page itself from the snapshots' history.
+            expect(page.locator("#chart polyline")).to_have_count(1, timeout=PAGE_TIMEOUT_MS)
             page.locator("#znode-path").fill("/controller")
             page.locator("#znode-go").click()
             controller, epoch = _controller(zk)
