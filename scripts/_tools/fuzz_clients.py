@@ -249,6 +249,33 @@ def _transaction_admin_requests(bootstrap: str) -> None:
     )
 
 
+def _security_requests(bootstrap: str) -> None:
+    """SaslHandshake and SaslAuthenticate (on a plaintext listener: ILLEGAL_SASL_STATE), and
+    the SCRAM user admin APIs, deleting a user no cluster has (so that replaying the frame
+    changes nothing)."""
+    _broker_request(
+        bootstrap, adapter.build(request_class(ApiKey.SASL_HANDSHAKE, 1), {"mechanism": "PLAIN"})
+    )
+    _broker_request(
+        bootstrap,
+        adapter.build(request_class(ApiKey.SASL_AUTHENTICATE, 2), {"auth_bytes": b"\0u\0p"}),
+    )
+    _broker_request(
+        bootstrap,
+        adapter.build(
+            request_class(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0), {"users": [{"name": "fuzz"}]}
+        ),
+    )
+    deletion = {"name": "fuzz-no-such-user", "mechanism": 1}
+    _broker_request(
+        bootstrap,
+        adapter.build(
+            request_class(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0),
+            {"deletions": [deletion], "upsertions": []},
+        ),
+    )
+
+
 def _broker_request(bootstrap: str, request: Any) -> None:
     host, _, port = bootstrap.split(",")[0].rpartition(":")
 
@@ -270,6 +297,7 @@ def kafka_python_steps(bootstrap: str, topics: Topics) -> list[Step]:
         ("broker ControlledShutdown", lambda: _controlled_shutdown_request(bootstrap)),
         ("broker WriteTxnMarkers", lambda: _write_txn_markers_request(bootstrap)),
         ("transaction admin", lambda: _transaction_admin_requests(bootstrap)),
+        ("security requests", lambda: _security_requests(bootstrap)),
         ("kafka-python records admin", lambda: _kafka_python_records_admin(bootstrap, topic)),
         ("kafka-python partitions admin", lambda: _kafka_python_partitions_admin(bootstrap, topic)),
     ]
