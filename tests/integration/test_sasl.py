@@ -21,6 +21,11 @@ from broker.network.broker_client import BrokerClient, BrokerClientError
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import request_class
 from tests.integration.conftest import ClusterHandle, wait_until
+from tests.integration.secure_round_trips import (
+    aiokafka_round_trip,
+    confluent_round_trip,
+    kafka_python_round_trip,
+)
 
 TIMEOUT_S = 60
 RECORDS = 10
@@ -100,33 +105,14 @@ def test_replicas_follow_their_leaders_over_sasl_ssl(sasl_cluster: ClusterHandle
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_confluent_kafka_round_trip(sasl_cluster: ClusterHandle, mechanism: str) -> None:
-    from confluent_kafka import Consumer, Producer, TopicPartition
-
     topic = _new_topic(sasl_cluster)
     config = _librdkafka(sasl_cluster, mechanism)
-    producer = Producer({**config, "acks": "all"})
-    for value in _values(mechanism):
-        producer.produce(topic, value)
-    assert producer.flush(TIMEOUT_S) == 0
-    consumer = Consumer({**config, "group.id": f"sasl-{uuid.uuid4()}"})
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-    seen: list[bytes] = []
-
-    def all_seen() -> bool:
-        seen.extend(m.value() for m in consumer.consume(100, 0.5) if m.error() is None)
-        return len(seen) >= RECORDS
-
-    try:
-        wait_until(all_seen, TIMEOUT_S, f"{RECORDS} records of {topic}, saw {len(seen)}")
-    finally:
-        consumer.close()
+    seen = confluent_round_trip(config, topic, _values(mechanism), PARTITIONS)
     assert sorted(seen) == sorted(_values(mechanism))
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_kafka_python_round_trip(sasl_cluster: ClusterHandle, mechanism: str) -> None:
-    from kafka import KafkaConsumer, KafkaProducer
-
     topic = _new_topic(sasl_cluster)
     sasl = {
         "security_protocol": "SASL_SSL",
@@ -135,27 +121,12 @@ def test_kafka_python_round_trip(sasl_cluster: ClusterHandle, mechanism: str) ->
         "sasl_plain_username": ADMIN[0],
         "sasl_plain_password": ADMIN[1],
     }
-    producer = KafkaProducer(bootstrap_servers=sasl_cluster.bootstrap, acks="all", **sasl)
-    for value in _values(mechanism):
-        producer.send(topic, value)
-    producer.flush(TIMEOUT_S)
-    producer.close()
-    consumer = KafkaConsumer(
-        topic,
-        bootstrap_servers=sasl_cluster.bootstrap,
-        auto_offset_reset="earliest",
-        consumer_timeout_ms=TIMEOUT_S * 1000,
-        **sasl,
-    )
-    seen = [message.value for _, message in zip(range(RECORDS), consumer, strict=False)]
-    consumer.close()
+    seen = kafka_python_round_trip(sasl_cluster.bootstrap, topic, _values(mechanism), sasl)
     assert sorted(seen) == sorted(_values(mechanism))
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_aiokafka_round_trip(sasl_cluster: ClusterHandle, mechanism: str) -> None:
-    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-
     topic = _new_topic(sasl_cluster)
     sasl: dict[str, Any] = {
         "security_protocol": "SASL_SSL",
@@ -164,31 +135,8 @@ def test_aiokafka_round_trip(sasl_cluster: ClusterHandle, mechanism: str) -> Non
         "sasl_plain_username": ADMIN[0],
         "sasl_plain_password": ADMIN[1],
     }
-
-    async def round_trip() -> list[bytes]:
-        producer = AIOKafkaProducer(bootstrap_servers=sasl_cluster.bootstrap, acks="all", **sasl)
-        await producer.start()
-        try:
-            for value in _values(mechanism):
-                await producer.send_and_wait(topic, value)
-        finally:
-            await producer.stop()
-        consumer = AIOKafkaConsumer(
-            topic, bootstrap_servers=sasl_cluster.bootstrap, auto_offset_reset="earliest", **sasl
-        )
-        await consumer.start()
-        seen: list[bytes] = []
-        try:
-            async with asyncio.timeout(TIMEOUT_S):
-                async for message in consumer:
-                    seen.append(message.value)
-                    if len(seen) == RECORDS:
-                        break
-        finally:
-            await consumer.stop()
-        return seen
-
-    assert sorted(asyncio.run(round_trip())) == sorted(_values(mechanism))
+    seen = aiokafka_round_trip(sasl_cluster.bootstrap, topic, _values(mechanism), sasl)
+    assert sorted(seen) == sorted(_values(mechanism))
 
 
 def _kafka_configs(cluster: ClusterHandle, *args: str) -> subprocess.CompletedProcess[str]:

@@ -7,7 +7,6 @@ broker keeps serving."""
 
 from __future__ import annotations
 
-import asyncio
 import ssl
 import subprocess
 import uuid
@@ -17,6 +16,11 @@ from typing import Any
 import pytest
 
 from tests.integration.conftest import ClusterHandle, wait_until
+from tests.integration.secure_round_trips import (
+    aiokafka_round_trip,
+    confluent_round_trip,
+    kafka_python_round_trip,
+)
 
 TIMEOUT_S = 60
 RECORDS = 20
@@ -66,30 +70,6 @@ def _values(count: int, label: str) -> list[bytes]:
     return [f"{label}-{i}".encode() for i in range(count)]
 
 
-def _consume_all(cluster: ClusterHandle, topic: str, count: int) -> list[bytes]:
-    from confluent_kafka import Consumer
-
-    consumer = Consumer(
-        {
-            **_librdkafka_tls(cluster),
-            "group.id": f"tls-reader-{uuid.uuid4()}",
-            "auto.offset.reset": "earliest",
-        }
-    )
-    consumer.subscribe([topic])
-    seen: list[bytes] = []
-
-    def all_seen() -> bool:
-        seen.extend(m.value() for m in consumer.consume(100, 0.5) if m.error() is None)
-        return len(seen) >= count
-
-    try:
-        wait_until(all_seen, TIMEOUT_S, lambda: f"{count} records of {topic}, saw {len(seen)}")
-    finally:
-        consumer.close()
-    return seen
-
-
 def _handshake_failures(cluster: ClusterHandle) -> int:
     return sum(
         cluster.broker_log(b).read_text(errors="replace").count(HANDSHAKE_FAILED)
@@ -113,20 +93,13 @@ def test_replicas_follow_their_leaders_over_tls(tls_cluster: ClusterHandle) -> N
 
 
 def test_confluent_kafka_round_trip_with_a_client_certificate(tls_cluster: ClusterHandle) -> None:
-    from confluent_kafka import Producer
-
     topic = _new_topic(tls_cluster)
-    producer = Producer({**_librdkafka_tls(tls_cluster), "acks": "all"})
-    for value in _values(RECORDS, "confluent"):
-        producer.produce(topic, value)
-    assert producer.flush(TIMEOUT_S) == 0
-    consumed = _consume_all(tls_cluster, topic, RECORDS)
-    assert sorted(consumed) == sorted(_values(RECORDS, "confluent"))
+    values = _values(RECORDS, "confluent")
+    seen = confluent_round_trip(_librdkafka_tls(tls_cluster), topic, values, PARTITIONS)
+    assert sorted(seen) == sorted(values)
 
 
 def test_kafka_python_round_trip(tls_cluster: ClusterHandle) -> None:
-    from kafka import KafkaConsumer, KafkaProducer
-
     topic = _new_topic(tls_cluster)
     tls = {
         "security_protocol": "SSL",
@@ -134,55 +107,19 @@ def test_kafka_python_round_trip(tls_cluster: ClusterHandle) -> None:
         "ssl_certfile": _client_pem(tls_cluster),
         "ssl_keyfile": _client_pem(tls_cluster),
     }
-    producer = KafkaProducer(bootstrap_servers=tls_cluster.bootstrap, acks="all", **tls)
-    for value in _values(RECORDS, "kafka-python"):
-        producer.send(topic, value)
-    producer.flush(TIMEOUT_S)
-    producer.close()
-    consumer = KafkaConsumer(
-        topic,
-        bootstrap_servers=tls_cluster.bootstrap,
-        auto_offset_reset="earliest",
-        consumer_timeout_ms=TIMEOUT_S * 1000,
-        **tls,
+    values = _values(RECORDS, "kafka-python")
+    assert sorted(kafka_python_round_trip(tls_cluster.bootstrap, topic, values, tls)) == sorted(
+        values
     )
-    seen = [message.value for _, message in zip(range(RECORDS), consumer, strict=False)]
-    consumer.close()
-    assert sorted(seen) == sorted(_values(RECORDS, "kafka-python"))
 
 
 def test_aiokafka_round_trip(tls_cluster: ClusterHandle) -> None:
-    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-
     topic = _new_topic(tls_cluster)
     context = ssl.create_default_context(cafile=_ca(tls_cluster))
     context.load_cert_chain(_client_pem(tls_cluster))
     tls: dict[str, Any] = {"security_protocol": "SSL", "ssl_context": context}
-
-    async def round_trip() -> list[bytes]:
-        producer = AIOKafkaProducer(bootstrap_servers=tls_cluster.bootstrap, acks="all", **tls)
-        await producer.start()
-        try:
-            for value in _values(RECORDS, "aiokafka"):
-                await producer.send_and_wait(topic, value)
-        finally:
-            await producer.stop()
-        consumer = AIOKafkaConsumer(
-            topic, bootstrap_servers=tls_cluster.bootstrap, auto_offset_reset="earliest", **tls
-        )
-        await consumer.start()
-        seen: list[bytes] = []
-        try:
-            async with asyncio.timeout(TIMEOUT_S):
-                async for message in consumer:
-                    seen.append(message.value)
-                    if len(seen) == RECORDS:
-                        break
-        finally:
-            await consumer.stop()
-        return seen
-
-    assert sorted(asyncio.run(round_trip())) == sorted(_values(RECORDS, "aiokafka"))
+    values = _values(RECORDS, "aiokafka")
+    assert sorted(aiokafka_round_trip(tls_cluster.bootstrap, topic, values, tls)) == sorted(values)
 
 
 def test_kcat_and_console_tools_round_trip(tls_cluster: ClusterHandle) -> None:
