@@ -33,6 +33,8 @@ class ConfigDef:
     # (see `config_type`). Set where Kafka's differs (LONG and SHORT numbers, listener lists
     # that Kafka keeps as one STRING).
     type_name: str | None = None
+    # False for keys Kafka accepts but DescribeConfigs does not list (the authorizer's own).
+    described: bool = True
 
     @property
     def config_type(self) -> str:
@@ -71,6 +73,7 @@ _TYPE_OF_PARSER: dict[Callable[[str], Any], str] = {
     float: "DOUBLE",
 }
 LONG_MAX = 9223372036854775807
+ACL_AUTHORIZER_CLASS = "kafka.security.authorizer.AclAuthorizer"
 TIMESTAMP_BOUND_CONFIGS = (
     "log.message.timestamp.difference.max.ms",
     "log.message.timestamp.before.max.ms",
@@ -123,6 +126,10 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("sasl.enabled.mechanisms", _list, ["GSSAPI"]),
     ConfigDef("sasl.mechanism.inter.broker.protocol", _str, "GSSAPI"),
     ConfigDef("sasl.jaas.config", _str, None, type_name="PASSWORD"),
+    # The authorizer (broker.security.authorizer); empty: every request is allowed.
+    ConfigDef("authorizer.class.name", _str, "", type_name="STRING"),
+    ConfigDef("super.users", _str, None, described=False),
+    ConfigDef("allow.everyone.if.no.acl.found", _bool, False, described=False),
     ConfigDef("log.dirs", _list, None, type_name="STRING"),
     ConfigDef("log.dir", _list, ["/tmp/kafka-logs"], type_name="STRING"),
     ConfigDef("zookeeper.connect", _str, None),
@@ -444,6 +451,12 @@ def _validate(config: KafkaConfig) -> None:
         raise ConfigError("listeners: each listener name may appear only once")
     _validate_listener_protocols(config)
     _validate_metrics_listener(config)
+    authorizer = config["authorizer.class.name"]
+    if authorizer and authorizer != ACL_AUTHORIZER_CLASS:
+        raise ConfigError(
+            f"authorizer.class.name: unknown authorizer class {authorizer!r}"
+            f" (this broker has {ACL_AUTHORIZER_CLASS})"
+        )
     _require_range(config, "num.partitions", 1)
     _require_range(config, "default.replication.factor", 1)
     _require_range(config, "min.insync.replicas", 1)

@@ -178,7 +178,8 @@ def broker_entries(
     dynamic = dynamic or DynamicOverrides()
     return [
         _broker_entry(name, _text(config[name]), _broker_chain(config, dynamic, name))
-        for name in sorted(CONFIG_DEFS)
+        for name, definition in sorted(CONFIG_DEFS.items())
+        if definition.described
     ]
 
 

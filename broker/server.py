@@ -41,6 +41,8 @@ from broker.replication.fetcher import FetcherConfig, ReplicaFetcherManager
 from broker.replication.isr import IsrWriter
 from broker.replication.replica_manager import ReplicaManager
 from broker.security import sasl_config
+from broker.security.acl import AuthorizerSettings
+from broker.security.authorizer import AclAuthorizer, parse_super_users
 from broker.security.credentials import ScramCredentials
 from broker.topic_config import TopicConfigs
 from broker.topic_defaults import default_log_config
@@ -84,6 +86,18 @@ class KafkaServer:
         )
         self.kafka_zk = KafkaZk(self.zk_client)
         self.scram_credentials = ScramCredentials(self.kafka_zk)
+        # None: no authorizer configured, every request is allowed (Kafka's default).
+        self.authorizer = (
+            AclAuthorizer(
+                self.zk_client,
+                AuthorizerSettings(
+                    parse_super_users(config["super.users"]),
+                    config["allow.everyone.if.no.acl.found"],
+                ),
+            )
+            if config["authorizer.class.name"]
+            else None
+        )
         # SASL listener name -> its mechanisms and users.
         self.sasl_listeners = {
             endpoint.listener_name: sasl_config.listener_settings(
@@ -186,6 +200,8 @@ class KafkaServer:
             (f.topic, f.partition) for f in self.log_manager.all_future_logs()
         )
         await self.config_changes.start()
+        if self.authorizer is not None:
+            await self.authorizer.start()  # before the listeners: no request goes unchecked
         if self.sasl_listeners:
             await self.scram_credentials.load_all()  # after the watch: no change is missed
         await self.cluster_watch.start()
@@ -679,6 +695,8 @@ class KafkaServer:
             await _quietly(fetchers.shutdown())
         if isr_writer is not None:
             await _quietly(isr_writer.stop())
+        if self.authorizer is not None:
+            await _quietly(self.authorizer.stop())
         await _quietly(self.zk_client.close())
         self.log_manager.shutdown()
         await self.loop_watchdog.stop()

@@ -14,6 +14,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.handlers.authorization import may_create_topic, may_describe_topic
 from broker.metadata_cache import MetadataCache
 from broker.network.context import RequestContext
 from broker.protocol import adapter
@@ -33,7 +34,14 @@ async def handle(context: RequestContext, request: Any) -> Any:
     topics = [
         _encode_topic(topic_cls, _unknown_topic_id_entry(topic_id), []) for topic_id in unknown_ids
     ]
+    listing = _requested_topics(context, request) is None
     for name in names:
+        if not may_describe_topic(context, name):
+            # With an authorizer: a listing hides the topic; a request naming it is refused.
+            if not listing:
+                entry = _topic_entry(name, ErrorCode.topic_authorization_failed, None)
+                topics.append(_encode_topic(topic_cls, entry, []))
+            continue
         entry, partitions = await _topic(context, cache, name, allow_auto_create, topic_cls)
         topics.append(_encode_topic(topic_cls, entry, partitions))
     values = {
@@ -117,6 +125,8 @@ async def _topic(
             return _topic_entry(name, ErrorCode.invalid_topic_exception, None), []
         error = ErrorCode.unknown_topic_or_partition
         if allow_auto_create and context.server.config["auto.create.topics.enable"]:
+            if not may_create_topic(context, name):
+                return _topic_entry(name, ErrorCode.topic_authorization_failed, None), []
             error = await auto_create_topic(context.server, name)
         return _topic_entry(name, error, None), []
     return _topic_entry(name, ErrorCode.none, cache.topic_id(name)), partitions

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.serial import entity_reader
 
+from broker.handlers import authorization
 from broker.network.context import RequestContext
 from broker.network.errors import CloseConnectionError
 from broker.network.sasl import (
@@ -166,7 +167,23 @@ class Connection:
             self._sasl,
         )
         try:
+            decision = authorization.check(context, header.api_key, request)
+        except Exception:
+            log.exception(
+                "authorizing %s v%d from %s failed", spec.name, header.api_version, self._peer
+            )
+            raise CloseConnectionError("authorization failed; see the log above") from None
+        merge = None
+        if isinstance(decision, authorization.Refused):
+            return self._encode(header, authorization.refusal_response(context, decision.error))
+        if isinstance(decision, authorization.Answered):
+            return self._encode(header, decision.response)
+        if isinstance(decision, authorization.Filtered):
+            request, merge = decision.request, decision.merge
+        try:
             response = await spec.handler(context, request)
+            if merge is not None:
+                response = merge(response)
         except CloseConnectionError:
             raise
         except Exception:
@@ -174,6 +191,9 @@ class Connection:
             raise CloseConnectionError("handler failed; see the log above") from None
         if response is None:
             return None
+        return self._encode(header, response)
+
+    def _encode(self, header: RequestHeader, response: Any) -> list[bytes]:
         flexible_header = is_flexible(header.api_key, header.api_version) and (
             header.api_key != ApiKey.API_VERSIONS
         )

@@ -1,6 +1,6 @@
 """`up --security sasl_plaintext|sasl_ssl`: PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 on every
 broker's listener, a super user `admin` / `admin-secret` whom the brokers also use among
-themselves (SCRAM-SHA-512), and DIR/client.properties with Kafka's client keys.
+themselves (SCRAM-SHA-512; in `super.users`), and DIR/client.properties with Kafka's client keys.
 
 The admin's SCRAM credentials are written to ZooKeeper before the brokers start, as
 `kafka-configs --zookeeper ... --alter --add-config 'SCRAM-SHA-512=[password=...]'
@@ -43,6 +43,10 @@ def broker_properties(security: str, port: int) -> dict[str, str]:
         "security.inter.broker.protocol": protocol,
         "sasl.enabled.mechanisms": ",".join(MECHANISMS),
         "sasl.mechanism.inter.broker.protocol": INTER_BROKER_MECHANISM,
+        # The brokers (and the tools' client.properties) act as admin: with an authorizer
+        # (`--set authorizer.class.name=...`) it must be allowed everything; without one
+        # the key changes nothing.
+        "super.users": f"User:{ADMIN_USER}",
         f"{prefix}.plain.sasl.jaas.config": f"{PLAIN_MODULE} required {_credentials()}"
         f' user_{ADMIN_USER}="{ADMIN_PASSWORD}";',
     }

@@ -276,6 +276,37 @@ def _security_requests(bootstrap: str) -> None:
     )
 
 
+def _acl_requests(bootstrap: str) -> None:
+    """DescribeAcls, CreateAcls and DeleteAcls: SECURITY_DISABLED on a cluster without an
+    authorizer; with one, an ACL for a principal nobody has, created and deleted again."""
+    acl = {
+        "resource_type": 2,  # Topic
+        "resource_name": "fuzz-no-such-topic",
+        "resource_pattern_type": 3,  # LITERAL
+        "principal": "User:fuzz-nobody",
+        "host": "*",
+        "operation": 3,  # Read
+        "permission_type": 3,  # Allow
+    }
+    filter_fields = {
+        "resource_type_filter": 2,
+        "resource_name_filter": "fuzz-no-such-topic",
+        "pattern_type_filter": 3,
+        "principal_filter": "User:fuzz-nobody",
+        "host_filter": None,
+        "operation": 1,  # Any
+        "permission_type": 1,  # Any
+    }
+    _broker_request(bootstrap, adapter.build(request_class(ApiKey.DESCRIBE_ACLS, 1), filter_fields))
+    _broker_request(
+        bootstrap, adapter.build(request_class(ApiKey.CREATE_ACLS, 1), {"creations": [acl]})
+    )
+    _broker_request(
+        bootstrap,
+        adapter.build(request_class(ApiKey.DELETE_ACLS, 1), {"filters": [filter_fields]}),
+    )
+
+
 def _broker_request(bootstrap: str, request: Any) -> None:
     host, _, port = bootstrap.split(",")[0].rpartition(":")
 
@@ -298,6 +329,7 @@ def kafka_python_steps(bootstrap: str, topics: Topics) -> list[Step]:
         ("broker WriteTxnMarkers", lambda: _write_txn_markers_request(bootstrap)),
         ("transaction admin", lambda: _transaction_admin_requests(bootstrap)),
         ("security requests", lambda: _security_requests(bootstrap)),
+        ("ACL requests", lambda: _acl_requests(bootstrap)),
         ("kafka-python records admin", lambda: _kafka_python_records_admin(bootstrap, topic)),
         ("kafka-python partitions admin", lambda: _kafka_python_partitions_admin(bootstrap, topic)),
     ]

@@ -28,6 +28,7 @@ REFERENCE_LIB = REPO_ROOT / "reference" / "lib"
 
 # Tool name (bin/NAME.sh without `.sh`) -> the main class that Kafka 3.9's bin/NAME.sh runs.
 MAIN_CLASSES: dict[str, str] = {
+    "kafka-acls": "kafka.admin.AclCommand",
     "kafka-broker-api-versions": "kafka.admin.BrokerApiVersionsCommand",
     "kafka-configs": "kafka.admin.ConfigCommand",
     "kafka-console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",

@@ -203,13 +203,12 @@ def log_dirs_json(text: str, view: ClusterView) -> str:
 
 # APIs Kafka 3.9 serves in ZooKeeper mode that our brokers do not (DEVIATIONS.md, "Wire
 # protocol"): the controller-to-broker requests (our brokers follow ZooKeeper instead), and
-# ACLs and delegation tokens, quotas, features, DescribeCluster and KIP-848 (issues 16 and
-# later).
+# delegation tokens, quotas, features, DescribeCluster and KIP-848 (issues 16 and later).
 NOT_IMPLEMENTED = frozenset(
     {
         "LeaderAndIsr", "StopReplica", "UpdateMetadata",
-        "DescribeAcls", "CreateAcls", "DeleteAcls", "CreateDelegationToken",
-        "RenewDelegationToken", "ExpireDelegationToken", "DescribeDelegationToken",
+        "CreateDelegationToken", "RenewDelegationToken", "ExpireDelegationToken",
+        "DescribeDelegationToken",
         "DescribeClientQuotas", "AlterClientQuotas", "AlterPartition", "UpdateFeatures", "Envelope",
         "DescribeCluster", "AllocateProducerIds", "ConsumerGroupHeartbeat",
         "ConsumerGroupDescribe",

@@ -108,10 +108,10 @@ KNOWN_DIFFERENCES = (
     Known(
         "broker",
         "only in kafka",
-        "security: no GSSAPI or OAUTHBEARER, no SASL callback or login classes, no authorizer,"
-        " no delegation tokens, no ZooKeeper TLS or ACLs (DEVIATIONS: Configuration, Security),"
-        " and the TLS keys Kafka 3.9 has beyond ours",
-        names="authorizer.class.name principal.builder.class security.providers"
+        "security: no GSSAPI or OAUTHBEARER, no SASL callback or login classes, no principal"
+        " builder, no delegation tokens, no ZooKeeper TLS or ACLs (DEVIATIONS: Configuration,"
+        " Security), and the TLS keys Kafka 3.9 has beyond ours",
+        names="principal.builder.class security.providers"
         " connections.max.reauth.ms connection.failed.authentication.delay.ms"
         " zookeeper.set.acl zookeeper.clientCnxnSocket ssl.allow.dn.changes"
         " ssl.allow.san.changes",

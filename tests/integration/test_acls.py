@@ -1,0 +1,295 @@
+"""The authorizer on a SASL_SSL cluster (`scripts/cluster up --security sasl_ssl --set
+authorizer.class.name=kafka.security.authorizer.AclAuthorizer`): the launcher's admin is a
+super user; a user without ACLs is refused (TOPIC_AUTHORIZATION_FAILED producing, the topic
+hidden from Metadata, GROUP_AUTHORIZATION_FAILED joining a group) until kafka-acls grants
+her; a removed ACL is out of force on every broker within seconds; DENY beats ALLOW; a
+prefixed ACL applies to the topics it prefixes; kafka-python lists ACLs."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import subprocess
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from broker.network.broker_client import BrokerClient
+from broker.network.sasl import SaslClientConfig
+from broker.protocol.api_keys import ApiKey
+from broker.protocol.registry import request_class
+from tests.integration.conftest import ClusterHandle, wait_until
+
+TIMEOUT_S = 30
+PROPAGATION_S = 10  # "within seconds" on a loaded machine
+ADMIN = ("admin", "admin-secret")
+REPO_ROOT = Path(__file__).resolve().parents[2]
+AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
+
+
+@pytest.fixture(scope="module")
+def cluster(make_cluster_module: Any) -> ClusterHandle:
+    handle: ClusterHandle = make_cluster_module(
+        security="sasl_ssl", overrides={"authorizer.class.name": AUTHORIZER}
+    )
+    return handle
+
+
+@pytest.fixture(scope="module")
+def alice(cluster: ClusterHandle) -> tuple[str, str]:
+    """A SCRAM user with no ACLs (each test grants what it needs on its own topics)."""
+    user = f"alice-{uuid.uuid4().hex[:6]}"
+    added = _tool(
+        cluster,
+        "kafka-configs",
+        "--alter",
+        "--add-config",
+        f"SCRAM-SHA-512=[password={user}-secret]",
+        "--entity-type",
+        "users",
+        "--entity-name",
+        user,
+    )
+    assert added.returncode == 0, added.stderr
+    return user, f"{user}-secret"
+
+
+def _config(
+    cluster: ClusterHandle, user: tuple[str, str], bootstrap: str | None = None
+) -> dict[str, str]:
+    return {
+        "bootstrap.servers": bootstrap or cluster.bootstrap,
+        "security.protocol": "SASL_SSL",
+        "ssl.ca.location": str(cluster.dir / "tls" / "ca.pem"),
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": user[0],
+        "sasl.password": user[1],
+    }
+
+
+def _tool(cluster: ClusterHandle, name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [str(REPO_ROOT / ".venv" / "bin" / name), "--bootstrap-server", cluster.bootstrap]
+    command += ["--command-config", str(cluster.dir / "client.properties"), *args]
+    return subprocess.run(
+        command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=TIMEOUT_S, check=False
+    )
+
+
+def _acls(cluster: ClusterHandle, *args: str) -> str:
+    result = _tool(cluster, "kafka-acls", *args)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def _new_topic(cluster: ClusterHandle, prefix: str = "acl-") -> str:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic = f"{prefix}{uuid.uuid4().hex[:8]}"
+    admin = AdminClient(_config(cluster, ADMIN))
+    admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(TIMEOUT_S)
+    return topic
+
+
+def _produce(cluster: ClusterHandle, user: tuple[str, str], topic: str) -> int:
+    """The error code of producing one record as `user` (0: delivered)."""
+    from confluent_kafka import Producer
+
+    errors: list[int] = []
+    producer = Producer({**_config(cluster, user), "message.timeout.ms": "10000"})
+    producer.produce(
+        topic,
+        b"v",
+        on_delivery=lambda error, _m: errors.append(0 if error is None else error.code()),
+    )
+    producer.flush(TIMEOUT_S)
+    assert errors, "no delivery report"
+    return errors[0]
+
+
+def _consume_one(cluster: ClusterHandle, user: tuple[str, str], topic: str, group: str) -> Any:
+    """The first message or error the consumer sees."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer(
+        {**_config(cluster, user), "group.id": group, "auto.offset.reset": "earliest"}
+    )
+    consumer.subscribe([topic])
+    try:
+        for _ in range(60):
+            message = consumer.poll(0.5)
+            if message is not None:
+                return message
+        return None
+    finally:
+        consumer.close()
+
+
+def _metadata_topics(cluster: ClusterHandle, user: tuple[str, str], broker_id: int) -> set[str]:
+    """The topics one broker's Metadata (all topics) answers `user` with."""
+
+    async def ask() -> set[str]:
+        context = ssl.create_default_context(cafile=str(cluster.dir / "tls" / "ca.pem"))
+        async with BrokerClient(
+            "127.0.0.1",
+            cluster.broker_port(broker_id),
+            "test-acls",
+            ssl_context=context,
+            sasl=SaslClientConfig("SCRAM-SHA-512", user[0], user[1]),
+        ) as client:
+            request = request_class(ApiKey.METADATA, 9)(
+                topics=None,
+                allow_auto_topic_creation=False,
+                include_cluster_authorized_operations=False,
+                include_topic_authorized_operations=False,
+            )
+            response = await client.send(request)
+            return {t.name for t in response.topics if t.error_code == ErrorCode.none}
+
+    return asyncio.run(ask())
+
+
+def test_admin_is_a_super_user(cluster: ClusterHandle) -> None:
+    topic = _new_topic(cluster)
+    assert _produce(cluster, ADMIN, topic) == 0
+    message = _consume_one(cluster, ADMIN, topic, f"g-{uuid.uuid4().hex[:6]}")
+    assert message is not None and message.error() is None and message.value() == b"v"
+
+
+def test_a_user_without_acls_is_refused_until_granted(
+    cluster: ClusterHandle, alice: tuple[str, str]
+) -> None:
+    from confluent_kafka import KafkaError
+
+    topic = _new_topic(cluster)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    assert _produce(cluster, alice, topic) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert topic not in _metadata_topics(cluster, alice, 1)
+    assert topic in _metadata_topics(cluster, ADMIN, 1)
+    # A Read ACL on the topic only: joining the group is refused.
+    _acls(cluster, "--add", "--allow-principal", f"User:{alice[0]}", "--operation", "Read",
+          "--topic", topic)  # fmt: skip
+    message = _consume_one(cluster, alice, topic, group)
+    assert message is not None and message.error() is not None
+    assert message.error().code() == KafkaError.GROUP_AUTHORIZATION_FAILED
+
+    added = _acls(cluster, "--add", "--allow-principal", f"User:{alice[0]}",
+                  "--operation", "Write", "--operation", "Describe", "--topic", topic)  # fmt: skip
+    assert "Adding ACLs for resource `ResourcePattern(resourceType=TOPIC, name=" in added
+    assert f"(principal=User:{alice[0]}, host=*, operation=WRITE, permissionType=ALLOW)" in added
+    _acls(cluster, "--add", "--allow-principal", f"User:{alice[0]}", "--operation", "Read",
+          "--group", group)  # fmt: skip
+    wait_until(lambda: _produce(cluster, alice, topic) == 0, TIMEOUT_S, "alice produces")
+    message = _consume_one(cluster, alice, topic, group)
+    assert message is not None and message.error() is None and message.value() == b"v"
+    listed = _acls(cluster, "--list", "--topic", topic)
+    assert listed.count(f"principal=User:{alice[0]}") == 3
+
+
+def test_a_removed_acl_is_out_of_force_on_every_broker_within_seconds(
+    cluster: ClusterHandle, alice: tuple[str, str]
+) -> None:
+    topic = _new_topic(cluster)
+    _acls(cluster, "--add", "--allow-principal", f"User:{alice[0]}", "--operation", "Describe",
+          "--topic", topic)  # fmt: skip
+    for broker_id in cluster.broker_ids:
+        wait_until(
+            lambda b=broker_id: topic in _metadata_topics(cluster, alice, b),
+            PROPAGATION_S,
+            f"broker {broker_id} shows {topic} to alice",
+        )
+    _acls(cluster, "--remove", "--force", "--allow-principal", f"User:{alice[0]}",
+          "--operation", "Describe", "--topic", topic)  # fmt: skip
+    for broker_id in cluster.broker_ids:
+        wait_until(
+            lambda b=broker_id: topic not in _metadata_topics(cluster, alice, b),
+            PROPAGATION_S,
+            f"broker {broker_id} hides {topic} from alice",
+        )
+
+
+def test_deny_beats_allow(cluster: ClusterHandle, alice: tuple[str, str]) -> None:
+    from confluent_kafka import KafkaError
+
+    topic = _new_topic(cluster)
+    _acls(cluster, "--add", "--allow-principal", f"User:{alice[0]}", "--operation", "Write",
+          "--topic", topic)  # fmt: skip
+    _acls(cluster, "--add", "--deny-principal", f"User:{alice[0]}", "--operation", "Write",
+          "--topic", topic)  # fmt: skip
+    assert _produce(cluster, alice, topic) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_a_prefixed_acl_applies_to_the_topics_it_prefixes(
+    cluster: ClusterHandle, alice: tuple[str, str]
+) -> None:
+    prefix = f"pre-{uuid.uuid4().hex[:6]}-"
+    topic = _new_topic(cluster, prefix)
+    _acls(cluster, "--add", "--allow-principal", f"User:{alice[0]}", "--operation", "Write",
+          "--topic", prefix, "--resource-pattern-type", "prefixed")  # fmt: skip
+    wait_until(lambda: _produce(cluster, alice, topic) == 0, TIMEOUT_S, "alice produces")
+    listed = _acls(cluster, "--list", "--topic", prefix, "--resource-pattern-type", "prefixed")
+    assert f"name={prefix}, patternType=PREFIXED" in listed
+
+
+def test_kafka_python_describes_acls(cluster: ClusterHandle, alice: tuple[str, str]) -> None:
+    from kafka import KafkaAdminClient
+    from kafka.admin import (
+        ACLFilter,
+        ACLOperation,
+        ACLPermissionType,
+        ACLResourcePatternType,
+        ResourcePatternFilter,
+        ResourceType,
+    )
+
+    topic = _new_topic(cluster)
+    _acls(cluster, "--add", "--allow-principal", f"User:{alice[0]}", "--operation", "Read",
+          "--topic", topic)  # fmt: skip
+    admin = KafkaAdminClient(
+        bootstrap_servers=cluster.bootstrap,
+        security_protocol="SASL_SSL",
+        ssl_cafile=str(cluster.dir / "tls" / "ca.pem"),
+        sasl_mechanism="SCRAM-SHA-512",
+        sasl_plain_username=ADMIN[0],
+        sasl_plain_password=ADMIN[1],
+    )
+    acl_filter = ACLFilter(
+        principal=None,
+        host="*",
+        operation=ACLOperation.ANY,
+        permission_type=ACLPermissionType.ANY,
+        resource_pattern=ResourcePatternFilter(
+            ResourceType.TOPIC, topic, ACLResourcePatternType.LITERAL
+        ),
+    )
+    found: list[Any] = []
+
+    def described() -> bool:
+        # The broker kafka-python asks may not have read the change notification yet.
+        found[:] = admin.describe_acls(acl_filter)[0]
+        return bool(found)
+
+    try:
+        wait_until(described, PROPAGATION_S, f"kafka-python describes the ACL of {topic}")
+    finally:
+        admin.close()
+    assert [(a.principal, a.operation) for a in found] == [(f"User:{alice[0]}", ACLOperation.READ)]
+
+
+def test_a_consumer_without_read_on_the_topic_is_refused_its_partitions(
+    cluster: ClusterHandle, alice: tuple[str, str]
+) -> None:
+    from confluent_kafka import KafkaError
+
+    topic = _new_topic(cluster)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    assert _produce(cluster, ADMIN, topic) == 0
+    _acls(cluster, "--add", "--allow-principal", f"User:{alice[0]}", "--operation", "Describe",
+          "--topic", topic)  # fmt: skip
+    _acls(cluster, "--add", "--allow-principal", f"User:{alice[0]}", "--operation", "Read",
+          "--group", group)  # fmt: skip
+    message = _consume_one(cluster, alice, topic, group)
+    assert message is not None and message.error() is not None
+    assert message.error().code() == KafkaError.TOPIC_AUTHORIZATION_FAILED

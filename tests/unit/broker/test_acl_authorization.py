@@ -1,0 +1,163 @@
+"""The authorizer's decisions (broker.security.acl), without ZooKeeper or brokers."""
+
+from __future__ import annotations
+
+import pytest
+
+from broker.security.acl import (
+    AccessControlEntry,
+    AclBinding,
+    AclBindingFilter,
+    AuthorizerSettings,
+    InvalidAclError,
+    Operation,
+    PatternType,
+    Permission,
+    ResourcePattern,
+    ResourceType,
+    allows_any,
+    authorize,
+    validate_binding,
+)
+
+ALICE = "User:alice"
+HOST = "10.0.0.1"
+TOPIC = ResourceType.TOPIC
+SETTINGS = AuthorizerSettings(frozenset({"User:admin"}))
+
+
+def _acl(
+    name: str,
+    operation: Operation,
+    permission: Permission = Permission.ALLOW,
+    principal: str = ALICE,
+    host: str = "*",
+    pattern_type: PatternType = PatternType.LITERAL,
+    resource_type: ResourceType = TOPIC,
+) -> AclBinding:
+    return AclBinding(
+        ResourcePattern(resource_type, name, pattern_type),
+        AccessControlEntry(principal, host, operation, permission),
+    )
+
+
+def _may(acls: list[AclBinding], operation: Operation, name: str = "t", **kwargs: object) -> bool:
+    settings = kwargs.get("settings", SETTINGS)
+    principal = str(kwargs.get("principal", ALICE))
+    return authorize(settings, acls, principal, HOST, operation, TOPIC, name)  # type: ignore[arg-type]
+
+
+def test_no_acls_denies_unless_allow_everyone_if_no_acl_found() -> None:
+    assert not _may([], Operation.READ)
+    assert _may([], Operation.READ, settings=AuthorizerSettings(frozenset(), True))
+
+
+def test_allow_everyone_if_no_acl_found_does_not_apply_once_the_resource_has_acls() -> None:
+    settings = AuthorizerSettings(frozenset(), True)
+    acls = [_acl("t", Operation.READ, principal="User:bob")]
+    assert not _may(acls, Operation.READ, settings=settings)
+
+
+def test_super_user_is_allowed_everything_even_when_denied() -> None:
+    acls = [_acl("t", Operation.ALL, Permission.DENY, principal="User:admin")]
+    assert _may(acls, Operation.DELETE, principal="User:admin")
+
+
+def test_read_write_delete_alter_imply_describe_but_not_each_other() -> None:
+    for operation in (Operation.READ, Operation.WRITE, Operation.DELETE, Operation.ALTER):
+        acls = [_acl("t", operation)]
+        assert _may(acls, Operation.DESCRIBE)
+        assert _may(acls, operation)
+    assert not _may([_acl("t", Operation.READ)], Operation.WRITE)
+
+
+def test_alter_configs_implies_describe_configs() -> None:
+    assert _may([_acl("t", Operation.ALTER_CONFIGS)], Operation.DESCRIBE_CONFIGS)
+    assert not _may([_acl("t", Operation.DESCRIBE_CONFIGS)], Operation.ALTER_CONFIGS)
+
+
+def test_all_allows_every_operation() -> None:
+    assert _may([_acl("t", Operation.ALL)], Operation.IDEMPOTENT_WRITE)
+
+
+def test_deny_beats_allow() -> None:
+    acls = [_acl("t", Operation.READ), _acl("t", Operation.READ, Permission.DENY)]
+    assert not _may(acls, Operation.READ)
+
+
+def test_deny_all_beats_allow_of_one_operation() -> None:
+    acls = [_acl("t", Operation.WRITE), _acl("*", Operation.ALL, Permission.DENY)]
+    assert not _may(acls, Operation.WRITE)
+
+
+def test_deny_of_read_does_not_deny_the_implied_describe() -> None:
+    acls = [_acl("t", Operation.WRITE), _acl("t", Operation.READ, Permission.DENY)]
+    assert _may(acls, Operation.DESCRIBE)
+
+
+def test_wildcard_resource_and_wildcard_principal() -> None:
+    assert _may([_acl("*", Operation.READ, principal="User:*")], Operation.READ, name="any")
+
+
+def test_prefixed_acl_applies_to_names_starting_with_it() -> None:
+    acls = [_acl("orders-", Operation.WRITE, pattern_type=PatternType.PREFIXED)]
+    assert _may(acls, Operation.WRITE, name="orders-eu")
+    assert not _may(acls, Operation.WRITE, name="order")
+
+
+def test_host_must_match_or_be_wildcard() -> None:
+    assert _may([_acl("t", Operation.READ, host=HOST)], Operation.READ)
+    assert not _may([_acl("t", Operation.READ, host="10.9.9.9")], Operation.READ)
+
+
+def test_other_principals_acls_do_not_allow() -> None:
+    assert not _may([_acl("t", Operation.READ, principal="User:bob")], Operation.READ)
+
+
+def test_acl_on_another_resource_type_does_not_apply() -> None:
+    acls = [_acl("t", Operation.READ, resource_type=ResourceType.GROUP)]
+    assert not _may(acls, Operation.READ)
+
+
+def test_write_on_some_topic_counts_for_idempotent_write() -> None:
+    acls = [_acl("t", Operation.WRITE)]
+    assert allows_any(SETTINGS, acls, ALICE, HOST, Operation.WRITE, TOPIC)
+    assert not allows_any(SETTINGS, acls, "User:bob", HOST, Operation.WRITE, TOPIC)
+
+
+def test_filter_matches_any_and_exact_fields() -> None:
+    binding = _acl("t", Operation.READ)
+    everything = AclBindingFilter(
+        ResourceType.ANY, None, PatternType.ANY, None, None, Operation.ANY, Permission.ANY
+    )
+    assert everything.matches(binding)
+    other = AclBindingFilter(
+        TOPIC, "u", PatternType.LITERAL, None, None, Operation.ANY, Permission.ANY
+    )
+    assert not other.matches(binding)
+
+
+def test_match_filter_finds_the_prefixed_and_wildcard_patterns_of_a_name() -> None:
+    match = AclBindingFilter(
+        TOPIC, "orders-eu", PatternType.MATCH, None, None, Operation.ANY, Permission.ANY
+    )
+    assert match.matches(_acl("orders-", Operation.READ, pattern_type=PatternType.PREFIXED))
+    assert match.matches(_acl("*", Operation.READ))
+    assert not match.matches(_acl("orders", Operation.READ))
+
+
+@pytest.mark.parametrize(
+    "binding",
+    [
+        _acl("", Operation.READ),
+        _acl("t", Operation.ANY),
+        _acl("t", Operation.READ, Permission.ANY),
+        _acl("t", Operation.READ, principal="alice"),
+        _acl("x", Operation.ALTER, resource_type=ResourceType.CLUSTER),
+        _acl("*", Operation.READ, pattern_type=PatternType.PREFIXED),
+        _acl("t", Operation.READ, pattern_type=PatternType.MATCH),
+    ],
+)
+def test_invalid_acls_are_refused(binding: AclBinding) -> None:
+    with pytest.raises(InvalidAclError):
+        validate_binding(binding)

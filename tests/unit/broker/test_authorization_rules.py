@@ -1,0 +1,103 @@
+"""The authorization table (broker/handlers/authorization.py): every refusal it can send
+encodes for every version of its API, and the rules pick Kafka's resources and errors."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from broker.handlers import authorization, build_registry
+from broker.protocol import adapter
+from broker.protocol.api_keys import ApiKey
+from broker.protocol.registry import response_class
+from broker.security.acl import (
+    AccessControlEntry,
+    AclBinding,
+    AuthorizerSettings,
+    Operation,
+    PatternType,
+    Permission,
+    ResourcePattern,
+    ResourceType,
+    allows_any,
+    authorize,
+)
+
+REGISTRY = build_registry()
+
+
+@pytest.mark.parametrize(
+    ("api_key", "version"),
+    [
+        (spec.api_key, version)
+        for spec in REGISTRY.all()
+        if spec.api_key in authorization.RULES
+        for version in range(spec.min_decodable_version, spec.max_version + 1)
+    ],
+)
+def test_every_refusal_encodes(api_key: ApiKey, version: int) -> None:
+    cls = response_class(api_key, version)
+    response = authorization._filled(cls, {}, ErrorCode.cluster_authorization_failed)
+    assert adapter.encode(response)
+
+
+class FakeAuthorizer:
+    def __init__(self, acls: list[AclBinding]) -> None:
+        self.acls = acls
+        self.settings = AuthorizerSettings()
+
+    def authorize(
+        self, principal: str, host: str, operation: Operation, rtype: ResourceType, name: str
+    ) -> bool:
+        return authorize(self.settings, self.acls, principal, host, operation, rtype, name)
+
+    def authorize_any(
+        self, principal: str, host: str, operation: Operation, rtype: ResourceType
+    ) -> bool:
+        return allows_any(self.settings, self.acls, principal, host, operation, rtype)
+
+
+def _access(*acls: tuple[ResourceType, str, Operation]) -> Any:
+    bindings = [
+        AclBinding(
+            ResourcePattern(rtype, name, PatternType.LITERAL),
+            AccessControlEntry("User:alice", "*", operation, Permission.ALLOW),
+        )
+        for rtype, name, operation in acls
+    ]
+    return authorization.Access(FakeAuthorizer(bindings), "User:alice", "127.0.0.1", None)  # type: ignore[arg-type]
+
+
+def test_join_group_needs_read_on_the_group() -> None:
+    rule = authorization.RULES[ApiKey.JOIN_GROUP]
+    request = SimpleNamespace(group_id="g")
+    assert rule(_access(), request) == authorization.Refused(ErrorCode.group_authorization_failed)
+    assert rule(_access((ResourceType.GROUP, "g", Operation.READ)), request) is None
+
+
+def test_idempotent_init_producer_id_is_allowed_by_write_on_some_topic() -> None:
+    rule = authorization.RULES[ApiKey.INIT_PRODUCER_ID]
+    request = SimpleNamespace(transactional_id=None)
+    refused = authorization.Refused(ErrorCode.cluster_authorization_failed)
+    assert rule(_access(), request) == refused
+    assert rule(_access((ResourceType.TOPIC, "t", Operation.WRITE)), request) is None
+    cluster = (ResourceType.CLUSTER, "kafka-cluster", Operation.IDEMPOTENT_WRITE)
+    assert rule(_access(cluster), request) is None
+
+
+def test_transactional_init_producer_id_needs_write_on_the_transactional_id() -> None:
+    rule = authorization.RULES[ApiKey.INIT_PRODUCER_ID]
+    request = SimpleNamespace(transactional_id="tx")
+    refused = authorization.Refused(ErrorCode.transactional_id_authorization_failed)
+    assert rule(_access((ResourceType.TOPIC, "t", Operation.WRITE)), request) == refused
+    assert rule(_access((ResourceType.TRANSACTIONAL_ID, "tx", Operation.WRITE)), request) is None
+
+
+def test_acl_apis_need_alter_or_describe_on_the_cluster() -> None:
+    describe = (ResourceType.CLUSTER, "kafka-cluster", Operation.DESCRIBE)
+    refused = authorization.Refused(ErrorCode.cluster_authorization_failed)
+    assert authorization.RULES[ApiKey.DESCRIBE_ACLS](_access(describe), None) is None
+    assert authorization.RULES[ApiKey.CREATE_ACLS](_access(describe), None) == refused
