@@ -289,14 +289,96 @@ def _topics_by_name(
     return rule
 
 
+def _per_name(
+    resource_type: ResourceType,
+    operation: Operation,
+    request_field: str,
+    response_field: str,
+    key_field: str,
+    error: ErrorCode,
+    name_of: Callable[[Any], str] = str,
+    extra: dict[str, Any] | None = None,
+) -> Callable[[Access, Any], Decision]:
+    """APIs answering one entry per named resource: the handler gets the allowed names, and
+    each refused one is answered with `error` (after the allowed ones), as Kafka answers."""
+
+    def rule(access: Access, request: Any) -> Decision:
+        items = tuple(getattr(request, request_field, None) or ())
+        refused = [i for i in items if not access.allowed(operation, resource_type, name_of(i))]
+        if not refused:
+            return None
+        allowed = tuple(i for i in items if i not in refused)
+
+        def merge(response: Any) -> Any:
+            entry_cls = adapter.nested_class(type(response), response_field)
+            added = tuple(
+                _filled(entry_cls, {key_field: name_of(i), **(extra or {})}, error) for i in refused
+            )
+            entries = (*getattr(response, response_field), *added)
+            return dataclasses.replace(response, **{response_field: entries})
+
+        return Filtered(dataclasses.replace(request, **{request_field: allowed}), merge)
+
+    return rule
+
+
+def _listed_only(
+    resource_type: ResourceType, response_field: str, key_field: str
+) -> Callable[[Access, Any], Decision]:
+    """Listing APIs: only the resources the principal may describe are listed (all of them
+    with Describe on the cluster, for ListGroups as in Kafka)."""
+
+    def rule(access: Access, request: Any) -> Decision:
+        if resource_type == GROUP and access.cluster(Operation.DESCRIBE):
+            return None
+
+        def merge(response: Any) -> Any:
+            entries = tuple(
+                e
+                for e in getattr(response, response_field)
+                if access.allowed(Operation.DESCRIBE, resource_type, getattr(e, key_field))
+            )
+            return dataclasses.replace(response, **{response_field: entries})
+
+        return Filtered(request, merge)
+
+    return rule
+
+
+_create_topic_each = _per_name(
+    TOPIC,
+    Operation.CREATE,
+    "topics",
+    "topics",
+    "name",
+    ErrorCode.topic_authorization_failed,
+    name_of=lambda t: str(t.name),
+    extra={"topic_config_error_code": ErrorCode.none, "error_message": None},
+)
+
+
 def _create_topics(access: Access, request: Any) -> Decision:
     if access.cluster(Operation.CREATE):
         return None
-    return _topics_by_name(Operation.CREATE, "topics", lambda t: t.name)(access, request)
+    return _create_topic_each(access, request)
+
+
+_delete_topic_names = _per_name(
+    TOPIC,
+    Operation.DELETE,
+    "topic_names",
+    "responses",
+    "name",
+    ErrorCode.topic_authorization_failed,
+    extra={"error_message": None},
+)
 
 
 def _delete_topics(access: Access, request: Any) -> Decision:
-    """v0-v5 name topics in `topic_names`; v6 in `topics`, by name or by id."""
+    """v0-v5 name topics in `topic_names` (answered per topic); v6 in `topics`, by name or
+    by id (all or nothing)."""
+    if getattr(request, "topic_names", None) is not None:
+        return _delete_topic_names(access, request)
     cache = access.context.server.metadata_cache
     names = list(getattr(request, "topic_names", None) or ())
     for topic in getattr(request, "topics", None) or ():
@@ -326,6 +408,35 @@ RULES: dict[int, Callable[[Access, Any], Decision]] = {
     ApiKey.LEAVE_GROUP: _on_group(Operation.READ),
     ApiKey.SYNC_GROUP: _on_group(Operation.READ),
     ApiKey.OFFSET_DELETE: _on_group(Operation.DELETE),
+    ApiKey.DESCRIBE_GROUPS: _per_name(
+        GROUP,
+        Operation.DESCRIBE,
+        "groups",
+        "groups",
+        "group_id",
+        ErrorCode.group_authorization_failed,
+    ),
+    ApiKey.DELETE_GROUPS: _per_name(
+        GROUP,
+        Operation.DELETE,
+        "groups_names",
+        "results",
+        "group_id",
+        ErrorCode.group_authorization_failed,
+    ),
+    ApiKey.LIST_GROUPS: _listed_only(GROUP, "groups", "group_id"),
+    ApiKey.DESCRIBE_TRANSACTIONS: _per_name(
+        TRANSACTIONAL_ID,
+        Operation.DESCRIBE,
+        "transactional_ids",
+        "transaction_states",
+        "transactional_id",
+        ErrorCode.transactional_id_authorization_failed,
+    ),
+    ApiKey.LIST_TRANSACTIONS: _listed_only(
+        TRANSACTIONAL_ID, "transaction_states", "transactional_id"
+    ),
+    ApiKey.DESCRIBE_PRODUCERS: _topics_by_name(Operation.READ, "topics", lambda t: t.name),
     ApiKey.CREATE_TOPICS: _create_topics,
     ApiKey.DELETE_TOPICS: _delete_topics,
     ApiKey.DELETE_RECORDS: _topics_by_name(Operation.DELETE, "topics", lambda t: t.name),
@@ -385,5 +496,7 @@ def _empty(hint: Any, kafka_type: str | None) -> Any:
     if kafka_type == "bytes":
         return b""
     if kafka_type == "uuid":
-        return None
+        return None  # the zero uuid
+    if kafka_type == "datetime_i64":
+        return datetime.datetime.fromtimestamp(0, tz=datetime.UTC)
     return hint(-1) if isinstance(hint, type) and issubclass(hint, int) else hint()

@@ -293,3 +293,25 @@ def test_a_consumer_without_read_on_the_topic_is_refused_its_partitions(
     message = _consume_one(cluster, alice, topic, group)
     assert message is not None and message.error() is not None
     assert message.error().code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_admin_requests_are_answered_per_resource(
+    cluster: ClusterHandle, alice: tuple[str, str]
+) -> None:
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    mine, other = _new_topic(cluster), _new_topic(cluster)
+    _acls(cluster, "--add", "--allow-principal", f"User:{alice[0]}", "--operation", "Delete",
+          "--topic", mine)  # fmt: skip
+    admin = AdminClient(_config(cluster, alice))
+
+    codes: dict[str, int] = {}
+    futures = admin.delete_topics([mine, other], operation_timeout=TIMEOUT_S)
+    for topic, future in futures.items():
+        try:
+            future.result(TIMEOUT_S)
+            codes[topic] = 0
+        except KafkaException as error:
+            codes[topic] = error.args[0].code()
+    assert codes == {mine: 0, other: KafkaError.TOPIC_AUTHORIZATION_FAILED}

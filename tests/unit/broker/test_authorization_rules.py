@@ -12,7 +12,7 @@ from kio.schema.errors import ErrorCode
 from broker.handlers import authorization, build_registry
 from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
-from broker.protocol.registry import response_class
+from broker.protocol.registry import request_class, response_class
 from broker.security.acl import (
     AccessControlEntry,
     AclBinding,
@@ -101,3 +101,50 @@ def test_acl_apis_need_alter_or_describe_on_the_cluster() -> None:
     refused = authorization.Refused(ErrorCode.cluster_authorization_failed)
     assert authorization.RULES[ApiKey.DESCRIBE_ACLS](_access(describe), None) is None
     assert authorization.RULES[ApiKey.CREATE_ACLS](_access(describe), None) == refused
+
+
+def _fake_context(api_key: ApiKey, version: int) -> Any:
+    header = SimpleNamespace(api_key=api_key, api_version=version)
+    return SimpleNamespace(header=header, api_version=version, server=SimpleNamespace())
+
+
+PER_NAME_REQUESTS = {
+    ApiKey.DESCRIBE_GROUPS: ("groups", ["g1", "g2"]),
+    ApiKey.DELETE_GROUPS: ("groups_names", ["g1", "g2"]),
+    ApiKey.DESCRIBE_TRANSACTIONS: ("transactional_ids", ["t1"]),
+    ApiKey.DELETE_TOPICS: ("topic_names", ["a", "b"]),
+}
+
+
+@pytest.mark.parametrize(
+    ("api_key", "version"),
+    [
+        (spec.api_key, version)
+        for spec in REGISTRY.all()
+        if spec.api_key in PER_NAME_REQUESTS
+        for version in range(spec.min_decodable_version, spec.max_version + 1)
+        if spec.api_key != ApiKey.DELETE_TOPICS or version < 6
+    ],
+)
+def test_refused_names_are_answered_each_with_the_error(api_key: ApiKey, version: int) -> None:
+    field, names = PER_NAME_REQUESTS[api_key]
+    request_cls = request_class(api_key, version)
+    request = authorization._filled(request_cls, {field: tuple(names)}, ErrorCode.none)
+    context = _fake_context(api_key, version)
+    access = authorization.Access(FakeAuthorizer([]), "User:alice", "h", context)  # type: ignore[arg-type]
+    decision = authorization.RULES[api_key](access, request)
+    assert isinstance(decision, authorization.Filtered)
+    assert getattr(decision.request, field) == ()
+    handler_response = authorization._filled(response_class(api_key, version), {}, ErrorCode.none)
+    merged = decision.merge(handler_response)
+    assert adapter.encode(merged)
+    error_codes = [entry.error_code for entry in _entries(merged)]
+    assert len(error_codes) == len(names) and ErrorCode.none not in error_codes
+
+
+def _entries(response: Any) -> tuple[Any, ...]:
+    for name in ("groups", "results", "transaction_states", "responses"):
+        if hasattr(response, name):
+            entries: tuple[Any, ...] = getattr(response, name)
+            return entries
+    return ()
