@@ -345,6 +345,53 @@ def _listed_only(
     return rule
 
 
+TOPIC_CONFIG_RESOURCE = 2  # ConfigResource.Type.TOPIC; brokers and broker loggers are the cluster's
+
+
+def _config_resources(
+    operation: Operation, response_field: str
+) -> Callable[[Access, Any], Decision]:
+    """DescribeConfigs, AlterConfigs, IncrementalAlterConfigs: a topic's configs need the
+    operation on the topic (TOPIC_AUTHORIZATION_FAILED), a broker's on the cluster
+    (CLUSTER_AUTHORIZATION_FAILED); each refused resource is answered apart."""
+
+    def refusal(access: Access, item: Any) -> ErrorCode | None:
+        if int(item.resource_type) == TOPIC_CONFIG_RESOURCE:
+            if access.allowed(operation, TOPIC, item.resource_name):
+                return None
+            return ErrorCode.topic_authorization_failed
+        return None if access.cluster(operation) else ErrorCode.cluster_authorization_failed
+
+    def rule(access: Access, request: Any) -> Decision:
+        items = tuple(request.resources)
+        refused = [(i, e) for i in items if (e := refusal(access, i)) is not None]
+        if not refused:
+            return None
+        allowed = tuple(i for i in items if all(i is not r for r, _ in refused))
+
+        def merge(response: Any) -> Any:
+            entry_cls = adapter.nested_class(type(response), response_field)
+            added = tuple(
+                _filled(
+                    entry_cls,
+                    {
+                        "resource_type": item.resource_type,
+                        "resource_name": item.resource_name,
+                        "error_message": None,
+                        "configs": (),
+                    },
+                    error,
+                )
+                for item, error in refused
+            )
+            entries = (*getattr(response, response_field), *added)
+            return dataclasses.replace(response, **{response_field: entries})
+
+        return Filtered(dataclasses.replace(request, resources=allowed), merge)
+
+    return rule
+
+
 _create_topic_each = _per_name(
     TOPIC,
     Operation.CREATE,
@@ -446,9 +493,9 @@ RULES: dict[int, Callable[[Access, Any], Decision]] = {
     ApiKey.ADD_OFFSETS_TO_TXN: _on_transactional_id(Operation.WRITE),
     ApiKey.END_TXN: _on_transactional_id(Operation.WRITE),
     ApiKey.TXN_OFFSET_COMMIT: _on_transactional_id(Operation.WRITE),
-    ApiKey.ALTER_CONFIGS: _on_cluster(Operation.ALTER_CONFIGS),
-    ApiKey.INCREMENTAL_ALTER_CONFIGS: _on_cluster(Operation.ALTER_CONFIGS),
-    ApiKey.DESCRIBE_CONFIGS: _on_cluster(Operation.DESCRIBE_CONFIGS),
+    ApiKey.ALTER_CONFIGS: _config_resources(Operation.ALTER_CONFIGS, "responses"),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: _config_resources(Operation.ALTER_CONFIGS, "responses"),
+    ApiKey.DESCRIBE_CONFIGS: _config_resources(Operation.DESCRIBE_CONFIGS, "results"),
     ApiKey.ALTER_REPLICA_LOG_DIRS: _on_cluster(Operation.ALTER),
     ApiKey.DESCRIBE_LOG_DIRS: _on_cluster(Operation.DESCRIBE),
     ApiKey.ELECT_LEADERS: _on_cluster(Operation.ALTER),

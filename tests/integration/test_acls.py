@@ -315,3 +315,29 @@ def test_admin_requests_are_answered_per_resource(
         except KafkaException as error:
             codes[topic] = error.args[0].code()
     assert codes == {mine: 0, other: KafkaError.TOPIC_AUTHORIZATION_FAILED}
+
+
+def test_topic_configs_need_describe_configs_on_the_topic(
+    cluster: ClusterHandle, alice: tuple[str, str]
+) -> None:
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient, ConfigResource
+
+    mine, other = _new_topic(cluster), _new_topic(cluster)
+    _acls(cluster, "--add", "--allow-principal", f"User:{alice[0]}", "--operation",
+          "DescribeConfigs", "--topic", mine)  # fmt: skip
+    admin = AdminClient(_config(cluster, alice))
+    resources = [ConfigResource("topic", mine), ConfigResource("topic", other)]
+    codes: dict[str, int] = {}
+
+    def describe() -> bool:
+        for resource, future in admin.describe_configs(resources).items():
+            try:
+                future.result(TIMEOUT_S)
+                codes[resource.name] = 0
+            except KafkaException as error:
+                codes[resource.name] = error.args[0].code()
+        return codes[mine] == 0  # the broker asked may not have read the ACL yet
+
+    wait_until(describe, PROPAGATION_S, f"alice describes the configs of {mine}")
+    assert codes[other] == KafkaError.TOPIC_AUTHORIZATION_FAILED

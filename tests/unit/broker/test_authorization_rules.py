@@ -148,3 +148,49 @@ def _entries(response: Any) -> tuple[Any, ...]:
             entries: tuple[Any, ...] = getattr(response, name)
             return entries
     return ()
+
+
+CONFIG_APIS = {
+    ApiKey.DESCRIBE_CONFIGS: "results",
+    ApiKey.ALTER_CONFIGS: "responses",
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: "responses",
+}
+
+
+@pytest.mark.parametrize(
+    ("api_key", "version"),
+    [
+        (spec.api_key, version)
+        for spec in REGISTRY.all()
+        if spec.api_key in CONFIG_APIS
+        for version in range(spec.min_decodable_version, spec.max_version + 1)
+    ],
+)
+def test_config_resources_are_refused_each_against_topic_or_cluster(
+    api_key: ApiKey, version: int
+) -> None:
+    request_cls = request_class(api_key, version)
+    resource_cls = adapter.nested_class(request_cls, "resources")
+    resources = tuple(
+        authorization._filled(
+            resource_cls, {"resource_type": rtype, "resource_name": name}, ErrorCode.none
+        )
+        for rtype, name in ((2, "mine"), (2, "other"), (4, "1"))
+    )
+    request = authorization._filled(request_cls, {"resources": resources}, ErrorCode.none)
+    context = _fake_context(api_key, version)
+    acl = (ResourceType.TOPIC, "mine", Operation.ALTER_CONFIGS)
+    access = authorization.Access(
+        FakeAuthorizer(_access(acl).authorizer.acls), "User:alice", "h", context
+    )  # type: ignore[arg-type]
+    decision = authorization.RULES[api_key](access, request)
+    assert isinstance(decision, authorization.Filtered)
+    assert [r.resource_name for r in decision.request.resources] == ["mine"]
+    handler_response = authorization._filled(response_class(api_key, version), {}, ErrorCode.none)
+    merged = decision.merge(handler_response)
+    assert adapter.encode(merged)
+    answered = {e.resource_name: e.error_code for e in getattr(merged, CONFIG_APIS[api_key])}
+    assert answered == {
+        "other": ErrorCode.topic_authorization_failed,
+        "1": ErrorCode.cluster_authorization_failed,
+    }
