@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Iterable
 
 from broker.security.acl import OPERATION_NAMES as _OPERATION_NAMES
@@ -42,6 +43,7 @@ from zk.znodes import AclChangeNotificationZNode, AclEntryJson, AclZNode, ZnodeD
 
 log = logging.getLogger(__name__)
 MAX_WRITE_ATTEMPTS = 50  # conditional-update retries against concurrent writers
+NOTIFICATION_EXPIRY_MS = 15 * 60 * 1000  # Kafka's changeExpirationMs
 
 
 def parse_super_users(text: str | None) -> frozenset[str]:
@@ -161,8 +163,18 @@ class AclAuthorizer:
                         continue
                     await self._process_one(prefixed, f"{path}/{name}")
                     self._last_seen[prefixed] = name
+                await self._purge_expired([f"{path}/{c}" for c in children if c.startswith(prefix)])
             except ZkError:
                 log.warning("reading ACL change notifications failed", exc_info=True)
+
+    async def _purge_expired(self, paths: list[str]) -> None:
+        """Delete notifications older than Kafka's 15 minutes (any broker may; ACL changes
+        are rare, so their ages are read on each pass)."""
+        now_ms = int(time.time() * 1000)
+        for path, found in zip(paths, await self._zk.get_many(paths), strict=True):
+            if found is not None and now_ms - found[1].ctime_ms > NOTIFICATION_EXPIRY_MS:
+                with contextlib.suppress(NoNodeError):  # another broker purged it first
+                    await self._zk.delete(path)
 
     async def _process_one(self, prefixed: bool, notification_path: str) -> None:
         found = await self._zk.get(notification_path)

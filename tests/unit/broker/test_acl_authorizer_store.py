@@ -1,0 +1,131 @@
+"""AclAuthorizer's ZooKeeper writes and cache, against an in-memory ZooKeeper: Kafka's znodes,
+conditional updates, change notifications, and the purge of expired notifications."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from types import SimpleNamespace
+from typing import Any
+
+from broker.security.acl import (
+    AccessControlEntry,
+    AclBinding,
+    AclBindingFilter,
+    AuthorizerSettings,
+    Operation,
+    PatternType,
+    Permission,
+    ResourcePattern,
+    ResourceType,
+)
+from broker.security.authorizer import NOTIFICATION_EXPIRY_MS, AclAuthorizer
+from zk.errors import BadVersionError, NodeExistsError, NoNodeError
+
+
+class FakeZk:
+    def __init__(self) -> None:
+        self.nodes: dict[str, tuple[bytes, int, int]] = {}  # path -> (data, version, ctime_ms)
+        self.sequence = 0
+        self.watches: dict[str, list[Callable[[], None]]] = {}
+
+    def _stat(self, path: str) -> Any:
+        _, version, ctime_ms = self.nodes[path]
+        return SimpleNamespace(version=version, ctime_ms=ctime_ms)
+
+    async def get(self, path: str) -> tuple[bytes, Any] | None:
+        return (self.nodes[path][0], self._stat(path)) if path in self.nodes else None
+
+    async def get_many(self, paths: list[str]) -> list[tuple[bytes, Any] | None]:
+        return [await self.get(p) for p in paths]
+
+    async def get_children(self, path: str) -> list[str]:
+        prefix = path.rstrip("/") + "/"
+        return sorted({p[len(prefix) :].split("/")[0] for p in self.nodes if p.startswith(prefix)})
+
+    async def ensure_path(self, path: str) -> None:
+        self.nodes.setdefault(path, (b"", 0, 0))
+
+    async def create(
+        self, path: str, data: bytes = b"", sequence: bool = False, makepath: bool = False
+    ) -> str:
+        if sequence:
+            path = f"{path}{self.sequence:010d}"
+            self.sequence += 1
+        if path in self.nodes:
+            raise NodeExistsError(path)
+        self.nodes[path] = (data, 0, int(time.time() * 1000))
+        parent = path.rsplit("/", 1)[0]
+        for callback in self.watches.get(parent, []):
+            callback()
+        return path
+
+    async def set(self, path: str, data: bytes, version: int = -1) -> None:
+        if path not in self.nodes:
+            raise NoNodeError(path)
+        if version not in (-1, self.nodes[path][1]):
+            raise BadVersionError(path)
+        self.nodes[path] = (data, self.nodes[path][1] + 1, self.nodes[path][2])
+
+    async def delete(self, path: str, version: int = -1) -> None:
+        if path not in self.nodes:
+            raise NoNodeError(path)
+        del self.nodes[path]
+
+    def watch_children(self, path: str, callback: Callable[[], None]) -> None:
+        self.watches.setdefault(path, []).append(callback)
+
+
+READ = AclBinding(
+    ResourcePattern(ResourceType.TOPIC, "t", PatternType.LITERAL),
+    AccessControlEntry("User:alice", "*", Operation.READ, Permission.ALLOW),
+)
+PREFIXED_WRITE = AclBinding(
+    ResourcePattern(ResourceType.TOPIC, "t-", PatternType.PREFIXED),
+    AccessControlEntry("User:alice", "*", Operation.WRITE, Permission.ALLOW),
+)
+
+
+def test_add_writes_kafkas_znodes_and_notifications_and_another_broker_follows() -> None:
+    async def run() -> None:
+        zk = FakeZk()
+        writer = AclAuthorizer(zk, AuthorizerSettings())  # type: ignore[arg-type]
+        follower = AclAuthorizer(zk, AuthorizerSettings())  # type: ignore[arg-type]
+        await writer.start()
+        await follower.start()
+        await writer.add([READ, PREFIXED_WRITE])
+        assert zk.nodes["/kafka-acl/Topic/t"][0] == (
+            b'{"version":1,"acls":[{"principal":"User:alice","permissionType":"Allow",'
+            b'"operation":"Read","host":"*"}]}'
+        )
+        assert "/kafka-acl-extended/prefixed/Topic/t-" in zk.nodes
+        assert zk.nodes["/kafka-acl-changes/acl_changes_0000000000"][0] == b"Topic:t"
+        await asyncio.sleep(0.01)  # the follower's notification pass
+        assert follower.authorize("User:alice", "h", Operation.READ, ResourceType.TOPIC, "t")
+        assert follower.authorize("User:alice", "h", Operation.WRITE, ResourceType.TOPIC, "t-1")
+        everything = AclBindingFilter(
+            ResourceType.ANY, None, PatternType.ANY, None, None, Operation.ANY, Permission.ANY
+        )
+        deleted = await follower.remove([everything])
+        assert sorted(b.pattern.name for b in deleted[0]) == ["t", "t-"]
+        assert "/kafka-acl/Topic/t" not in zk.nodes
+        await asyncio.sleep(0.01)
+        assert not writer.authorize("User:alice", "h", Operation.READ, ResourceType.TOPIC, "t")
+
+    asyncio.run(run())
+
+
+def test_expired_notifications_are_purged() -> None:
+    async def run() -> None:
+        zk = FakeZk()
+        authorizer = AclAuthorizer(zk, AuthorizerSettings())  # type: ignore[arg-type]
+        await authorizer.start()
+        old = "/kafka-acl-changes/acl_changes_0000000099"
+        zk.nodes[old] = (b"Topic:x", 0, 1000)  # created long before NOTIFICATION_EXPIRY_MS
+        assert NOTIFICATION_EXPIRY_MS < 10**12
+        await authorizer.add([READ])
+        await asyncio.sleep(0.01)
+        assert old not in zk.nodes
+
+    asyncio.run(run())
