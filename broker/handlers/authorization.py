@@ -260,9 +260,32 @@ def _fetch(access: Access, request: Any) -> Decision:
 def _offset_commit(access: Access, request: Any) -> Decision:
     if not access.allowed(Operation.READ, GROUP, request.group_id):
         return Refused(ErrorCode.group_authorization_failed)
-    if all(access.allowed(Operation.READ, TOPIC, t.name) for t in request.topics):
+    refused = [t for t in request.topics if not access.allowed(Operation.READ, TOPIC, t.name)]
+    if not refused:
         return None
-    return Refused(ErrorCode.topic_authorization_failed)
+    allowed = tuple(t for t in request.topics if all(t is not r for r in refused))
+    error = ErrorCode.topic_authorization_failed
+
+    def merge(response: Any) -> Any:
+        topic_cls = adapter.nested_class(type(response), "topics")
+        partition_cls = adapter.nested_class(topic_cls, "partitions")
+        added = tuple(
+            _filled(
+                topic_cls,
+                {
+                    "name": t.name,
+                    "partitions": tuple(
+                        _filled(partition_cls, {"partition_index": p.partition_index}, error)
+                        for p in t.partitions
+                    ),
+                },
+                error,
+            )
+            for t in refused
+        )
+        return dataclasses.replace(response, topics=(*response.topics, *added))
+
+    return Filtered(dataclasses.replace(request, topics=allowed), merge)
 
 
 def _offset_fetch(access: Access, request: Any) -> Decision:

@@ -194,3 +194,50 @@ def test_config_resources_are_refused_each_against_topic_or_cluster(
         "other": ErrorCode.topic_authorization_failed,
         "1": ErrorCode.cluster_authorization_failed,
     }
+
+
+@pytest.mark.parametrize(
+    "version",
+    range(
+        REGISTRY.get(ApiKey.OFFSET_COMMIT).min_decodable_version,  # type: ignore[union-attr]
+        REGISTRY.get(ApiKey.OFFSET_COMMIT).max_version + 1,  # type: ignore[union-attr]
+    ),
+)
+def test_offset_commit_answers_each_refused_topic(version: int) -> None:
+    request_cls = request_class(ApiKey.OFFSET_COMMIT, version)
+    topic_cls = adapter.nested_class(request_cls, "topics")
+    partition_cls = adapter.nested_class(topic_cls, "partitions")
+    topics = tuple(
+        authorization._filled(
+            topic_cls,
+            {
+                "name": name,
+                "partitions": (
+                    authorization._filled(
+                        partition_cls,
+                        {"partition_index": 0, "committed_offset": 1, "committed_metadata": None},
+                        ErrorCode.none,
+                    ),
+                ),
+            },
+            ErrorCode.none,
+        )
+        for name in ("mine", "other")
+    )
+    request = authorization._filled(
+        request_cls, {"group_id": "g", "topics": topics}, ErrorCode.none
+    )
+    acls = _access(
+        (ResourceType.GROUP, "g", Operation.READ), (ResourceType.TOPIC, "mine", Operation.READ)
+    ).authorizer.acls
+    context = _fake_context(ApiKey.OFFSET_COMMIT, version)
+    access = authorization.Access(FakeAuthorizer(acls), "User:alice", "h", context)  # type: ignore[arg-type]
+    decision = authorization.RULES[ApiKey.OFFSET_COMMIT](access, request)
+    assert isinstance(decision, authorization.Filtered)
+    assert [t.name for t in decision.request.topics] == ["mine"]
+    response_cls = response_class(ApiKey.OFFSET_COMMIT, version)
+    merged = decision.merge(authorization._filled(response_cls, {}, ErrorCode.none))
+    assert adapter.encode(merged)
+    assert [(t.name, t.partitions[0].error_code) for t in merged.topics] == [
+        ("other", ErrorCode.topic_authorization_failed)
+    ]
