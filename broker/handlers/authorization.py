@@ -142,6 +142,38 @@ def _on_transactional_id(operation: Operation) -> Callable[[Access, Any], Decisi
     return rule
 
 
+def _add_partitions_to_txn(access: Access, request: Any) -> Decision:
+    """v0-v3 (producers): Write on the transactional id and on each topic; v4+ (brokers
+    verifying a transaction, KIP-890): ClusterAction."""
+    transactional_id = getattr(request, "v3_and_below_transactional_id", None)
+    if transactional_id is None:
+        return _on_cluster(Operation.CLUSTER_ACTION)(access, request)
+    if not access.allowed(Operation.WRITE, TRANSACTIONAL_ID, transactional_id):
+        return Refused(ErrorCode.transactional_id_authorization_failed)
+    topics = request.v3_and_below_topics
+    if all(access.allowed(Operation.WRITE, TOPIC, t.name) for t in topics):
+        return None
+    return Refused(ErrorCode.topic_authorization_failed)
+
+
+def _txn_offsets(with_topics: bool) -> Callable[[Access, Any], Decision]:
+    """AddOffsetsToTxn and TxnOffsetCommit: Write on the transactional id, Read on the group
+    (and, for TxnOffsetCommit, Read on its topics: all or nothing)."""
+
+    def rule(access: Access, request: Any) -> Decision:
+        refused = _on_transactional_id(Operation.WRITE)(access, request)
+        if refused is not None:
+            return refused
+        if not access.allowed(Operation.READ, GROUP, request.group_id):
+            return Refused(ErrorCode.group_authorization_failed)
+        topics = request.topics if with_topics else ()
+        if all(access.allowed(Operation.READ, TOPIC, t.name) for t in topics):
+            return None
+        return Refused(ErrorCode.topic_authorization_failed)
+
+    return rule
+
+
 def _init_producer_id(access: Access, request: Any) -> Decision:
     if request.transactional_id is not None:
         return _on_transactional_id(Operation.WRITE)(access, request)
@@ -512,10 +544,10 @@ RULES: dict[int, Callable[[Access, Any], Decision]] = {
     ApiKey.DELETE_RECORDS: _topics_by_name(Operation.DELETE, "topics", lambda t: t.name),
     ApiKey.CREATE_PARTITIONS: _topics_by_name(Operation.ALTER, "topics", lambda t: t.name),
     ApiKey.INIT_PRODUCER_ID: _init_producer_id,
-    ApiKey.ADD_PARTITIONS_TO_TXN: _on_transactional_id(Operation.WRITE),
-    ApiKey.ADD_OFFSETS_TO_TXN: _on_transactional_id(Operation.WRITE),
+    ApiKey.ADD_PARTITIONS_TO_TXN: _add_partitions_to_txn,
+    ApiKey.ADD_OFFSETS_TO_TXN: _txn_offsets(with_topics=False),
     ApiKey.END_TXN: _on_transactional_id(Operation.WRITE),
-    ApiKey.TXN_OFFSET_COMMIT: _on_transactional_id(Operation.WRITE),
+    ApiKey.TXN_OFFSET_COMMIT: _txn_offsets(with_topics=True),
     ApiKey.ALTER_CONFIGS: _config_resources(Operation.ALTER_CONFIGS, "responses"),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: _config_resources(Operation.ALTER_CONFIGS, "responses"),
     ApiKey.DESCRIBE_CONFIGS: _config_resources(Operation.DESCRIBE_CONFIGS, "results"),

@@ -341,3 +341,33 @@ def test_topic_configs_need_describe_configs_on_the_topic(
 
     wait_until(describe, PROPAGATION_S, f"alice describes the configs of {mine}")
     assert codes[other] == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_transactional_producer_needs_write_on_its_transactional_id(
+    cluster: ClusterHandle, alice: tuple[str, str]
+) -> None:
+    from confluent_kafka import KafkaError, KafkaException, Producer
+
+    topic = _new_topic(cluster)
+    transactional_id = f"tx-{uuid.uuid4().hex[:6]}"
+    _acls(cluster, "--add", "--allow-principal", f"User:{alice[0]}", "--operation", "Write",
+          "--topic", topic)  # fmt: skip
+    config = {**_config(cluster, alice), "transactional.id": transactional_id}
+    with pytest.raises(KafkaException) as refused:
+        Producer(config).init_transactions(TIMEOUT_S)
+    assert refused.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    _acls(cluster, "--add", "--allow-principal", f"User:{alice[0]}", "--operation", "Write",
+          "--transactional-id", transactional_id)  # fmt: skip
+
+    def committed() -> bool:
+        producer = Producer(config)
+        try:
+            producer.init_transactions(TIMEOUT_S)
+        except KafkaException:
+            return False  # a broker that has not read the new ACL yet
+        producer.begin_transaction()
+        producer.produce(topic, b"tx")
+        producer.commit_transaction(TIMEOUT_S)
+        return True
+
+    wait_until(committed, TIMEOUT_S, f"alice commits a transaction as {transactional_id}")

@@ -241,3 +241,79 @@ def test_offset_commit_answers_each_refused_topic(version: int) -> None:
     assert [(t.name, t.partitions[0].error_code) for t in merged.topics] == [
         ("other", ErrorCode.topic_authorization_failed)
     ]
+
+
+def _request(api_key: ApiKey, version: int, values: dict[str, Any]) -> Any:
+    return authorization._filled(request_class(api_key, version), values, ErrorCode.none)
+
+
+@pytest.mark.parametrize("version", range(0, 4))
+def test_add_partitions_to_txn_needs_write_on_the_id_and_the_topics(version: int) -> None:
+    topic_cls = adapter.nested_class(
+        request_class(ApiKey.ADD_PARTITIONS_TO_TXN, version), "v3_and_below_topics"
+    )
+    topics = (authorization._filled(topic_cls, {"name": "t", "partitions": (0,)}, ErrorCode.none),)
+    request = _request(
+        ApiKey.ADD_PARTITIONS_TO_TXN,
+        version,
+        {"v3_and_below_transactional_id": "tx", "v3_and_below_topics": topics},
+    )
+    rule = authorization.RULES[ApiKey.ADD_PARTITIONS_TO_TXN]
+    txn = (ResourceType.TRANSACTIONAL_ID, "tx", Operation.WRITE)
+    topic = (ResourceType.TOPIC, "t", Operation.WRITE)
+    assert rule(_access(txn), request) == authorization.Refused(
+        ErrorCode.topic_authorization_failed
+    )
+    assert rule(_access(topic), request) == authorization.Refused(
+        ErrorCode.transactional_id_authorization_failed
+    )
+    assert rule(_access(txn, topic), request) is None
+
+
+def test_add_partitions_to_txn_from_a_broker_needs_cluster_action() -> None:
+    request = _request(ApiKey.ADD_PARTITIONS_TO_TXN, 4, {"transactions": ()})
+    rule = authorization.RULES[ApiKey.ADD_PARTITIONS_TO_TXN]
+    refused = authorization.Refused(ErrorCode.cluster_authorization_failed)
+    assert rule(_access(), request) == refused
+    action = (ResourceType.CLUSTER, "kafka-cluster", Operation.CLUSTER_ACTION)
+    assert rule(_access(action), request) is None
+
+
+def test_txn_offset_commit_needs_the_id_the_group_and_the_topics() -> None:
+    topic_cls = adapter.nested_class(request_class(ApiKey.TXN_OFFSET_COMMIT, 3), "topics")
+    topics = (authorization._filled(topic_cls, {"name": "t", "partitions": ()}, ErrorCode.none),)
+    request = _request(
+        ApiKey.TXN_OFFSET_COMMIT, 3, {"transactional_id": "tx", "group_id": "g", "topics": topics}
+    )
+    rule = authorization.RULES[ApiKey.TXN_OFFSET_COMMIT]
+    txn = (ResourceType.TRANSACTIONAL_ID, "tx", Operation.WRITE)
+    group = (ResourceType.GROUP, "g", Operation.READ)
+    topic = (ResourceType.TOPIC, "t", Operation.READ)
+    assert rule(_access(txn), request) == authorization.Refused(
+        ErrorCode.group_authorization_failed
+    )
+    assert rule(_access(txn, group), request) == authorization.Refused(
+        ErrorCode.topic_authorization_failed
+    )
+    assert rule(_access(txn, group, topic), request) is None
+
+
+@pytest.mark.parametrize(
+    ("api_key", "version"),
+    [
+        (spec.api_key, version)
+        for spec in REGISTRY.all()
+        if spec.api_key in authorization.RULES
+        for version in range(spec.min_decodable_version, spec.max_version + 1)
+    ],
+)
+def test_every_rule_reads_every_version_of_its_request(api_key: ApiKey, version: int) -> None:
+    """A rule that names a field some version lacks would close every such connection."""
+    request = _request(api_key, version, {})
+    context = _fake_context(api_key, version)
+    context.server.metadata_cache = SimpleNamespace(topic_name=lambda _topic_id: None)
+    for acls in ([], [(ResourceType.CLUSTER, "kafka-cluster", Operation.ALL)]):
+        access = authorization.Access(
+            FakeAuthorizer(_access(*acls).authorizer.acls), "User:alice", "h", context
+        )
+        authorization.RULES[api_key](access, request)
