@@ -185,6 +185,19 @@ async def _alter(
         print(f"Completed updating default config for {entity_type} in the cluster.")
 
 
+def _alteration(
+    options: argparse.Namespace, name: str | None
+) -> tuple[str, dict[str, str], list[str]]:
+    """The entity, the configs to add and those to delete, as --alter names them."""
+    if name is None:
+        raise ToolError("An entity name must be specified with --alter")
+    added = parse_configs_to_add(options.add_config)
+    deleted = _configs_to_delete(options.delete_config)
+    if not added and not deleted:
+        raise ToolError("At least one of --add-config or --delete-config must be specified")
+    return name, added, deleted
+
+
 def _run_users(options: argparse.Namespace, name: str | None) -> int:
     if options.entity_default or name == "":
         raise ToolError(
@@ -192,12 +205,7 @@ def _run_users(options: argparse.Namespace, name: str | None) -> int:
             " Credentials using --bootstrap-server."
         )
     if options.alter:
-        if name is None:
-            raise ToolError("An entity name must be specified with --alter")
-        added = parse_configs_to_add(options.add_config)
-        deleted = _configs_to_delete(options.delete_config)
-        if not added and not deleted:
-            raise ToolError("At least one of --add-config or --delete-config must be specified")
+        name, added, deleted = _alteration(options, name)
         _scram_users.alter(options.bootstrap_server, options.command_config, name, added, deleted)
     else:
         _scram_users.describe(options.bootstrap_server, options.command_config, name)
@@ -210,12 +218,7 @@ async def _run(options: argparse.Namespace) -> int:
     try:
         await admin.load_cluster()
         if options.alter:
-            if name is None:
-                raise ToolError("An entity name must be specified with --alter")
-            added = parse_configs_to_add(options.add_config)
-            deleted = _configs_to_delete(options.delete_config)
-            if not added and not deleted:
-                raise ToolError("At least one of --add-config or --delete-config must be specified")
+            name, added, deleted = _alteration(options, name)
             await _alter(admin, entity_type, name, added, deleted)
         else:
             await _describe(admin, entity_type, name, options.all)

@@ -7,11 +7,11 @@ from typing import Any
 from broker.security.acl import (
     AclBinding,
     AclBindingFilter,
-    InvalidAclError,
     Operation,
     PatternType,
     Permission,
     ResourceType,
+    validate_filter,
 )
 from broker.security.authorizer import AclAuthorizer
 
@@ -37,14 +37,7 @@ def read_filter(item: Any) -> AclBindingFilter:
         operation=code_of(Operation, item.operation),
         permission=code_of(Permission, item.permission_type),
     )
-    for value in (
-        acl_filter.resource_type,
-        acl_filter.pattern_type,
-        acl_filter.operation,
-        acl_filter.permission,
-    ):
-        if value == 0:
-            raise InvalidAclError(f"Invalid filter: unknown {type(value).__name__}")
+    validate_filter(acl_filter)
     return acl_filter
 
 
