@@ -34,8 +34,16 @@ from kazoo.protocol.paths import _prefix_root
 from kazoo.retry import KazooRetry
 
 from zk import errors
-from zk.kazoo_extensions import MultiRead, PollingHandler, SetWatches
+from zk.kazoo_extensions import (
+    MultiRead,
+    PollingHandler,
+    SetWatches,
+    kazoo_acls,
+    sasl_options,
+    zk_acl,
+)
 from zk.loop_slice import LoopSlice
+from zk.zk_security import ZkAcl, ZkSaslCredentials, default_acls
 
 log = logging.getLogger(__name__)
 
@@ -159,6 +167,8 @@ _ERROR_MAP: tuple[tuple[type[BaseException], type[errors.ZkError]], ...] = (
     (kazoo_errors.ConnectionLoss, errors.ConnectionLossError),
     (kazoo_errors.OperationTimeoutError, errors.ConnectionLossError),
     (kazoo_errors.SessionExpiredError, errors.SessionExpiredError),  # incl. ConnectionClosedError
+    (kazoo_errors.NoAuthError, errors.NoAuthError),
+    (kazoo_errors.AuthFailedError, errors.AuthFailedError),
 )
 
 
@@ -193,12 +203,18 @@ class ZkClient:
         connect: str,
         session_timeout_ms: int = 18000,
         connection_timeout_ms: int | None = None,
+        sasl: ZkSaslCredentials | None = None,
+        secure_acls: bool = False,
     ) -> None:
+        """`secure_acls` is Kafka's zookeeper.set.acl: every znode this client creates gets
+        `zk.zk_security.default_acls(True, path)` (the creator being `sasl`)."""
         self.connect = connect
         self.hosts, self.chroot = split_chroot(connect)
         self.session_timeout_ms = session_timeout_ms
         # Kafka's zookeeper.connection.timeout.ms defaults to the session timeout.
         self.connection_timeout_ms = connection_timeout_ms or session_timeout_ms
+        self.sasl = sasl
+        self.secure_acls = secure_acls
         self._kazoo: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closing = False
@@ -263,11 +279,25 @@ class ZkClient:
             timeout=self.session_timeout_ms / 1000.0,
             connection_retry=retry,
             handler=PollingHandler(),
+            sasl_options=None if self.sasl is None else sasl_options(self.sasl),
         )
+
+    def _acls(self, path: str) -> list[Any]:
+        return kazoo_acls(default_acls(self.secure_acls, path))
 
     def _start_blocking(self, client: Any) -> None:
         try:
             client.start(timeout=self.connection_timeout_ms / 1000.0)
+            if self.sasl is not None:
+                # kazoo reports CONNECTED before its SASL exchange: a first answer shows
+                # whether ZooKeeper took the credentials.
+                client.exists("/")
+        except kazoo_errors.AuthFailedError as exc:
+            client.stop()
+            raise errors.AuthFailedError(
+                f"ZooKeeper {self.hosts} refused SASL (DIGEST-MD5) authentication as "
+                f"{self.sasl.username if self.sasl else '?'}"
+            ) from exc
         except kazoo_errors.KazooException as exc:
             raise errors.ConnectionLossError(
                 f"cannot connect to ZooKeeper {self.hosts}: {exc}"
@@ -298,7 +328,8 @@ class ZkClient:
             for name in chroot.strip("/").split("/"):
                 prefix += f"/{name}"
                 with contextlib.suppress(kazoo_errors.NodeExistsError):
-                    bootstrap.create(prefix, None)  # null data, as Kafka creates the chroot
+                    # Null data, as Kafka creates the chroot.
+                    bootstrap.create(prefix, None, acl=self._acls(prefix))
         finally:
             self._stop_blocking(bootstrap)
 
@@ -503,10 +534,19 @@ class ZkClient:
         return await self._create(path, data, ephemeral, sequence)
 
     async def _create(self, path: str, data: bytes | None, ephemeral: bool, sequence: bool) -> str:
+        acl = self._acls(path)
         create = functools.partial(
-            self._client().create_async, path, data, ephemeral=ephemeral, sequence=sequence
+            self._client().create_async, path, data, acl, ephemeral, sequence
         )
         return str(await self._bridge(create, path))
+
+    async def get_acls(self, path: str) -> tuple[list[ZkAcl], ZnodeStat] | None:
+        """The znode's ACL (zkCli's getAcl); None if it does not exist."""
+        try:
+            raw_acls, stat = await self._bridge(lambda: self._client().get_acls_async(path), path)
+        except errors.NoNodeError:
+            return None
+        return [zk_acl(raw) for raw in raw_acls], _stat(stat)
 
     async def set(self, path: str, data: bytes, version: int = -1) -> ZnodeStat:
         raw = await self._bridge(lambda: self._client().set_async(path, data, version), path)
@@ -550,7 +590,13 @@ class ZkClient:
             if isinstance(op, CheckOp):
                 transaction.check(op.path, op.version)
             elif isinstance(op, CreateOp):
-                transaction.create(op.path, op.data, ephemeral=op.ephemeral, sequence=op.sequence)
+                transaction.create(
+                    op.path,
+                    op.data,
+                    acl=self._acls(op.path),
+                    ephemeral=op.ephemeral,
+                    sequence=op.sequence,
+                )
             elif isinstance(op, SetDataOp):
                 transaction.set_data(op.path, op.data, op.version)
             else:

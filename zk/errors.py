@@ -40,6 +40,14 @@ class SessionExpiredError(ZkError):
     """The session is gone (expired or the client was closed); ephemerals are deleted."""
 
 
+class NoAuthError(ZkError):
+    """The znode's ACL does not let this session do that."""
+
+
+class AuthFailedError(ZkError):
+    """ZooKeeper refused the session's credentials (SASL); the client stops connecting."""
+
+
 # Domain errors raised by kafka_zk.py.
 
 

@@ -1,6 +1,7 @@
-"""What zk/client.py adds to kazoo: a cheaper `select` for its connection thread, and two
-ZooKeeper requests kazoo lacks (multiRead, setWatches). kazoo sends any object with `type`,
-`serialize()` and `deserialize()`."""
+"""What zk/client.py adds to kazoo: a cheaper `select` for its connection thread, two
+ZooKeeper requests kazoo lacks (multiRead, setWatches; kazoo sends any object with `type`,
+`serialize()` and `deserialize()`), and zk.zk_security's ACLs and credentials in kazoo's
+terms."""
 
 from __future__ import annotations
 
@@ -24,6 +25,27 @@ from kazoo.protocol.serialization import (
 from kazoo.protocol.serialization import (
     ZnodeStat as KazooStat,
 )
+from kazoo.security import ACL, Id
+
+from zk.zk_security import ZkAcl, ZkSaslCredentials
+
+
+def kazoo_acls(acls: Sequence[ZkAcl]) -> list[Any]:
+    return [ACL(acl.perms, Id(acl.scheme, acl.id)) for acl in acls]
+
+
+def zk_acl(raw: Any) -> ZkAcl:
+    return ZkAcl(int(raw.perms), str(raw.id.scheme), str(raw.id.id))
+
+
+def sasl_options(credentials: ZkSaslCredentials) -> dict[str, str]:
+    """kazoo's (pure-sasl's) options; a new dict each time, because kazoo adds to it."""
+    return {
+        "mechanism": "DIGEST-MD5",
+        "username": credentials.username,
+        "password": credentials.password,
+        "service": credentials.service_name,
+    }
 
 
 class PollingHandler(SequentialThreadingHandler):  # type: ignore[misc]
