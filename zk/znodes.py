@@ -20,12 +20,12 @@ class ZnodeDecodeError(ValueError):
     """The znode content is not what Kafka writes there."""
 
 
-def _dump(value: Any) -> bytes:
+def dump_json(value: Any) -> bytes:
     # Jackson writes UTF-8 without escaping non-ASCII characters.
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
-def _load_object(data: bytes | None, what: str) -> dict[str, Any]:
+def load_json_object(data: bytes | None, what: str) -> dict[str, Any]:
     if not data:
         raise ZnodeDecodeError(f"{what}: empty znode")
     try:
@@ -182,11 +182,11 @@ class ClusterIdZNode:
 
     @staticmethod
     def encode(cluster_id: str) -> bytes:
-        return _dump({"version": "1", "id": cluster_id})
+        return dump_json({"version": "1", "id": cluster_id})
 
     @staticmethod
     def decode(data: bytes) -> str:
-        obj = _load_object(data, "/cluster/id")
+        obj = load_json_object(data, "/cluster/id")
         cluster_id = obj.get("id")
         if not isinstance(cluster_id, str):
             raise ZnodeDecodeError(f"/cluster/id: no id in {data!r}")
@@ -205,7 +205,7 @@ class ControllerZNode:
     def encode(broker_id: int, timestamp_ms: int) -> bytes:
         # Version 2 (Kafka 3.4+, KIP-866) adds the KRaft controller epoch; a ZooKeeper-mode
         # controller writes -1. Older readers only look at "brokerid".
-        return _dump(
+        return dump_json(
             {
                 "version": 2,
                 "brokerid": broker_id,
@@ -220,7 +220,7 @@ class ControllerZNode:
         text = data.decode("utf-8", "replace").strip() if data else ""
         if text.lstrip("-").isdigit():
             return int(text)
-        return _int(_load_object(data, "/controller"), "brokerid", "/controller")
+        return _int(load_json_object(data, "/controller"), "brokerid", "/controller")
 
 
 class ControllerEpochZNode:
@@ -280,12 +280,12 @@ class BrokerIdZNode:
                 name: dict(versions) for name, versions in registration.features.items()
             }
         order = scala_mutable_hash_map_order(values, initial_entries=len(cls._BASE_KEYS))
-        return _dump(_ordered(values, order))
+        return dump_json(_ordered(values, order))
 
     @staticmethod
     def decode(broker_id: int, data: bytes) -> BrokerRegistration:
         what = f"/brokers/ids/{broker_id}"
-        obj = _load_object(data, what)
+        obj = load_json_object(data, what)
         version = _int(obj, "version", what)
         host = obj.get("host")
         port = _optional_int(obj, "port", -1, what)
@@ -373,7 +373,7 @@ class TopicZNode:
         if assignment.topic_id is not None:
             values["topic_id"] = assignment.topic_id
         order = scala_mutable_hash_map_order(values, initial_entries=len(cls._BASE_KEYS))
-        return _dump(_ordered(values, order))
+        return dump_json(_ordered(values, order))
 
     @staticmethod
     def _decode_replica_map(value: Any, what: str) -> dict[int, list[int]]:
@@ -389,7 +389,7 @@ class TopicZNode:
     @classmethod
     def decode(cls, topic: str, data: bytes) -> TopicAssignment:
         what = cls.path(topic)
-        obj = _load_object(data, what)
+        obj = load_json_object(data, what)
         topic_id = obj.get("topic_id")
         return TopicAssignment(
             topic_id=topic_id if isinstance(topic_id, str) else None,
@@ -429,11 +429,11 @@ class TopicPartitionStateZNode:
             "controller_epoch": state.controller_epoch,
             "isr": list(state.isr),
         }
-        return _dump(_ordered(values, cls._ORDER))
+        return dump_json(_ordered(values, cls._ORDER))
 
     @staticmethod
     def decode(data: bytes, what: str = "partition state") -> PartitionState:
-        obj = _load_object(data, what)
+        obj = load_json_object(data, what)
         return PartitionState(
             leader=_int(obj, "leader", what),
             leader_epoch=_int(obj, "leader_epoch", what),
@@ -453,14 +453,14 @@ class ConfigEntityZNode:
     def encode(config: Mapping[str, str]) -> bytes:
         values = {str(key): str(value) for key, value in config.items()}
         ordered = _ordered(values, java_properties_order(values))
-        return _dump({"version": 1, "config": ordered})
+        return dump_json({"version": 1, "config": ordered})
 
     @staticmethod
     def decode(data: bytes | None) -> dict[str, str]:
         # Kafka treats a missing or empty config znode as "no overrides".
         if not data:
             return {}
-        obj = _load_object(data, "config")
+        obj = load_json_object(data, "config")
         config = obj.get("config")
         if not isinstance(config, dict):
             return {}
@@ -482,11 +482,11 @@ class ConfigEntityChangeNotificationSequenceZNode:
 
     @staticmethod
     def encode(entity_path: str) -> bytes:
-        return _dump({"version": 2, "entity_path": entity_path})
+        return dump_json({"version": 2, "entity_path": entity_path})
 
     @staticmethod
     def decode(data: bytes) -> str:
-        obj = _load_object(data, "config change")
+        obj = load_json_object(data, "config change")
         entity_path = obj.get("entity_path")
         if isinstance(entity_path, str):
             return entity_path
@@ -510,7 +510,7 @@ class DeleteTopicsTopicZNode:
 
 
 def _encode_partition_list(partitions: Iterable[tuple[str, int]]) -> bytes:
-    return _dump(
+    return dump_json(
         {
             "version": 1,
             "partitions": [
@@ -521,7 +521,7 @@ def _encode_partition_list(partitions: Iterable[tuple[str, int]]) -> bytes:
 
 
 def _decode_partition_list(data: bytes, what: str) -> list[tuple[str, int]]:
-    obj = _load_object(data, what)
+    obj = load_json_object(data, what)
     items = obj.get("partitions")
     if not isinstance(items, list):
         raise ZnodeDecodeError(f"{what}: no partitions list")
@@ -576,7 +576,7 @@ class ReassignPartitionsZNode:
 
     @staticmethod
     def encode(reassignment: Mapping[tuple[str, int], Sequence[int]]) -> bytes:
-        return _dump(
+        return dump_json(
             {
                 "version": 1,
                 "partitions": [
@@ -589,7 +589,7 @@ class ReassignPartitionsZNode:
     @staticmethod
     def decode(data: bytes) -> dict[tuple[str, int], list[int]]:
         what = "/admin/reassign_partitions"
-        obj = _load_object(data, what)
+        obj = load_json_object(data, what)
         items = obj.get("partitions")
         if not isinstance(items, list):
             raise ZnodeDecodeError(f"{what}: no partitions list")
@@ -609,7 +609,7 @@ class ProducerIdBlockZNode:
 
     @staticmethod
     def encode(broker_id: int, block_start: int, block_end: int) -> bytes:
-        return _dump(
+        return dump_json(
             {
                 "version": 1,
                 "broker": broker_id,
@@ -622,7 +622,7 @@ class ProducerIdBlockZNode:
     def decode(data: bytes) -> tuple[int, int, int]:
         """(broker_id, block_start, block_end)"""
         what = "/latest_producer_id_block"
-        obj = _load_object(data, what)
+        obj = load_json_object(data, what)
         return (
             _int(obj, "broker", what),
             _int(obj, "block_start", what),
@@ -652,13 +652,13 @@ class FeatureZNode:
             "status": status,
             "features": {name: {"max_version_level": level} for name, level in features.items()},
         }
-        return _dump(_ordered(values, cls._ORDER))
+        return dump_json(_ordered(values, cls._ORDER))
 
     @staticmethod
     def decode(data: bytes) -> tuple[int, int, dict[str, int]]:
         """(version, status, {feature: max version level}); version 1 also carried a min."""
         what = "/feature"
-        obj = _load_object(data, what)
+        obj = load_json_object(data, what)
         raw_features = obj.get("features") or {}
         if not isinstance(raw_features, dict):
             raise ZnodeDecodeError(f"{what}: features is not an object: {data!r}")
@@ -689,12 +689,12 @@ class LogDirEventNotificationSequenceZNode:
 
     @classmethod
     def encode(cls, broker_id: int) -> bytes:
-        return _dump({"version": 1, "broker": broker_id, "event": cls.LOG_DIR_FAILURE_EVENT})
+        return dump_json({"version": 1, "broker": broker_id, "event": cls.LOG_DIR_FAILURE_EVENT})
 
     @staticmethod
     def decode(data: bytes) -> int:
         """The broker the notice is about."""
-        return _int(_load_object(data, "log dir event notification"), "broker", "log dir event")
+        return _int(load_json_object(data, "log dir event notification"), "broker", "log dir event")
 
 
 class OfflineReplicasZNode:
@@ -741,112 +741,3 @@ PERSISTENT_PATHS: tuple[str, ...] = (
     LogDirEventNotificationZNode.path(),
     *(f"/config/{entity_type}" for entity_type in CONFIG_ENTITY_TYPES),
 )
-
-
-# --------------------------------------------------------------------------- ACLs
-
-
-@dataclass(frozen=True)
-class AclEntryJson:
-    """One entry of an ACL znode, as Kafka's AclEntry writes it (names, not codes)."""
-
-    principal: str
-    permission_type: str  # "Allow" / "Deny"
-    operation: str  # "Read", "Write", "ClusterAction" ...
-    host: str
-
-
-class AclZNode:
-    """The ACLs of one resource pattern: literal ones in /kafka-acl/<ResourceType>/<name>,
-    prefixed ones in /kafka-acl-extended/prefixed/<ResourceType>/<name> (Kafka's ZkAclStore)."""
-
-    LITERAL_ROOT = "/kafka-acl"
-    PREFIXED_ROOT = "/kafka-acl-extended/prefixed"
-
-    @classmethod
-    def root(cls, prefixed: bool) -> str:
-        return cls.PREFIXED_ROOT if prefixed else cls.LITERAL_ROOT
-
-    @classmethod
-    def path(cls, prefixed: bool, resource_type: str, name: str) -> str:
-        return f"{cls.root(prefixed)}/{resource_type}/{name}"
-
-    @staticmethod
-    def encode(entries: Iterable[AclEntryJson]) -> bytes:
-        return _dump(
-            {
-                "version": 1,
-                "acls": [
-                    {
-                        "principal": e.principal,
-                        "permissionType": e.permission_type,
-                        "operation": e.operation,
-                        "host": e.host,
-                    }
-                    for e in entries
-                ],
-            }
-        )
-
-    @staticmethod
-    def decode(data: bytes | None) -> list[AclEntryJson]:
-        if not data:
-            return []  # Kafka reads an empty znode as no ACLs
-        obj = _load_object(data, "acls")
-        acls = obj.get("acls")
-        if not isinstance(acls, list):
-            raise ZnodeDecodeError(f"acls: no list of ACLs in {data!r}")
-        entries = []
-        for item in acls:
-            fields_ = (
-                item.get(key) if isinstance(item, dict) else None
-                for key in ("principal", "permissionType", "operation", "host")
-            )
-            principal, permission, operation, host = fields_
-            if not all(isinstance(v, str) for v in (principal, permission, operation, host)):
-                raise ZnodeDecodeError(f"acls: malformed entry {item!r}")
-            entries.append(AclEntryJson(str(principal), str(permission), str(operation), str(host)))
-        return entries
-
-
-class AclChangeNotificationZNode:
-    """`/kafka-acl-changes/acl_changes_<seq>` announces a literal pattern's change as
-    "<ResourceType>:<name>"; `/kafka-acl-extended-changes/acl_changes_<seq>` a prefixed one as
-    {"version":1,"resourceType":"Topic","name":"n","patternType":"PREFIXED"}."""
-
-    LITERAL_PATH = "/kafka-acl-changes"
-    EXTENDED_PATH = "/kafka-acl-extended-changes"
-    SEQUENCE_PREFIX = "acl_changes_"
-
-    @classmethod
-    def path(cls, prefixed: bool) -> str:
-        return cls.EXTENDED_PATH if prefixed else cls.LITERAL_PATH
-
-    @classmethod
-    def create_path(cls, prefixed: bool) -> str:
-        return f"{cls.path(prefixed)}/{cls.SEQUENCE_PREFIX}"
-
-    @staticmethod
-    def encode(prefixed: bool, resource_type: str, name: str) -> bytes:
-        if not prefixed:
-            return f"{resource_type}:{name}".encode()
-        return _dump(
-            {"version": 1, "resourceType": resource_type, "name": name, "patternType": "PREFIXED"}
-        )
-
-    @staticmethod
-    def decode(prefixed: bool, data: bytes | None) -> tuple[str, str, str]:
-        """(resource type name, resource name, pattern type name)."""
-        if not data:
-            raise ZnodeDecodeError("acl change: empty znode")
-        if not prefixed:
-            text = data.decode("utf-8", errors="replace")
-            resource_type, separator, name = text.partition(":")
-            if not separator:
-                raise ZnodeDecodeError(f"acl change: no resource in {text!r}")
-            return resource_type, name, "LITERAL"
-        obj = _load_object(data, "acl change")
-        values = (obj.get("resourceType"), obj.get("name"), obj.get("patternType"))
-        if not all(isinstance(v, str) for v in values):
-            raise ZnodeDecodeError(f"acl change: malformed {data!r}")
-        return str(values[0]), str(values[1]), str(values[2])

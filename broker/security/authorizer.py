@@ -37,9 +37,10 @@ from broker.security.acl import (
     authorize,
 )
 from broker.security.acl import PERMISSION_NAMES as _PERMISSION_NAMES
+from zk.acl_znodes import AclChangeNotificationZNode, AclEntryJson, AclZNode
 from zk.client import ZkClient
 from zk.errors import BadVersionError, NodeExistsError, NoNodeError, ZkError
-from zk.znodes import AclChangeNotificationZNode, AclEntryJson, AclZNode, ZnodeDecodeError
+from zk.znodes import ZnodeDecodeError
 
 log = logging.getLogger(__name__)
 MAX_WRITE_ATTEMPTS = 50  # conditional-update retries against concurrent writers

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from zk.znodes import AclChangeNotificationZNode, AclEntryJson, AclZNode, ZnodeDecodeError
+from zk.acl_znodes import AclChangeNotificationZNode, AclEntryJson, AclZNode
+from zk.znodes import ZnodeDecodeError
 
 
 def test_literal_and_prefixed_acl_paths() -> None:
