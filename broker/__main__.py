@@ -16,6 +16,7 @@ from pathlib import Path
 from broker.config import ConfigError, KafkaConfig, load_config
 from broker.gc_policy import GcPolicy
 from broker.log.meta_properties import MetaPropertiesError
+from broker.security.zk_client_security import ZkClientSecurityError
 from broker.server import KafkaServer
 from controller.state_change_log import LOGGER_NAME as STATE_CHANGE_LOGGER
 from zk.errors import BrokerIdInUseError, ZkError
@@ -107,6 +108,9 @@ def _main(args: argparse.Namespace) -> int:
 async def _run(config: KafkaConfig) -> int:
     try:
         server = KafkaServer(config)
+    except ZkClientSecurityError as error:  # Kafka fails the same way in startup()
+        log.error("Fatal error during KafkaServer startup. Prepare to shutdown: %s", error)
+        return 1
     except ValueError as error:  # a config value only a part can judge (log.cleaner.*)
         log.error("invalid configuration: %s", error)
         return 2

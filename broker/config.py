@@ -135,6 +135,8 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("zookeeper.connect", _str, None),
     ConfigDef("zookeeper.session.timeout.ms", _int, 18000),
     ConfigDef("zookeeper.connection.timeout.ms", _optional_int, None),
+    # Creator-only ACLs on the znodes this broker creates (broker.security.zk_client_security).
+    ConfigDef("zookeeper.set.acl", _bool, False),
     ConfigDef("num.partitions", _int, 1),
     ConfigDef("default.replication.factor", _int, 1),
     ConfigDef("auto.create.topics.enable", _bool, True),

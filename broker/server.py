@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
 import ssl
 import time
 from collections.abc import Awaitable, Callable
@@ -44,6 +45,7 @@ from broker.security import sasl_config
 from broker.security.acl import AuthorizerSettings
 from broker.security.authorizer import AclAuthorizer, parse_super_users
 from broker.security.credentials import ScramCredentials
+from broker.security.zk_client_security import zk_client_security
 from broker.topic_config import TopicConfigs
 from broker.topic_defaults import default_log_config
 from controller.config import ControllerConfig
@@ -79,10 +81,13 @@ class KafkaServer:
         self.metrics = BrokerCounters()
         self.metrics_endpoint: MetricsEndpoint | None = None
         self.registry = timed_registry(build_registry(), self.metrics)
+        zk_sasl, zk_secure_acls = zk_client_security(config["zookeeper.set.acl"], os.environ)
         self.zk_client = ZkClient(
             config["zookeeper.connect"],
             session_timeout_ms=config["zookeeper.session.timeout.ms"],
             connection_timeout_ms=config.zookeeper_connection_timeout_ms,
+            sasl=zk_sasl,
+            secure_acls=zk_secure_acls,
         )
         self.kafka_zk = KafkaZk(self.zk_client)
         self.scram_credentials = ScramCredentials(self.kafka_zk)

@@ -45,6 +45,34 @@ def parse_jaas_config(text: str) -> list[LoginModule]:
     return modules
 
 
+def parse_jaas_file(text: str) -> dict[str, list[LoginModule]]:
+    """The sections of a JAAS file (`java.security.auth.login.config`), by name:
+    `<name> { <login module>; ... };` each, as Java's ConfigFile reads them."""
+    tokens = _tokenize(text)
+    sections: dict[str, list[LoginModule]] = {}
+    position = 0
+    while position < len(tokens):
+        name, quoted = tokens[position]
+        if quoted or name in _SYMBOLS:
+            raise JaasConfigError(f"expected a JAAS section name, found {name!r}")
+        if tokens[position + 1 : position + 2] != [("{", False)]:
+            raise JaasConfigError(f"JAAS section {name}: expected '{{' after its name")
+        if name in sections:
+            raise JaasConfigError(f"JAAS section {name} appears twice")
+        position += 2
+        modules: list[LoginModule] = []
+        while tokens[position : position + 1] != [("}", False)]:
+            if position >= len(tokens):
+                raise JaasConfigError(f"JAAS section {name} has no closing '}}'")
+            module, position = _parse_module(tokens, position)
+            modules.append(module)
+        if tokens[position + 1 : position + 2] != [(";", False)]:
+            raise JaasConfigError(f"JAAS section {name}: expected ';' after its '}}'")
+        sections[name] = modules
+        position += 2
+    return sections
+
+
 def _parse_module(tokens: list[tuple[str, bool]], position: int) -> tuple[LoginModule, int]:
     def take(what: str) -> tuple[str, bool]:
         nonlocal position
