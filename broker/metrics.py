@@ -21,6 +21,19 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.samples import Sample
 
+from broker.metrics_sources import (
+    CoordinatorCounts,
+    FetcherLag,
+    LoopIdle,
+    LoopIdleMeter,
+    coordinator_counts,
+    coordinator_metrics,
+    fetcher_lag_metrics,
+    fetcher_lags,
+    loop_metrics,
+    request_queue_size,
+    zookeeper_metrics,
+)
 from broker.protocol.registry import ApiSpec, Registry
 from controller.stats import Timer
 
@@ -59,6 +72,11 @@ class BrokerCounters:
     requests: dict[tuple[str, int], int] = field(default_factory=dict)
     request_times: dict[str, Timer] = field(default_factory=dict)
     zookeeper_expires: int = 0
+    zookeeper_disconnects: int = 0
+    zookeeper_sync_connects: int = 0
+    # Requests inside a handler, and acks=all produces among them waiting for replication.
+    requests_in_flight: int = 0
+    delayed_produces: int = 0
 
     def produced(self, topic: str, records: int, size_bytes: int) -> None:
         counters = self._topic(topic)
@@ -99,9 +117,11 @@ def _timed(spec: ApiSpec, counters: BrokerCounters) -> Callable[..., Awaitable[A
 
     async def timed(context: RequestContext, request: Any) -> Any:
         started = time.perf_counter()
+        counters.requests_in_flight += 1
         try:
             return await handler(context, request)
         finally:
+            counters.requests_in_flight -= 1
             elapsed_ms = (time.perf_counter() - started) * 1000
             counters.request_done(name, context.api_version, elapsed_ms)
 
@@ -133,15 +153,22 @@ class Snapshot:
     zookeeper_connected: bool
     isr_shrinks: int
     isr_expands: int
+    fetcher_lags: list[FetcherLag] = field(default_factory=list)
+    coordinators: CoordinatorCounts = field(default_factory=CoordinatorCounts)
+    request_queue_size: int = 0
+    # None where no meter runs (a snapshot taken without the endpoint).
+    loop_idle: LoopIdle | None = None
 
 
-def take_snapshot(server: KafkaServer) -> Snapshot:
+def take_snapshot(server: KafkaServer, loop_idle: LoopIdle | None = None) -> Snapshot:
     counters = server.metrics
     copied = BrokerCounters(
         topics={t: replace(c) for t, c in counters.topics.items()},
         requests=dict(counters.requests),
         request_times={n: _copy(t) for n, t in counters.request_times.items()},
         zookeeper_expires=counters.zookeeper_expires,
+        zookeeper_disconnects=counters.zookeeper_disconnects,
+        zookeeper_sync_connects=counters.zookeeper_sync_connects,
     )
     isr_writer = server.replica_manager.isr_writer
     partitions = [
@@ -180,6 +207,10 @@ def take_snapshot(server: KafkaServer) -> Snapshot:
         server.zk_client.connected,
         isr_writer.shrinks if isr_writer is not None else 0,
         isr_writer.expands if isr_writer is not None else 0,
+        fetcher_lags(server),
+        coordinator_counts(server),
+        request_queue_size(server),
+        loop_idle,
     )
 
 
@@ -198,15 +229,15 @@ class _SnapshotCollector:
         yield from _replica_metrics(snapshot)
         yield from _log_metrics(snapshot.partitions)
         yield from _controller_metrics(snapshot)
-        yield _counter(
-            "kafka_server_sessionexpirelistener_zookeeperexpires",
-            "ZooKeeper sessions this broker lost",
-            snapshot.counters.zookeeper_expires,
-        )
-        yield _gauge(
-            "kafka_server_sessionexpirelistener_sessionstate_connected",
-            "1 while the ZooKeeper session is connected",
-            1 if snapshot.zookeeper_connected else 0,
+        yield from fetcher_lag_metrics(snapshot.fetcher_lags)
+        yield from coordinator_metrics(snapshot.coordinators)
+        yield from loop_metrics(snapshot.loop_idle, snapshot.request_queue_size)
+        counters = snapshot.counters
+        yield from zookeeper_metrics(
+            counters.zookeeper_expires,
+            counters.zookeeper_disconnects,
+            counters.zookeeper_sync_connects,
+            snapshot.zookeeper_connected,
         )
 
 
@@ -374,14 +405,17 @@ class MetricsEndpoint:
         self._host = host
         self._port = port
         self._asyncio_server: asyncio.Server | None = None
+        self._loop_idle = LoopIdleMeter()
 
     async def start(self) -> None:
+        self._loop_idle.start()
         self._asyncio_server = await asyncio.start_server(
             self._serve, self._host or None, self._port, reuse_address=True
         )
         log.info("serving Prometheus metrics on http://%s:%d/metrics", self._host, self._port)
 
     async def stop(self) -> None:
+        self._loop_idle.stop()
         if self._asyncio_server is not None:
             self._asyncio_server.close()
 
@@ -395,7 +429,7 @@ class MetricsEndpoint:
             if len(parts) < 2 or parts[0] != b"GET" or parts[1].split(b"?")[0] != b"/metrics":
                 writer.write(b"HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\n\r\n")
                 return
-            snapshot = take_snapshot(self._server)
+            snapshot = take_snapshot(self._server, self._loop_idle.reading())
             body = await asyncio.to_thread(render, snapshot)
             header = (
                 f"HTTP/1.0 200 OK\r\nContent-Type: {CONTENT_TYPE}\r\n"

@@ -216,6 +216,7 @@ class KafkaServer:
             await listener.start()
         await self._start_metrics_endpoint()
         await self._register()
+        self.metrics.zookeeper_sync_connects += 1  # the first connection, made before the hook
         self.zk_client.on_session_event(self._on_session_event)
         await self.controller.start()
         self.log_dir_mover.start()
@@ -325,6 +326,10 @@ class KafkaServer:
             await self.metrics_endpoint.start()
 
     def _on_session_event(self, state: str) -> None:
+        if state == "SUSPENDED":
+            self.metrics.zookeeper_disconnects += 1
+        elif state == "CONNECTED":
+            self.metrics.zookeeper_sync_connects += 1
         if state == "LOST":
             self.metrics.zookeeper_expires += 1
             log.warning("ZooKeeper session expired; will re-register on the new session")

@@ -242,6 +242,7 @@ async def _wait_for_replication(
     the results with each partition's outcome of that wait."""
     replica_manager = context.server.replica_manager
     timeout_s = max(adapter.millis(request.timeout), 0) / 1000
+    metrics = context.server.metrics
 
     async def settle(topic: str, result: PartitionProduceResult) -> PartitionProduceResult:
         if result.error_code != ErrorCode.none or result.next_offset is None:
@@ -252,12 +253,16 @@ async def _wait_for_replication(
         )
         return result if error == ErrorCode.none else result.failed(error)
 
-    settled = await asyncio.gather(
-        *(
-            asyncio.gather(*(settle(topic, result) for result in partitions))
-            for topic, partitions in results
+    metrics.delayed_produces += 1  # parked, as in Kafka's produce purgatory
+    try:
+        settled = await asyncio.gather(
+            *(
+                asyncio.gather(*(settle(topic, result) for result in partitions))
+                for topic, partitions in results
+            )
         )
-    )
+    finally:
+        metrics.delayed_produces -= 1
     return [
         (topic, list(partitions)) for (topic, _), partitions in zip(results, settled, strict=True)
     ]

@@ -16,7 +16,7 @@ import contextlib
 import logging
 import ssl
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -85,6 +85,9 @@ class FetchState:
     fetch_offset: int = UNDEFINED_OFFSET
     truncating: bool = True
     delayed_until_s: float = 0.0
+    # Kafka's FetcherLagMetrics ConsumerLag: the leader's high watermark less our next fetch
+    # offset, as of the last answer (None before the first).
+    lag: int | None = None
 
 
 def fetcher_id(key: TopicPartition, num_fetchers: int) -> int:
@@ -376,6 +379,7 @@ class ReplicaFetcher:
             self._delay(key, state)
             return
         state.fetch_offset = partition.log.log_end_offset
+        state.lag = max(0, int(data.high_watermark) - state.fetch_offset)
 
     def _on_out_of_range(self, partition: Partition, state: FetchState, data: Any) -> None:
         leader_start = int(data.log_start_offset)
@@ -463,6 +467,14 @@ class ReplicaFetcherManager:
 
     def fetching(self, key: TopicPartition) -> bool:
         return key in self._fetcher_of
+
+    def lags(self) -> Iterator[tuple[str, TopicPartition, int]]:
+        """(fetcher name as Kafka's clientId, partition, lag) for every partition with a lag."""
+        for (leader_id, fetcher_index), fetcher in self._fetchers.items():
+            client_id = f"ReplicaFetcherThread-{fetcher_index}-{leader_id}"
+            for key, state in fetcher.partitions.items():
+                if state.lag is not None:
+                    yield client_id, key, state.lag
 
     async def shutdown(self) -> None:
         fetchers = list(self._fetchers.values())

@@ -102,6 +102,8 @@ class ReplicaManager:
         # Wired by the server once the event loop runs; absent in unit tests of one broker.
         self.fetchers: ReplicaFetcherManager | None = None
         self.isr_writer: IsrWriter | None = None
+        # Fetches parked in `wait_for_fetch` (for the request queue size metric).
+        self.delayed_fetches = 0
         # Told when this broker starts (True) or stops (False) leading a partition: the
         # group coordinator loads and unloads its offsets partitions this way.
         self.leadership_listeners: list[Callable[[Partition, bool], None]] = []
@@ -549,12 +551,16 @@ class ReplicaManager:
             return
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
-        while True:
-            remaining_s = deadline - loop.time()
-            if remaining_s <= 0 or not await self._wait_for_change(delayed, remaining_s):
-                return
-            if await delayed.try_complete(self.get_by_key):
-                return
+        self.delayed_fetches += 1
+        try:
+            while True:
+                remaining_s = deadline - loop.time()
+                if remaining_s <= 0 or not await self._wait_for_change(delayed, remaining_s):
+                    return
+                if await delayed.try_complete(self.get_by_key):
+                    return
+        finally:
+            self.delayed_fetches -= 1
 
     def get_by_key(self, key: tuple[str, int]) -> Partition | None:
         return self._partitions.get(key)

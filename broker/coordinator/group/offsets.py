@@ -303,6 +303,15 @@ class OffsetStore:
             for group, committed in state.offsets.items()
         }
 
+    def offset_count(self) -> int:
+        """Committed offsets of every loaded group (Kafka's NumOffsets)."""
+        return sum(
+            len(committed)
+            for state in self._partitions.values()
+            if state.loaded
+            for committed in state.offsets.values()
+        )
+
     def has_offsets(self, group_id: str) -> bool:
         state = self._partitions.get(self.partition_of(group_id))
         return state is not None and bool(state.offsets.get(group_id))

@@ -280,6 +280,12 @@ class TransactionCoordinator:
             return ErrorCode.transactional_id_not_found, None
         return ErrorCode.none, metadata
 
+    def load_summary(self) -> tuple[int, int, int]:
+        """(partitions loaded, partitions loading, transactional ids loaded), for metrics."""
+        loaded = [state for state in self._partitions.values() if state.loaded]
+        ids = sum(len(state.transactions) for state in loaded)
+        return len(loaded), len(self._partitions) - len(loaded), ids
+
     def list_transactions(self) -> tuple[ErrorCode, list[TxnMetadata]]:
         """Every transactional id loaded here; COORDINATOR_LOAD_IN_PROGRESS with those
         loaded so far while a partition is still loading."""

@@ -67,6 +67,12 @@ class TxnMarkerSender:
     def __init__(self, server: KafkaServer) -> None:
         self._server = server
         self._connections: dict[int, _Connections] = {}
+        # The sends (one per transaction) with a partition whose leader is not live: Kafka's
+        # marker channel queues those for the "unknown destination".
+        self._awaiting_leader: set[object] = set()
+
+    def transactions_awaiting_leader(self) -> int:
+        return len(self._awaiting_leader)
 
     async def close(self) -> None:
         connections, self._connections = self._connections, {}
@@ -82,16 +88,30 @@ class TxnMarkerSender:
     ) -> bool:
         """True once every partition has the marker (or was dropped); False if sending
         stopped (no longer the coordinator, or the transaction was ended by a newer one)."""
-        pending = set(partitions)
+        token = object()
+        try:
+            return await self._send(end, set(partitions), still_coordinator, token)
+        finally:
+            self._awaiting_leader.discard(token)
+
+    async def _send(
+        self,
+        end: TxnEnd,
+        pending: set[TopicPartition],
+        still_coordinator: Callable[[], bool],
+        token: object,
+    ) -> bool:
         backoff_s = RETRY_BACKOFF_S
         while pending:
             if not still_coordinator():
                 return False
+            by_leader = self._by_leader(pending)
+            if sum(map(len, by_leader.values())) < len(pending):
+                self._awaiting_leader.add(token)
+            else:
+                self._awaiting_leader.discard(token)
             outcomes = await asyncio.gather(
-                *(
-                    self._send_to(leader, end, tps)
-                    for leader, tps in self._by_leader(pending).items()
-                )
+                *(self._send_to(leader, end, tps) for leader, tps in by_leader.items())
             )
             errors = {tp: error for outcome in outcomes for tp, error in outcome.items()}
             if any(error in _ENDED_ELSEWHERE for error in errors.values()):

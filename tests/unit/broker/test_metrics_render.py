@@ -3,9 +3,14 @@ those the JMX exporter's example Kafka rules give Kafka's MBeans."""
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections import Counter
+
 from prometheus_client.parser import text_string_to_metric_families
 
 from broker.metrics import BrokerCounters, PartitionSample, Snapshot, render, timed_registry
+from broker.metrics_sources import CoordinatorCounts, FetcherLag, LoopIdle, LoopIdleMeter
 from controller.stats import ControllerStats
 
 
@@ -19,6 +24,9 @@ def _snapshot() -> Snapshot:
     counters.request_done("Produce", 9, 2.0)
     counters.request_done("Produce", 9, 4.0)
     counters.request_done("Fetch", 12, 500.0)
+    counters.zookeeper_expires = 1
+    counters.zookeeper_disconnects = 2
+    counters.zookeeper_sync_connects = 3
     stats = ControllerStats()
     stats.record_event("BrokerChange", 42.0)
     stats.record_event("Reconcile", 1.0)  # not a timed controller state
@@ -27,7 +35,33 @@ def _snapshot() -> Snapshot:
         PartitionSample("orders", 1, False, False, 0, 0),
         PartitionSample("audit", 0, True, False, 1, 100),
     ]
-    return Snapshot(counters, partitions, True, 3, 1, 1, stats.timers, 0, True, 2, 1)
+    lags = [FetcherLag("ReplicaFetcherThread-0-2", "orders", 1, 7)]
+    coordinators = CoordinatorCounts(
+        groups_by_state=Counter({"Stable": 2, "Empty": 1}),
+        offsets=9,
+        txn_partitions_loaded=2,
+        txn_partitions_loading=1,
+        transactional_ids=4,
+        markers_awaiting_leader=1,
+    )
+    idle = LoopIdle(recent_ratio=0.25, idle_ns=5_000_000_000, mean_ratio=0.5)
+    return Snapshot(
+        counters,
+        partitions,
+        True,
+        3,
+        1,
+        1,
+        stats.timers,
+        0,
+        True,
+        2,
+        1,
+        lags,
+        coordinators,
+        4,
+        idle,
+    )
 
 
 def _samples() -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -89,3 +123,67 @@ def test_every_api_is_timed_under_its_name() -> None:
         spec.handler is not original.handler
         for spec, original in zip(timed.all(), registry.all(), strict=True)
     )
+
+
+def test_fetcher_lag_with_the_exporters_labels() -> None:
+    samples = _samples()
+    labels = (("clientId", "ReplicaFetcherThread-0-2"), ("partition", "1"), ("topic", "orders"))
+    assert samples[("kafka_server_fetcherlagmetrics_consumerlag", labels)] == 7
+
+
+def test_group_and_transaction_coordinator_counts() -> None:
+    samples = _samples()
+    group = "kafka_coordinator_group_groupmetadatamanager_"
+    assert samples[(group + "numgroups", ())] == 3
+    assert samples[(group + "numgroupsstable", ())] == 2
+    assert samples[(group + "numgroupsempty", ())] == 1
+    assert samples[(group + "numgroupspreparingrebalance", ())] == 0
+    assert samples[(group + "numoffsets", ())] == 9
+    markers = "kafka_coordinator_transaction_transactionmarkerchannelmanager_"
+    assert samples[(markers + "unknowndestinationqueuesize", ())] == 1
+    assert samples[(markers + "logappendretryqueuesize", ())] == 0
+    partitions = "pykafka_transaction_coordinator_partitions"
+    assert samples[(partitions, (("state", "loaded"),))] == 2
+    assert samples[(partitions, (("state", "loading"),))] == 1
+    assert samples[("pykafka_transaction_coordinator_transactionalids", ())] == 4
+
+
+def test_zookeeper_session_meters() -> None:
+    samples = _samples()
+    prefix = "kafka_server_sessionexpirelistener_"
+    assert samples[(prefix + "zookeeperexpires_total", ())] == 1
+    assert samples[(prefix + "zookeeperdisconnects_total", ())] == 2
+    assert samples[(prefix + "zookeepersyncconnects_total", ())] == 3
+    assert samples[(prefix + "sessionstate_connected", ())] == 1
+
+
+def test_request_queue_and_idle_ratios() -> None:
+    samples = _samples()
+    assert samples[("kafka_network_requestchannel_requestqueuesize", ())] == 4
+    idle = "kafka_network_socketserver_networkprocessoravgidlepercent"
+    assert samples[(idle, ())] == 0.25
+    handler = "kafka_server_kafkarequesthandlerpool_requesthandleravgidle"
+    assert samples[(handler + "percent_count", ())] == 5_000_000_000
+    assert samples[(handler + "_percent", ())] == 0.5
+
+
+def test_loop_idle_meter_sees_a_busy_loop_and_an_idle_one() -> None:
+    async def measure() -> tuple[LoopIdle, LoopIdle]:
+        meter = LoopIdleMeter()
+        meter.start()
+        try:
+            deadline = time.monotonic() + 0.3
+            while time.monotonic() < deadline:  # the loop's thread on the CPU
+                sum(range(1000))
+            busy = meter.reading()
+            await asyncio.sleep(0.6)  # the loop waiting
+            return busy, meter.reading()
+        finally:
+            meter.stop()
+
+    busy, later = asyncio.run(measure())
+    # CPU time is counted in scheduler ticks: bounds, not exact values.
+    assert busy.recent_ratio < 0.5, busy
+    assert later.recent_ratio > busy.recent_ratio, (busy, later)
+    assert later.idle_ns > busy.idle_ns
+    assert 0.0 <= later.mean_ratio <= 1.0
