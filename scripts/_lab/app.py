@@ -7,12 +7,12 @@ import asyncio
 import contextlib
 import html
 import json
-import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from _cluster.layout import load_state
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -23,14 +23,14 @@ from starlette.staticfiles import StaticFiles
 
 from . import scenario, snapshot
 from .collector import Collector, read_znode
+from .members import MemberPool
+from .operator import SIGNALS, Operator, Outcome
+from .scenarios import SCENARIOS
 from .security import CSRF_HEADER, CsrfGuard, allowed_hosts
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
-CLUSTER_SCRIPT = Path(__file__).resolve().parents[1] / "cluster"
 KEEPALIVE_S = 15.0
-SIGNAL_TIMEOUT_S = 15.0
-START_TIMEOUT_S = 150.0
-ACTION_SIGNALS = {"kill": "KILL", "term": "TERM", "stop": "STOP", "cont": "CONT"}
+MAX_BURST_RECORDS = 100_000
 TARGETS = ("broker", "zookeeper")
 MAX_ZNODE_PATH = 1024
 
@@ -40,7 +40,11 @@ class Lab:
         self.directory = directory
         self.allow_actions = allow_actions
         self.csrf = csrf
-        self.collector = Collector(directory)
+        self.spec = load_state(directory).spec
+        self.members = MemberPool(directory, self.spec)
+        self.collector = Collector(directory, self.members)
+        self.operator = Operator(directory, self.spec, self._note)
+        self._bursts = 0
         self.scenario: scenario.ScenarioRun | None = None
         self._scenario_task: asyncio.Task[None] | None = None
 
@@ -50,6 +54,7 @@ class Lab:
             template.replace("{{CSRF_TOKEN}}", self.csrf.token if self.allow_actions else "")
             .replace("{{ACTIONS}}", "on" if self.allow_actions else "off")
             .replace("{{DIR}}", html.escape(str(self.directory)))
+            .replace("{{SCENARIOS}}", _scenario_options())
         )
         return HTMLResponse(page, headers={"Cache-Control": "no-store"})
 
@@ -97,48 +102,100 @@ class Lab:
             return JSONResponse({"error": "missing or wrong CSRF token"}, status_code=403)
         return None
 
-    async def action(self, request: Request) -> Response:
+    async def _guarded_body(self, request: Request) -> dict[str, Any] | Response:
+        """The JSON body of an action request, or the answer refusing it."""
         refused = self._refused(request)
         if refused is not None:
             return refused
         try:
             body = await request.json()
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            return JSONResponse({"error": "expected a JSON object"}, status_code=400)
+        return body
+
+    async def action(self, request: Request) -> Response:
+        body = await self._guarded_body(request)
+        if isinstance(body, Response):
+            return body
+        try:
             target = str(body["target"])
             target_id = int(body["id"])
             verb = str(body["action"])
         except (ValueError, KeyError, TypeError):
             return JSONResponse({"error": "expected {target, id, action}"}, status_code=400)
-        if target not in TARGETS or (verb not in ACTION_SIGNALS and verb != "start"):
+        if target not in TARGETS or (verb not in SIGNALS and verb != "start"):
             return JSONResponse({"error": "unknown target or action"}, status_code=400)
-        ok, output = await self.run_cluster_command(target, target_id, verb)
-        return JSONResponse({"ok": ok, "output": output}, status_code=200 if ok else 409)
+        return _outcome(await self.operator.signal(target, target_id, verb))
 
-    async def run_cluster_command(self, target: str, target_id: int, verb: str) -> tuple[bool, str]:
-        arguments = ["start"] if verb == "start" else ["kill", "--signal", ACTION_SIGNALS[verb]]
-        arguments += [f"--{target}", str(target_id), "--dir", str(self.directory)]
-        what = f"{target} {target_id}"
-        label = "start" if verb == "start" else f"SIG{ACTION_SIGNALS[verb]}"
-        self._note(f"action: {label} {what}")
-        timeout_s = START_TIMEOUT_S if verb == "start" else SIGNAL_TIMEOUT_S
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            str(CLUSTER_SCRIPT),
-            *arguments,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-        )
-        try:
-            output, _ = await asyncio.wait_for(process.communicate(), timeout_s)
-        except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
-            await process.wait()
-            self._note(f"action: {label} {what} timed out after {timeout_s:.0f} s")
-            return False, f"timed out after {timeout_s:.0f} s"
-        text = output.decode("utf-8", errors="replace").strip()
-        ok = process.returncode == 0
-        self._note(f"action: {label} {what} {'done' if ok else 'failed'}: {text}")
-        return ok, text
+    async def elect(self, request: Request) -> Response:
+        body = await self._guarded_body(request)
+        if isinstance(body, Response):
+            return body
+        topic = body.get("topic")
+        partition = body.get("partition")
+        if (topic is None) != (partition is None) or (
+            topic is not None and (not isinstance(topic, str) or not isinstance(partition, int))
+        ):
+            return JSONResponse({"error": "expected {topic, partition} or {}"}, status_code=400)
+        return _outcome(await self.operator.elect("preferred", topic, partition))
+
+    async def reassign(self, request: Request) -> Response:
+        body = await self._guarded_body(request)
+        if isinstance(body, Response):
+            return body
+        topic, partition, replicas = body.get("topic"), body.get("partition"), body.get("replicas")
+        if (
+            not isinstance(topic, str)
+            or not isinstance(partition, int)
+            or not isinstance(replicas, list)
+            or not replicas
+            or not all(isinstance(r, int) for r in replicas)
+        ):
+            return JSONResponse({"error": "expected {topic, partition, replicas}"}, status_code=400)
+        return _outcome(await self.operator.reassign(topic, partition, replicas))
+
+    async def produce(self, request: Request) -> Response:
+        body = await self._guarded_body(request)
+        if isinstance(body, Response):
+            return body
+        topic, count = body.get("topic"), body.get("count")
+        if not isinstance(topic, str) or not isinstance(count, int):
+            return JSONResponse({"error": "expected {topic, count}"}, status_code=400)
+        if not 0 < count <= MAX_BURST_RECORDS:
+            return JSONResponse({"error": f"count must be 1..{MAX_BURST_RECORDS}"}, status_code=400)
+        self._bursts += 1
+        values = [f"lab-burst-{self._bursts}-{i}" for i in range(count)]
+        delivered = await self.operator.produce(topic, values)
+        output = f"{len(delivered.records)} of {count} records acknowledged"
+        if delivered.errors:
+            output += f"; {len(delivered.errors)} failed: {delivered.errors[0]}"
+        return _outcome(Outcome(not delivered.errors, output))
+
+    async def start_member(self, request: Request) -> Response:
+        body = await self._guarded_body(request)
+        if isinstance(body, Response):
+            return body
+        group, topic = body.get("group"), body.get("topic")
+        if not isinstance(group, str) or not group or not isinstance(topic, str) or not topic:
+            return JSONResponse({"error": "expected {group, topic}"}, status_code=400)
+        started = self.members.start(group, topic)
+        if isinstance(started, str):
+            return JSONResponse({"error": started}, status_code=409)
+        self._note(f"action: consumer {started.client_id} joins group {group} on {topic}")
+        return JSONResponse({"ok": True, "output": f"started {started.client_id}"})
+
+    async def stop_member(self, request: Request) -> Response:
+        body = await self._guarded_body(request)
+        if isinstance(body, Response):
+            return body
+        number = body.get("id")
+        stopped = self.members.stop(number) if isinstance(number, int) else None
+        if stopped is None:
+            return JSONResponse({"error": "no such running member"}, status_code=404)
+        self._note(f"action: consumer {stopped.client_id} leaves group {stopped.group}")
+        return JSONResponse({"ok": True, "output": f"stopping {stopped.client_id}"})
 
     def _note(self, message: str) -> None:
         self.collector.add_timeline(
@@ -149,34 +206,28 @@ class Lab:
         refused = self._refused(request)
         if refused is not None:
             return refused
-        if request.path_params["name"] != "kill-the-controller":
+        chosen = SCENARIOS.get(request.path_params["name"])
+        if chosen is None:
             return JSONResponse({"error": "unknown scenario"}, status_code=404)
         if self.scenario is not None and self.scenario.status == "running":
             return JSONResponse({"error": "a scenario is already running"}, status_code=409)
         view = self.collector.latest
         if view is None:
             return JSONResponse({"error": "no view of the cluster yet"}, status_code=409)
-        context = scenario.prepare(view)
+        context = chosen.prepare(view, dict(self.spec.overrides))
         if isinstance(context, str):
             return JSONResponse({"error": context}, status_code=409)
-        run = scenario.ScenarioRun("kill the controller", scenario.KILL_THE_CONTROLLER, context)
+        run = scenario.ScenarioRun(chosen.name, chosen.steps, context, slug=chosen.slug)
         self.scenario = run
+        self._note(f"scenario {run.name}: started")
         self._scenario_task = asyncio.create_task(self._drive(run))
         return JSONResponse(run.as_json())
 
     async def _drive(self, run: scenario.ScenarioRun) -> None:
-        self.collector.hub.publish("scenario", run.as_json())
-        if run.context is None:
-            return
-        ok, output = await self.run_cluster_command("broker", run.context.victim, "kill")
-        if not ok:
-            run.fail(f"kill failed: {output}")
-        while run.status == "running":
-            await self.collector.wait_for_poll()
-            latest = self.collector.latest
-            if latest is not None and run.observe(latest):
-                self.collector.hub.publish("scenario", run.as_json())
-        self.collector.hub.publish("scenario", run.as_json())
+        def publish() -> None:
+            self.collector.hub.publish("scenario", run.as_json())
+
+        await scenario.drive(run, self.operator, self.collector, publish)
         self._note(
             f"scenario {run.name}: {run.status}" + (f" ({run.reason})" if run.reason else "")
         )
@@ -192,7 +243,22 @@ class Lab:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError, Exception):
                         await task
+            await asyncio.to_thread(self.members.stop_all)
             await asyncio.to_thread(self.collector.session.close)
+
+
+def _outcome(outcome: Outcome) -> Response:
+    return JSONResponse(
+        {"ok": outcome.ok, "output": outcome.output}, status_code=200 if outcome.ok else 409
+    )
+
+
+def _scenario_options() -> str:
+    return "".join(
+        f'<option value="{html.escape(s.slug)}" title="{html.escape(s.summary)}">'
+        f"{html.escape(s.name)}</option>"
+        for s in SCENARIOS.values()
+    )
 
 
 def _sse(event: str, data: Any) -> str:
@@ -211,6 +277,11 @@ def build_app(directory: Path, allow_actions: bool, host: str, csrf: CsrfGuard) 
     if allow_actions:
         routes += [
             Route("/api/action", lab.action, methods=["POST"]),
+            Route("/api/elect", lab.elect, methods=["POST"]),
+            Route("/api/reassign", lab.reassign, methods=["POST"]),
+            Route("/api/produce", lab.produce, methods=["POST"]),
+            Route("/api/members/start", lab.start_member, methods=["POST"]),
+            Route("/api/members/stop", lab.stop_member, methods=["POST"]),
             Route("/api/scenario/{name}", lab.start_scenario, methods=["POST"]),
         ]
     middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(host))]

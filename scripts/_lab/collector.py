@@ -23,7 +23,9 @@ from kazoo.protocol.states import ZnodeStat as KazooStat
 from kazoo.retry import KazooRetry
 
 from . import prometheus, snapshot
-from .snapshot import JsonObject, ProcessView, ZnodeStat, ZookeeperServerView
+from .kafka_reader import KafkaReader
+from .members import MemberPool
+from .snapshot import JsonObject, KafkaObservations, ProcessView, ZnodeStat, ZookeeperServerView
 from .timeline import StateChangeTail
 
 ZOOKEEPER_OPERATION_TIMEOUT_S = 3.0
@@ -31,6 +33,8 @@ ZOOKEEPER_CONNECT_TIMEOUT_S = 3.0
 ZOOKEEPER_SESSION_TIMEOUT_S = 10.0
 METRICS_TIMEOUT_S = 1.5
 POLL_INTERVAL_S = 1.0
+# Offsets and groups through the admin client: less often, and never holding up a poll.
+KAFKA_POLL_INTERVAL_S = 2.0
 MINIMUM_POLL_GAP_S = 0.1
 THROUGHPUT_HISTORY_POINTS = 180
 TIMELINE_HISTORY_ENTRIES = 1000
@@ -203,8 +207,9 @@ class Hub:
 class Collector:
     """Polls the cluster once a second and publishes the snapshot and new timeline entries."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, members: MemberPool | None = None) -> None:
         self.directory = directory
+        self._members = members
         state = load_state(directory)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._poke = asyncio.Event()
@@ -213,7 +218,9 @@ class Collector:
         self.latest: JsonObject | None = None
         self.timeline: list[JsonObject] = []
         self._tail = StateChangeTail(directory)
-        self._rates = prometheus.RateTracker(THROUGHPUT_HISTORY_POINTS)
+        self._series = prometheus.SeriesTracker(THROUGHPUT_HISTORY_POINTS)
+        self._kafka_reader: KafkaReader | None = KafkaReader(directory, state.spec)
+        self._kafka = KafkaObservations()
         self._changed = asyncio.Event()
         self._last_error: str | None = None
 
@@ -233,6 +240,32 @@ class Collector:
 
     async def run(self) -> None:
         self._loop = asyncio.get_running_loop()
+        kafka_task = asyncio.create_task(self._read_kafka_forever())
+        try:
+            await self._poll_forever()
+        finally:
+            kafka_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await kafka_task
+
+    async def _read_kafka_forever(self) -> None:
+        reader = self._kafka_reader
+        if reader is None:
+            return
+        while True:
+            latest = self.latest
+            partitions = [
+                (topic["name"], p["partition"])
+                for topic in (latest["topics"] if latest else [])
+                for p in topic["partitions"]
+            ]
+            try:
+                self._kafka = await asyncio.to_thread(reader.read, partitions)
+            except Exception as error:  # the lab must outlive any one bad read
+                logger.warning("reading offsets and groups failed: %s", error)
+            await asyncio.sleep(KAFKA_POLL_INTERVAL_S)
+
+    async def _poll_forever(self) -> None:
         while True:
             started = time.monotonic()
             self._poke.clear()
@@ -272,11 +305,19 @@ class Collector:
             if isinstance(found, snapshot.BrokerMetrics)
         }
         now_s = time.time()
-        self._rates.observe(now_s, {i: m.messages_in_total for i, m in metrics.items()})
+        self._series.observe(now_s, metrics)
         zookeeper_view = zookeeper_data if isinstance(zookeeper_data, dict) else None
         view = snapshot.build_snapshot(
-            zookeeper_view, brokers, servers, metrics, metrics_ports, self._rates.history, now_s
+            zookeeper_view,
+            brokers,
+            servers,
+            metrics,
+            metrics_ports,
+            self._series.as_json(),
+            now_s,
+            self._kafka,
         )
+        view["lab_members"] = self._members.as_json() if self._members else []
         fresh = [
             snapshot.entry(e.timestamp, e.writer, e.message, kind="state-change")
             for e in await asyncio.to_thread(self._tail.poll)

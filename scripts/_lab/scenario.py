@@ -1,34 +1,59 @@
-"""Guided scenario "kill the controller": the fault, then what classic Kafka does, step by step,
-each step marked done only when the lab observes it (ZooKeeper, through the snapshots).
+"""Guided scenarios: a fault, then what classic Kafka does, step by step, each step marked done
+only when the lab observes it (ZooKeeper, the processes and the brokers' metrics, through the
+snapshots).
 
-The steps are data: a title, what Kafka does and why, and a pure check of a snapshot that
-returns what was observed (or None while it has not happened yet). `ScenarioRun` holds the
-progress the page shows; the app drives it with the collector's snapshots.
+A scenario is data: steps with a title, what Kafka does and why, an optional act (what the lab
+does when the step comes up: a signal, a produce burst, an election) and a pure check of a
+snapshot that returns what was observed, or None while it has not happened yet. `ScenarioRun`
+holds the progress the page shows; `drive` runs the acts and feeds it the collector's
+snapshots. The scenarios themselves are in `scenarios`.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .snapshot import JsonObject
 
-STEP_TIMEOUT_S = 120.0
+if TYPE_CHECKING:
+    from .operator import Operator
+
+STEP_TIMEOUT_S = 150.0
+# Kafka's defaults, for the narration when the cluster does not override them.
+DEFAULT_SESSION_TIMEOUT_MS = 18_000
+DEFAULT_REPLICA_LAG_TIME_MAX_MS = 30_000
+INTERNAL_TOPIC_PREFIX = "__"
 
 
 @dataclass
 class Context:
-    """What the scenario learnt before the fault."""
+    """What a run learnt before the fault, and what it records on the way."""
 
     victim: int
-    epoch: int
-    # "topic-partition" -> (leader epoch) of every partition the victim led
+    epoch: int = 0  # the controller epoch before the fault
+    victim_epoch: int | None = None  # the victim's broker epoch before the fault
+    # "topic-partition" -> leader epoch, of every partition the victim led
     led: dict[str, int] = field(default_factory=dict)
+    # "topic-partition" -> ISR, of every partition whose ISR held the victim
+    in_isr: dict[str, list[int]] = field(default_factory=dict)
+    partner: int | None = None  # a second broker, for scenarios that need two
+    topic: str | None = None
+    settings: dict[str, str] = field(default_factory=dict)  # the brokers' config overrides
+    facts: dict[str, Any] = field(default_factory=dict)
+    detail: list[str] = field(default_factory=list)  # shown under the steps (e.g. lost data)
+
+    def setting_ms(self, key: str, default_ms: int) -> int:
+        try:
+            return int(self.settings.get(key, default_ms))
+        except ValueError:
+            return default_ms
 
 
 Check = Callable[[JsonObject, Context], str | None]
+Act = Callable[["Operator", Context, JsonObject], Awaitable[str | None]]  # None or an error
 
 
 @dataclass(frozen=True)
@@ -36,136 +61,16 @@ class Step:
     title: str
     explanation: str
     check: Check
+    act: Act | None = None
 
 
-def _broker(view: JsonObject, broker_id: int) -> JsonObject | None:
-    found: JsonObject | None = None
-    for broker in view["brokers"]:
-        if broker["id"] == broker_id:
-            found = broker
-    return found
-
-
-def _partitions(view: JsonObject) -> dict[str, JsonObject]:
-    return {f"{t['name']}-{p['partition']}": p for t in view["topics"] for p in t["partitions"]}
-
-
-def _process_gone(view: JsonObject, context: Context) -> str | None:
-    broker = _broker(view, context.victim)
-    if broker is not None and not broker["alive"]:
-        return f"broker {context.victim}'s process is gone"
-    return None
-
-
-def _registration_gone(view: JsonObject, context: Context) -> str | None:
-    if not view["zookeeper"]["reachable"]:
-        return None
-    broker = _broker(view, context.victim)
-    if broker is not None and broker["registered"] is False:
-        return f"/brokers/ids/{context.victim} no longer exists"
-    return None
-
-
-def _controller_znode_gone(view: JsonObject, context: Context) -> str | None:
-    if not view["zookeeper"]["reachable"]:
-        return None
-    controller = view["controller"]["id"]
-    if controller != context.victim:
-        now = "absent" if controller is None else f"says broker {controller}"
-        return f"/controller no longer names broker {context.victim} (now {now})"
-    return None
-
-
-def _new_controller(view: JsonObject, context: Context) -> str | None:
-    controller = view["controller"]["id"]
-    if controller is None or controller == context.victim:
-        return None
-    broker = _broker(view, controller)
-    if broker is None or not broker["alive"]:
-        return None
-    return f"broker {controller} won the election: /controller = {controller}"
-
-
-def _epoch_bumped(view: JsonObject, context: Context) -> str | None:
-    epoch = view["controller"]["epoch"]
-    if epoch is None or epoch <= context.epoch or view["controller"]["id"] == context.victim:
-        return None
-    return f"/controller_epoch {context.epoch} -> {epoch}"
-
-
-def _leaders_moved(view: JsonObject, context: Context) -> str | None:
-    if not context.led:
-        return f"broker {context.victim} led no partition: nothing to move"
-    partitions = _partitions(view)
-    moves = []
-    for name, old_epoch in sorted(context.led.items()):
-        partition = partitions.get(name)
-        if partition is None:
-            continue
-        if partition["leader"] == context.victim:
-            return None
-        moves.append(
-            f"{name}: leader {context.victim} -> {partition['leader']} "
-            f"(leader epoch {old_epoch} -> {partition['leader_epoch']})"
-        )
-    return "; ".join(moves)
-
-
-def _all_led(view: JsonObject, context: Context) -> str | None:
-    if not view["zookeeper"]["reachable"]:
-        return None
-    partitions = _partitions(view)
-    if any(p["offline"] for p in partitions.values()):
-        return None
-    return f"all {len(partitions)} partitions have a live leader"
-
-
-KILL_THE_CONTROLLER: list[Step] = [
-    Step(
-        "kill -9 the controller",
-        "The lab sends SIGKILL to the controller broker: no controlled shutdown, no goodbye "
-        "to ZooKeeper. Its sockets close, but its ZooKeeper session lives on for now.",
-        _process_gone,
-    ),
-    Step(
-        "its ZooKeeper session expires",
-        "ZooKeeper hears nothing from the session for zookeeper.session.timeout.ms and expires "
-        "it, deleting every ephemeral znode the session owned, starting with the broker's "
-        "registration /brokers/ids/<id>.",
-        _registration_gone,
-    ),
-    Step(
-        "/controller is deleted",
-        "/controller is ephemeral too, owned by the same session, so it goes at the same "
-        "moment. Every broker watches it.",
-        _controller_znode_gone,
-    ),
-    Step(
-        "another broker wins the election",
-        "Each surviving broker's watch fires and it tries to create /controller; ZooKeeper lets "
-        "exactly one create succeed. That broker is the new controller.",
-        _new_controller,
-    ),
-    Step(
-        "the controller epoch goes up",
-        "The winner sets /controller_epoch to epoch+1 in the same multi-op as its create; every "
-        "later controller write checks that version, so a zombie controller is fenced.",
-        _epoch_bumped,
-    ),
-    Step(
-        "leaders of the dead broker's partitions move",
-        "The new controller reads the cluster, sees the broker gone (BrokerChange) and, for "
-        "every partition it led, elects the first live ISR replica, bumping the leader epoch "
-        "and shrinking the ISR in the partition state znode.",
-        _leaders_moved,
-    ),
-    Step(
-        "every partition has a live leader",
-        "LeaderAndIsr and UpdateMetadata requests tell the brokers; clients refresh metadata "
-        "and carry on with the new leaders.",
-        _all_led,
-    ),
-]
+@dataclass(frozen=True)
+class Scenario:
+    slug: str
+    name: str
+    summary: str
+    steps: list[Step]
+    prepare: Callable[[JsonObject, dict[str, str]], Context | str]
 
 
 @dataclass
@@ -175,35 +80,47 @@ class ScenarioRun:
     name: str
     steps: list[Step]
     context: Context | None = None
+    slug: str = ""
     current: int = 0
     status: str = "running"  # running, done, failed
     observations: list[str | None] = field(default_factory=list)
     times: list[str | None] = field(default_factory=list)
+    acted: list[bool] = field(default_factory=list)
     reason: str | None = None
     step_started_s: float = field(default_factory=time.monotonic)
 
     def __post_init__(self) -> None:
         self.observations = [None] * len(self.steps)
         self.times = [None] * len(self.steps)
+        self.acted = [False] * len(self.steps)
+
+    def pending_act(self) -> Act | None:
+        """The current step's act, if it has one that has not run yet."""
+        if self.status != "running" or self.current >= len(self.steps):
+            return None
+        step = self.steps[self.current]
+        return None if step.act is None or self.acted[self.current] else step.act
 
     def observe(self, view: JsonObject, now_s: float | None = None) -> bool:
-        """Advance over every step the snapshot confirms; True when something changed."""
+        """Advance over every step the snapshot confirms (stopping at a step whose act has not
+        run yet); True when something changed."""
         if self.status != "running" or self.context is None:
             return False
+        now_s = time.monotonic() if now_s is None else now_s
         changed = False
-        while self.current < len(self.steps):
+        while self.current < len(self.steps) and self.pending_act() is None:
             observed = self.steps[self.current].check(view, self.context)
             if observed is None:
                 break
             self.observations[self.current] = observed
             self.times[self.current] = view["time"]
             self.current += 1
-            self.step_started_s = time.monotonic() if now_s is None else now_s
+            self.step_started_s = now_s
             changed = True
         if self.current == len(self.steps):
             self.status = "done"
             changed = True
-        elif (time.monotonic() if now_s is None else now_s) - self.step_started_s > STEP_TIMEOUT_S:
+        elif self.pending_act() is None and now_s - self.step_started_s > STEP_TIMEOUT_S:
             self.fail(f"step {self.current + 1} not observed within {STEP_TIMEOUT_S:.0f} s")
             changed = True
         return changed
@@ -212,23 +129,28 @@ class ScenarioRun:
         self.status = "failed"
         self.reason = reason
 
+    def _state(self, index: int) -> str:
+        if index < self.current:
+            return "done"
+        if index == self.current and self.status == "running":
+            return "acting" if self.acted[index] is False and self.steps[index].act else "waiting"
+        if index == self.current and self.status == "failed":
+            return "failed"
+        return "pending"
+
     def as_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
+            "slug": self.slug,
             "status": self.status,
             "reason": self.reason,
             "victim": self.context.victim if self.context else None,
+            "detail": list(self.context.detail) if self.context else [],
             "steps": [
                 {
                     "title": step.title,
                     "explanation": step.explanation,
-                    "state": "done"
-                    if index < self.current
-                    else (
-                        "waiting"
-                        if index == self.current and self.status == "running"
-                        else "pending"
-                    ),
+                    "state": self._state(index),
                     "observed": self.observations[index],
                     "time": self.times[index],
                 }
@@ -237,20 +159,222 @@ class ScenarioRun:
         }
 
 
-def prepare(view: JsonObject) -> Context | str:
-    """The context of a run from the snapshot before the fault, or why it cannot start."""
+class Snapshots(Protocol):
+    latest: JsonObject | None
+
+    async def wait_for_poll(self) -> None: ...
+
+
+async def drive(
+    run: ScenarioRun, operator: Operator, snapshots: Snapshots, publish: Callable[[], None]
+) -> None:
+    """Run each step's act when the step comes up, then let the snapshots confirm it."""
+    publish()
+    while run.status == "running" and run.context is not None:
+        act = run.pending_act()
+        if act is not None:
+            run.acted[run.current] = True
+            publish()
+            view = snapshots.latest
+            try:
+                error = await act(operator, run.context, view or {})
+            except Exception as failure:  # a scenario must end, not hang, on a broken act
+                error = f"{type(failure).__name__}: {failure}"
+            if error is not None:
+                run.fail(f"step {run.current + 1}: {error}")
+                break
+            run.step_started_s = time.monotonic()
+            publish()
+        await snapshots.wait_for_poll()
+        latest = snapshots.latest
+        if latest is not None and run.observe(latest):
+            publish()
+    publish()
+
+
+# Reading a snapshot (what the checks of every scenario share).
+
+
+def broker(view: JsonObject, broker_id: int) -> JsonObject | None:
+    found: JsonObject | None = None
+    for candidate in view.get("brokers", []):
+        if candidate["id"] == broker_id:
+            found = candidate
+    return found
+
+
+def partitions(view: JsonObject) -> dict[str, JsonObject]:
+    return {
+        f"{t['name']}-{p['partition']}": p for t in view.get("topics", []) for p in t["partitions"]
+    }
+
+
+def user_partitions(view: JsonObject) -> dict[str, JsonObject]:
+    """Partitions of the learner's topics (not __consumer_offsets and the like)."""
+    return {
+        f"{t['name']}-{p['partition']}": p
+        for t in view.get("topics", [])
+        if not t["name"].startswith(INTERNAL_TOPIC_PREFIX)
+        for p in t["partitions"]
+    }
+
+
+def live(view: JsonObject, broker_id: int) -> bool:
+    found = broker(view, broker_id)
+    return bool(found and found["alive"] and not found["paused"] and found["registered"])
+
+
+def names(keys: list[str], limit: int = 4) -> str:
+    """A short list of partition names: `t-0, t-1, t-2 and 5 more`."""
+    shown = ", ".join(keys[:limit])
+    return shown + (f" and {len(keys) - limit} more" if len(keys) > limit else "")
+
+
+# What several scenarios share: acts and checks.
+
+
+def signal(target: str, verb: str, who: str = "victim") -> Act:
+    async def act(operator: Operator, context: Context, view: JsonObject) -> str | None:
+        broker_id = context.victim if who == "victim" else context.partner
+        if broker_id is None:
+            return "no broker to signal"
+        if verb == "stop":
+            context.facts["paused_at"] = time.monotonic()
+        outcome = await operator.signal(target, broker_id, verb)
+        return None if outcome.ok else outcome.output or "scripts/cluster failed"
+
+    return act
+
+
+# Checks shared by several scenarios.
+
+
+def process_gone(view: JsonObject, context: Context) -> str | None:
+    found = broker(view, context.victim)
+    if found is not None and not found["alive"]:
+        return f"broker {context.victim}'s process is gone"
+    return None
+
+
+def paused(view: JsonObject, context: Context) -> str | None:
+    found = broker(view, context.victim)
+    if found is not None and found["paused"]:
+        return f"broker {context.victim} is stopped (process state T in /proc)"
+    return None
+
+
+def resumed(view: JsonObject, context: Context) -> str | None:
+    found = broker(view, context.victim)
+    if found is not None and found["alive"] and not found["paused"]:
+        return f"broker {context.victim} runs again"
+    return None
+
+
+def registration_gone(view: JsonObject, context: Context) -> str | None:
+    if not view["zookeeper"]["reachable"]:
+        return None
+    found = broker(view, context.victim)
+    if found is None or found["registered"] is not False:
+        return None
+    paused_at = context.facts.get("paused_at")
+    after = f", {time.monotonic() - paused_at:.1f} s after the pause" if paused_at else ""
+    return f"/brokers/ids/{context.victim} no longer exists{after}"
+
+
+def leaders_moved(view: JsonObject, context: Context) -> str | None:
+    if not context.led:
+        return f"broker {context.victim} led no partition: nothing to move"
+    found = partitions(view)
+    moves = []
+    for name, old_epoch in sorted(context.led.items()):
+        partition = found.get(name)
+        if partition is None:
+            continue
+        if partition["leader"] == context.victim or partition["offline"]:
+            return None
+        moves.append(
+            f"{name}: leader {context.victim} -> {partition['leader']} "
+            f"(leader epoch {old_epoch} -> {partition['leader_epoch']})"
+        )
+    return "; ".join(moves)
+
+
+def out_of_isrs(view: JsonObject, context: Context) -> str | None:
+    found = partitions(view)
+    shrunk = []
+    for name in sorted(context.in_isr):
+        partition = found.get(name)
+        if partition is not None and context.victim in partition["isr"]:
+            return None
+        if partition is not None:
+            shrunk.append(name)
+    registered = (broker(view, context.victim) or {}).get("registered")
+    still = " (it is still registered)" if registered else ""
+    return f"broker {context.victim} left the ISR of {names(shrunk)}{still}"
+
+
+def back_in_isrs(view: JsonObject, context: Context) -> str | None:
+    found = partitions(view)
+    back = []
+    for name in sorted(context.in_isr):
+        partition = found.get(name)
+        if partition is not None and context.victim not in partition["isr"]:
+            return None
+        if partition is not None:
+            back.append(f"{name} ISR {partition['isr']}")
+    return (
+        f"broker {context.victim} caught up: "
+        + "; ".join(back[:4])
+        + (f" and {len(back) - 4} more" if len(back) > 4 else "")
+    )
+
+
+def registered_anew(view: JsonObject, context: Context) -> str | None:
+    found = broker(view, context.victim)
+    if found is None or not found["registered"] or not found["alive"] or found["paused"]:
+        return None
+    if found["epoch"] == context.victim_epoch:
+        return None
+    return (
+        f"/brokers/ids/{context.victim} created again: broker epoch "
+        f"{context.victim_epoch} -> {found['epoch']}"
+    )
+
+
+def all_led(view: JsonObject, context: Context) -> str | None:
+    if not view["zookeeper"]["reachable"]:
+        return None
+    found = partitions(view)
+    if any(p["offline"] for p in found.values()):
+        return None
+    return f"all {len(found)} partitions have a live leader"
+
+
+def base_context(view: JsonObject, victim: int, settings: dict[str, str]) -> Context:
+    every = partitions(view)
+    return Context(
+        victim=victim,
+        epoch=view["controller"]["epoch"] or 0,
+        victim_epoch=(broker(view, victim) or {}).get("epoch"),
+        # Partitions only the victim holds stay offline: nothing to move, left out.
+        led={
+            n: p["leader_epoch"] or 0
+            for n, p in every.items()
+            if p["leader"] == victim and len(p["isr"]) > 1
+        },
+        in_isr={n: list(p["isr"]) for n, p in every.items() if victim in p["isr"]},
+        settings=dict(settings),
+    )
+
+
+def cluster_ready(view: JsonObject) -> str | None:
     if not view["zookeeper"]["reachable"]:
         return "ZooKeeper is unreachable"
-    controller = view["controller"]["id"]
-    epoch = view["controller"]["epoch"]
-    if controller is None or epoch is None:
+    if view["controller"]["id"] is None:
         return "there is no controller right now"
-    broker = _broker(view, controller)
-    if broker is None or not broker["alive"]:
-        return f"controller {controller} is not a live broker of this cluster"
-    led = {
-        name: partition["leader_epoch"] or 0
-        for name, partition in _partitions(view).items()
-        if partition["leader"] == controller
-    }
-    return Context(victim=controller, epoch=epoch, led=led)
+    return None
+
+
+def non_controllers(view: JsonObject) -> list[int]:
+    controller = view["controller"]["id"]
+    return [b["id"] for b in view["brokers"] if live(view, b["id"]) and b["id"] != controller]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 JsonObject = dict[str, Any]
@@ -71,6 +71,24 @@ class BrokerMetrics:
 
     messages_in_total: float
     log_end_offsets: Mapping[tuple[str, int], int]
+    bytes_in_total: float = 0.0
+    bytes_out_total: float = 0.0
+    # The charted request times: series name (produce_p50, produce_p99) -> milliseconds.
+    request_times_ms: Mapping[str, float] = field(default_factory=dict)
+    zookeeper_expires: float | None = None  # the broker's ZooKeeper sessions lost
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaObservations:
+    """What the lab read through Kafka's interfaces (see kafka_reader), at `read_at`."""
+
+    # Each partition leader's high watermark: ListOffsets(latest), what consumers see.
+    high_watermarks: Mapping[tuple[str, int], int] = field(default_factory=dict)
+    # broker -> its replication-offset-checkpoint: each replica's high watermark as last written.
+    checkpoints: Mapping[int, Mapping[tuple[str, int], int]] = field(default_factory=dict)
+    groups: list[JsonObject] = field(default_factory=list)
+    read_at: str | None = None
+    error: str | None = None
 
 
 def _json_or_none(raw: bytes) -> Any:
@@ -165,10 +183,13 @@ def build_snapshot(
     servers: list[ZookeeperServerView],
     metrics: Mapping[int, BrokerMetrics],
     metrics_ports: Mapping[int, int],
-    throughput: list[tuple[float, float]],
+    series: JsonObject,
     now_s: float,
+    kafka: KafkaObservations | None = None,
 ) -> JsonObject:
-    """The whole view; `zookeeper` is `read_zookeeper`'s result, None when unreachable."""
+    """The whole view; `zookeeper` is `read_zookeeper`'s result, None when unreachable;
+    `series` the charts' history (prometheus.SeriesTracker.as_json)."""
+    kafka = kafka or KafkaObservations()
     reachable = zookeeper is not None
     registrations: Mapping[int, JsonObject] = zookeeper["registrations"] if zookeeper else {}
     controller_id = zookeeper["controller_id"] if zookeeper else None
@@ -192,6 +213,9 @@ def build_snapshot(
                 if broker.id in metrics_ports
                 else None,
                 "metrics_ok": broker.id in metrics,
+                "zookeeper_expires": metrics[broker.id].zookeeper_expires
+                if broker.id in metrics
+                else None,
             }
         )
     topics = []
@@ -208,6 +232,7 @@ def build_snapshot(
                 {
                     **partition,
                     "log_end": log_end,
+                    "high_watermark": _high_watermarks(partition, key, kafka, live),
                     "under_replicated": len(partition["isr"]) < len(partition["replicas"]),
                     "offline": partition["leader"] not in live,
                 }
@@ -225,8 +250,26 @@ def build_snapshot(
         },
         "brokers": broker_rows,
         "topics": topics,
-        "throughput": [[round(t, 3), round(rate, 3)] for t, rate in throughput],
+        "series": series,
+        "groups": kafka.groups,
+        "kafka": {"read_at": kafka.read_at, "error": kafka.error},
     }
+
+
+def _high_watermarks(
+    partition: JsonObject, key: tuple[str, int], kafka: KafkaObservations, live: set[int]
+) -> JsonObject:
+    """replica -> {offset, source}: the live leader's from ListOffsets ("live"), every other
+    replica's from its broker's replication-offset-checkpoint ("checkpoint")."""
+    found: JsonObject = {}
+    for replica in partition["replicas"]:
+        if replica == partition["leader"] and replica in live and key in kafka.high_watermarks:
+            found[str(replica)] = {"offset": kafka.high_watermarks[key], "source": "live"}
+            continue
+        checkpointed = kafka.checkpoints.get(replica, {}).get(key)
+        if checkpointed is not None:
+            found[str(replica)] = {"offset": checkpointed, "source": "checkpoint"}
+    return found
 
 
 def format_time(seconds: float) -> str:

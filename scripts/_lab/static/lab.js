@@ -91,13 +91,19 @@ function renderBrokers(view) {
 function replicaCell(p) {
   const cell = el("td", {class: "replicas"});
   p.replicas.forEach((r, index) => {
-    const classes = [];
+    const classes = ["replica"];
     if (r === p.leader) classes.push("leader");
     if (!p.isr.includes(r)) classes.push("out-of-isr");
     const end = p.log_end[String(r)];
-    const text = `${r}` + (end === undefined || end === null ? "" : `@${end}`);
+    const hw = p.high_watermark[String(r)];
+    const hwText = hw ? el("span", {class: hw.source === "live" ? "hw-live" : "hw-checkpoint"}, hw.offset) : "?";
     if (index > 0) cell.append(" ");
-    cell.append(el("span", {class: classes.join(" "), title: `broker ${r}, log end offset ${end ?? "?"}`}, text));
+    cell.append(el("span", {
+      class: classes.join(" "), "data-replica": r,
+      "data-log-end": end ?? "", "data-hw": hw ? hw.offset : "", "data-hw-source": hw ? hw.source : "",
+      title: `broker ${r}: log end offset ${end ?? "?"} (/metrics), high watermark ${hw ? hw.offset : "?"} ` +
+             (hw ? (hw.source === "live" ? "(leader, ListOffsets)" : "(replication-offset-checkpoint)") : ""),
+    }, el("b", {}, r), " ", end ?? "?", "/", hwText));
   });
   return cell;
 }
@@ -111,7 +117,7 @@ function renderPartitions(view) {
   }
   for (const topic of view.topics) {
     const table = el("table", {"data-topic": topic.name},
-      el("thead", {}, el("tr", {}, el("th", {}, "partition"), el("th", {}, "replicas (@log end)"),
+      el("thead", {}, el("tr", {}, el("th", {}, "partition"), el("th", {}, "replicas: log end / high watermark"),
         el("th", {}, "leader"), el("th", {}, "ISR"), el("th", {}, "leader epoch"), el("th", {}, "state"))));
     const body = el("tbody");
     for (const p of topic.partitions) {
@@ -125,31 +131,115 @@ function renderPartitions(view) {
         el("td", {class: "state"}, state)));
     }
     table.append(body);
-    holder.append(el("h3", {}, topic.name), table);
+    const internal = topic.name.startsWith("__");
+    const block = internal ? el("details", {}, el("summary", {}, `${topic.name} (${topic.partitions.length} partitions)`), table)
+                           : el("div", {}, el("h3", {}, topic.name), table);
+    holder.append(block);
   }
 }
 
-function renderChart(points) {
-  const svg = document.getElementById("chart");
-  const ns = "http://www.w3.org/2000/svg";
-  svg.replaceChildren();
-  const width = 600, height = 160;
-  if (points.length < 2) return;
-  const t0 = points[0][0], t1 = points[points.length - 1][0];
-  const peak = Math.max(1, ...points.map((p) => p[1]));
-  const x = (t) => (t1 === t0 ? 0 : ((t - t0) / (t1 - t0)) * width);
-  const y = (v) => height - 14 - (v / peak) * (height - 28);
-  const line = document.createElementNS(ns, "polyline");
-  line.setAttribute("points", points.map((p) => `${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(" "));
-  line.setAttribute("fill", "none");
-  line.setAttribute("stroke", "#2471a3");
-  line.setAttribute("stroke-width", "2");
-  svg.append(line);
-  const label = document.createElementNS(ns, "text");
-  label.setAttribute("x", "4"); label.setAttribute("y", "12"); label.setAttribute("font-size", "11");
-  label.textContent = `peak ${peak.toFixed(1)}/s over the last ${Math.round(t1 - t0)} s`;
-  svg.append(label);
-  document.getElementById("chart-now").textContent = `now: ${points[points.length - 1][1].toFixed(1)} messages/s`;
+// Keeps a <select>'s choice while its options follow the cluster.
+function fillSelect(id, values) {
+  const select = document.getElementById(id);
+  const wanted = values.join("\n");
+  if (select.dataset.values === wanted) return;
+  const chosen = select.value;
+  select.replaceChildren(...values.map((v) => el("option", {value: v}, v)));
+  if (values.includes(chosen)) select.value = chosen;
+  select.dataset.values = wanted;
+}
+
+function renderToolbars(view) {
+  const topics = view.topics.map((t) => t.name).filter((n) => !n.startsWith("__"));
+  fillSelect("produce-topic", topics);
+  fillSelect("member-topic", topics);
+  fillSelect("reassign-partition", view.topics.filter((t) => !t.name.startsWith("__"))
+    .flatMap((t) => t.partitions.map((p) => `${t.name}-${p.partition}`)));
+}
+
+const charts = {};
+window.labCharts = charts;
+
+function chartOptions(element, series, axes) {
+  return {width: Math.max(300, element.clientWidth - 4), height: 180, axes: axes,
+          series: [{}, ...series.map((s) => ({...s, points: {show: false}}))],
+          legend: {live: false}, cursor: {show: false}};
+}
+
+function makeCharts() {
+  if (typeof uPlot === "undefined") return;
+  const throughput = document.getElementById("throughput-chart");
+  charts.throughput = new uPlot(chartOptions(throughput, [
+    {label: "messages in/s", stroke: "#2471a3", width: 2, scale: "messages"},
+    {label: "bytes in/s", stroke: "#1e8449", scale: "bytes"},
+    {label: "bytes out/s (to consumers)", stroke: "#d68910", scale: "bytes"},
+  ], [{}, {scale: "messages"}, {scale: "bytes", side: 1, grid: {show: false}}]), [[], [], [], []], throughput);
+  const latency = document.getElementById("latency-chart");
+  charts.latency = new uPlot(chartOptions(latency, [
+    {label: "Produce p50", stroke: "#7d3c98", scale: "ms"},
+    {label: "Produce p99", stroke: "#c0392b", width: 2, scale: "ms"},
+  ], [{}, {scale: "ms"}]), [[], [], []], latency);
+  window.addEventListener("resize", () => {
+    for (const [name, chart] of Object.entries(charts)) {
+      const holder = document.getElementById(`${name}-chart`);
+      chart.setSize({width: Math.max(300, holder.clientWidth - 4), height: 180});
+    }
+  });
+}
+
+function renderCharts(series) {
+  if (!charts.throughput || !series) return;
+  charts.throughput.setData([series.time, series.messages_in, series.bytes_in, series.bytes_out]);
+  charts.latency.setData([series.time, series.produce_p50, series.produce_p99]);
+  const last = (values) => values.length ? values[values.length - 1] : null;
+  const fixed = (value, digits) => value === null || value === undefined ? "?" : value.toFixed(digits);
+  document.getElementById("chart-now").textContent =
+    `now: ${fixed(last(series.messages_in), 1)} messages/s in, ` +
+    `${fixed(last(series.bytes_in) / 1024, 1)} KiB/s in, ${fixed(last(series.bytes_out) / 1024, 1)} KiB/s out; ` +
+    `Produce p99 ${fixed(last(series.produce_p99), 1)} ms`;
+}
+
+function renderGroups(view) {
+  const holder = document.getElementById("groups");
+  holder.replaceChildren();
+  if (view.kafka && view.kafka.error) holder.append(el("p", {class: "note"}, `admin client: ${view.kafka.error}`));
+  if (!view.groups.length) {
+    holder.append(el("p", {class: "note"}, "no consumer groups yet"));
+  }
+  for (const g of view.groups) {
+    const members = el("ul", {class: "members"});
+    for (const m of g.members) {
+      members.append(el("li", {class: "member", "data-client-id": m.client_id},
+        el("b", {}, m.client_id), ` ${m.host} `,
+        el("span", {class: "assignment"}, m.assignment.map(([t, p]) => `${t}-${p}`).join(", ") || "(nothing assigned)")));
+    }
+    const rows = el("tbody");
+    for (const p of g.partitions) {
+      rows.append(el("tr", {"data-group-partition": `${p.topic}-${p.partition}`},
+        el("td", {}, `${p.topic}-${p.partition}`),
+        el("td", {class: "committed"}, p.committed ?? "-"),
+        el("td", {class: "log-end"}, p.log_end ?? "-"),
+        el("td", {class: "lag"}, p.lag ?? "-"),
+        el("td", {class: "owner"}, p.owner ?? "-")));
+    }
+    const totalLag = g.partitions.reduce((sum, p) => sum + (p.lag ?? 0), 0);
+    holder.append(el("div", {class: "group", "data-group": g.group},
+      el("h3", {}, g.group, " ", el("span", {class: "pill group-state"}, g.state),
+        el("span", {class: "hint"}, ` coordinator broker ${g.coordinator ?? "?"}, ${g.members.length} member(s), total lag `),
+        el("span", {class: "total-lag"}, totalLag)),
+      members,
+      el("table", {}, el("thead", {}, el("tr", {}, el("th", {}, "partition"), el("th", {}, "committed"),
+        el("th", {}, "high watermark"), el("th", {}, "lag"), el("th", {}, "owner"))), rows)));
+  }
+  const mine = document.getElementById("lab-members");
+  mine.replaceChildren();
+  for (const m of view.lab_members || []) {
+    mine.append(el("li", {"data-member": m.id},
+      `${m.client_id} in ${m.group} on ${m.topic}: ${m.state}, ${m.consumed} consumed `,
+      m.state === "running" || m.state === "starting"
+        ? el("button", {type: "button", class: "member-stop", onclick: () => act({id: m.id}, "/api/members/stop")}, "stop")
+        : null));
+  }
 }
 
 function renderTimeline(entries) {
@@ -166,6 +256,7 @@ function renderScenario(run) {
   const kind = run.status === "done" ? "good" : (run.status === "failed" ? "bad" : "warn");
   setPill(document.getElementById("scenario-status"),
           run.status + (run.reason ? `: ${run.reason}` : ""), kind);
+  document.getElementById("scenario-name").textContent = run.name;
   const list = document.getElementById("scenario-steps");
   list.replaceChildren();
   for (const step of run.steps) {
@@ -174,6 +265,9 @@ function renderScenario(run) {
       el("div", {class: "explanation"}, step.explanation),
       step.observed ? el("div", {class: "observed"}, `observed ${step.time.slice(11)}: ${step.observed}`) : null));
   }
+  const detail = document.getElementById("scenario-detail");
+  detail.hidden = !run.detail.length;
+  detail.textContent = run.detail.join("\n");
 }
 
 async function readZnode(path) {
@@ -204,7 +298,22 @@ document.getElementById("znode-form").addEventListener("submit", (event) => {
   event.preventDefault();
   readZnode(document.getElementById("znode-path").value.trim() || "/");
 });
-document.getElementById("scenario-start").addEventListener("click", () => act({}, "/api/scenario/kill-the-controller"));
+document.getElementById("scenario-start").addEventListener("click",
+  () => act({}, "/api/scenario/" + document.getElementById("scenario-select").value));
+document.getElementById("elect-preferred").addEventListener("click", () => act({}, "/api/elect"));
+document.getElementById("reassign-go").addEventListener("click", () => {
+  const name = document.getElementById("reassign-partition").value;
+  const at = name.lastIndexOf("-");
+  const replicas = document.getElementById("reassign-replicas").value.split(",")
+    .map((r) => parseInt(r.trim(), 10)).filter((r) => !Number.isNaN(r));
+  act({topic: name.slice(0, at), partition: parseInt(name.slice(at + 1), 10), replicas: replicas}, "/api/reassign");
+});
+document.getElementById("produce-go").addEventListener("click", () => act({
+  topic: document.getElementById("produce-topic").value,
+  count: parseInt(document.getElementById("produce-count").value, 10)}, "/api/produce"));
+document.getElementById("member-start").addEventListener("click", () => act({
+  group: document.getElementById("member-group").value.trim(),
+  topic: document.getElementById("member-topic").value}, "/api/members/start"));
 
 function connect() {
   const source = new EventSource("/events");
@@ -215,11 +324,14 @@ function connect() {
     const view = JSON.parse(message.data);
     renderBrokers(view);
     renderPartitions(view);
-    renderChart(view.throughput);
+    renderToolbars(view);
+    renderCharts(view.series);
+    renderGroups(view);
   });
   source.addEventListener("timeline", (message) => renderTimeline(JSON.parse(message.data)));
   source.addEventListener("scenario", (message) => renderScenario(JSON.parse(message.data)));
 }
 
+makeCharts();
 connect();
 readZnode("/");

@@ -1,5 +1,5 @@
-"""The "kill the controller" scenario advances only on what the lab observes, and its routes
-exist only with --allow-actions."""
+"""Guided scenarios advance only on what the lab observes, their acts run in order, and the
+action routes exist only with --allow-actions."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "scripts"))
 
 from _cluster.layout import ClusterSpec, ClusterState, ProcessRecord, save_state
-from _lab import scenario
+from _lab import scenario, scenario_unclean, scenarios
 from _lab.app import build_app
+from _lab.operator import Delivered, Outcome
 from _lab.security import CsrfGuard
 from starlette.routing import Route
 
@@ -28,7 +29,14 @@ def _view(
         "zookeeper": {"reachable": True, "servers": []},
         "controller": {"id": controller, "epoch": epoch},
         "brokers": [
-            {"id": i, "alive": i in alive, "registered": i in registered} for i in (1, 2, 3)
+            {
+                "id": i,
+                "alive": i in alive,
+                "paused": False,
+                "registered": i in registered,
+                "epoch": 100 + i,
+            }
+            for i in (1, 2, 3)
         ],
         "topics": [
             {
@@ -36,8 +44,11 @@ def _view(
                 "partitions": [
                     {
                         "partition": p,
+                        "replicas": [1, 2, 3],
                         "leader": leader,
+                        "isr": [1, 2, 3],
                         "leader_epoch": 3,
+                        "log_end": {},
                         "offline": leader not in alive or leader not in registered,
                     }
                     for p, leader in enumerate(leaders)
@@ -48,9 +59,13 @@ def _view(
 
 
 def _run(before: dict[str, Any]) -> scenario.ScenarioRun:
-    context = scenario.prepare(before)
+    chosen = scenarios.KILL_THE_CONTROLLER
+    context = chosen.prepare(before, {})
     assert isinstance(context, scenario.Context)
-    return scenario.ScenarioRun("kill the controller", scenario.KILL_THE_CONTROLLER, context)
+    run = scenario.ScenarioRun(chosen.name, chosen.steps, context)
+    assert run.pending_act() is not None  # the kill comes first
+    run.acted[0] = True
+    return run
 
 
 def test_steps_advance_as_the_session_expires_and_a_new_controller_moves_the_leaders() -> None:
@@ -87,9 +102,128 @@ def test_a_step_not_observed_in_time_fails_the_run() -> None:
 
 
 def test_no_controller_no_run() -> None:
-    assert scenario.prepare(_view((1,), (1,), controller=None, epoch=4, leaders=(1, 1))) == (
-        "there is no controller right now"
+    view = _view((1,), (1,), controller=None, epoch=4, leaders=(1, 1))
+    assert scenarios.KILL_THE_CONTROLLER.prepare(view, {}) == "there is no controller right now"
+
+
+def test_a_step_with_an_act_waits_for_it_before_checking() -> None:
+    chosen = scenarios.KILL_THE_CONTROLLER
+    before = _view((1, 2, 3), (1, 2, 3), controller=1, epoch=4, leaders=(1, 2))
+    context = chosen.prepare(before, {})
+    assert isinstance(context, scenario.Context)
+    run = scenario.ScenarioRun(chosen.name, chosen.steps, context)
+    killed = _view((2, 3), (1, 2, 3), controller=1, epoch=4, leaders=(1, 2))
+    assert not run.observe(killed, now_s=run.step_started_s + scenario.STEP_TIMEOUT_S + 1)
+    assert (run.current, run.status) == (0, "running")  # neither advanced nor timed out
+    assert run.as_json()["steps"][0]["state"] == "acting"
+
+
+class FakeOperator:
+    """Records what a scenario asks for; produces and reads from a dict log."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+        self.log: dict[int, str] = {}
+
+    async def signal(self, target: str, target_id: int, verb: str) -> Outcome:
+        self.calls.append(("signal", target, target_id, verb))
+        return Outcome(True, "")
+
+    async def produce(
+        self, topic: str, values: list[str], partition: int | None = None, acks: str = "all"
+    ) -> Delivered:
+        self.calls.append(("produce", topic, partition, acks, len(values)))
+        delivered = Delivered()
+        for value in values:
+            offset = len(self.log)
+            self.log[offset] = value
+            delivered.records.append((partition or 0, offset, value))
+        return delivered
+
+    async def read_partition(self, topic: str, partition: int) -> list[tuple[int, str]]:
+        return sorted(self.log.items())
+
+
+class FakeSnapshots:
+    """Hands out the given views one per poll, then keeps the last."""
+
+    def __init__(self, views: list[dict[str, Any]]) -> None:
+        self._views = views
+        self.latest: dict[str, Any] | None = views[0]
+
+    async def wait_for_poll(self) -> None:
+        if len(self._views) > 1:
+            self._views.pop(0)
+        self.latest = self._views[0]
+
+
+def test_drive_runs_the_kill_then_follows_the_snapshots_to_the_end() -> None:
+    import asyncio
+
+    before = _view((1, 2, 3), (1, 2, 3), controller=1, epoch=4, leaders=(1, 2))
+    chosen = scenarios.KILL_THE_CONTROLLER
+    context = chosen.prepare(before, {})
+    assert isinstance(context, scenario.Context)
+    run = scenario.ScenarioRun(chosen.name, chosen.steps, context)
+    operator = FakeOperator()
+    views = [
+        _view((2, 3), (1, 2, 3), controller=1, epoch=4, leaders=(1, 2)),
+        _view((2, 3), (2, 3), controller=2, epoch=5, leaders=(2, 2)),
+    ]
+    published: list[str] = []
+    asyncio.run(
+        scenario.drive(
+            run,
+            operator,  # type: ignore[arg-type]
+            FakeSnapshots(views),
+            lambda: published.append(run.status),
+        )
     )
+    assert run.status == "done"
+    assert operator.calls == [("signal", "broker", 1, "kill")]
+    assert published[-1] == "done"
+
+
+def test_the_unclean_scenario_shows_the_acknowledged_records_that_were_lost() -> None:
+    import asyncio
+
+    operator = FakeOperator()
+    context = scenario.Context(victim=1, partner=2, topic="lab-unclean-x")
+
+    async def play() -> None:
+        act = scenario_unclean.UNCLEAN.steps[1].act
+        assert act is not None
+        await act(operator, context, {})  # offsets 0-9, replicated
+        exposed = scenario_unclean.UNCLEAN.steps[3].act
+        assert exposed is not None
+        await exposed(operator, context, {})  # offsets 10-29, only on the old leader
+        # The unclean election: the new leader's log ends at 10.
+        for offset in range(10, 30):
+            del operator.log[offset]
+        show = scenario_unclean.UNCLEAN.steps[-1].act
+        assert show is not None
+        assert await show(operator, context, {}) is None
+
+    asyncio.run(play())
+    observed = scenario_unclean.UNCLEAN.steps[-1].check({}, context)
+    assert observed is not None and observed.startswith("20 acknowledged records are gone")
+    assert context.detail[0] == "offset 10: acknowledged 'only-on-leader-10', now 'after-unclean-0'"
+    assert context.detail[-1] == "offset 29: acknowledged 'only-on-leader-29', now nothing"
+
+
+def test_a_paused_follower_dropped_by_its_leaders_or_by_its_expired_session() -> None:
+    before = _view((1, 2, 3), (1, 2, 3), controller=1, epoch=4, leaders=(2, 2))
+    context = scenarios.PAUSE_A_FOLLOWER.prepare(before, {"replica.lag.time.max.ms": "4000"})
+    assert isinstance(context, scenario.Context)
+    assert context.victim == 3  # not the controller, and it follows both partitions
+    shrunk = _view((1, 2, 3), (1, 2, 3), controller=1, epoch=4, leaders=(2, 2))
+    for partition in shrunk["topics"][0]["partitions"]:
+        partition["isr"] = [1, 2]
+    by_leader = scenarios.PAUSE_A_FOLLOWER.steps[2].check(shrunk, context)
+    assert by_leader is not None and "the leaders shrank the ISR" in by_leader
+    shrunk["brokers"][2]["registered"] = False
+    by_session = scenarios.PAUSE_A_FOLLOWER.steps[2].check(shrunk, context)
+    assert by_session is not None and "its ZooKeeper session expired first" in by_session
 
 
 def _cluster_dir(tmp_path: Path) -> Path:
@@ -113,4 +247,12 @@ def _posts(allow_actions: bool, tmp_path: Path) -> set[str]:
 
 def test_action_routes_exist_only_with_allow_actions(tmp_path: Path) -> None:
     assert _posts(False, tmp_path) == set()
-    assert _posts(True, tmp_path) == {"/api/action", "/api/scenario/{name}"}
+    assert _posts(True, tmp_path) == {
+        "/api/action",
+        "/api/elect",
+        "/api/reassign",
+        "/api/produce",
+        "/api/members/start",
+        "/api/members/stop",
+        "/api/scenario/{name}",
+    }

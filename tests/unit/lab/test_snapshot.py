@@ -11,7 +11,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "scripts"))
 
 from _lab import snapshot
-from _lab.snapshot import BrokerMetrics, ProcessView, ZnodeStat, ZookeeperServerView
+from _lab.snapshot import (
+    BrokerMetrics,
+    KafkaObservations,
+    ProcessView,
+    ZnodeStat,
+    ZookeeperServerView,
+)
 
 NOW_S = 1_800_000_000.0
 
@@ -88,12 +94,13 @@ def _view(
     alive: tuple[int, ...] = (1, 2, 3),
     metrics: dict[int, BrokerMetrics] | None = None,
     now_s: float = NOW_S,
+    kafka: KafkaObservations | None = None,
 ) -> dict[str, Any]:
     brokers = [ProcessView(i, 9091 + i, 1000 + i, i in alive) for i in (1, 2, 3)]
     servers = [ZookeeperServerView(1, 2181, 999, True, "standalone")]
     data = None if zookeeper is None else snapshot.read_zookeeper(zookeeper)
     ports = {i: 9191 + i for i in (1, 2, 3)}
-    return snapshot.build_snapshot(data, brokers, servers, metrics or {}, ports, [], now_s)
+    return snapshot.build_snapshot(data, brokers, servers, metrics or {}, ports, {}, now_s, kafka)
 
 
 def test_brokers_show_registration_epoch_endpoints_and_the_controller_crown() -> None:
@@ -120,6 +127,25 @@ def test_partition_grid_has_replicas_leader_isr_epochs_and_log_ends_from_metrics
     assert first["isr"] == [1, 2, 3]
     assert first["log_end"] == {"1": 42, "2": 40}  # broker 3's metrics were not read
     assert not first["under_replicated"] and not first["offline"]
+
+
+def test_high_watermarks_are_the_leaders_live_and_the_followers_checkpointed() -> None:
+    kafka = KafkaObservations(
+        high_watermarks={("t", 0): 42},
+        checkpoints={1: {("t", 0): 30}, 2: {("t", 0): 41}, 3: {}},
+    )
+    view = _view(_cluster([1, 2, 3], 1, leader=1, isr=[1, 2, 3]), kafka=kafka)
+    first = view["topics"][0]["partitions"][0]
+    assert first["high_watermark"] == {
+        "1": {"offset": 42, "source": "live"},
+        "2": {"offset": 41, "source": "checkpoint"},
+    }
+    # A dead leader's live value is not taken: its checkpoint is all the lab has.
+    dead = _view(_cluster([1, 2, 3], 1, leader=1, isr=[1, 2, 3]), alive=(2, 3), kafka=kafka)
+    assert dead["topics"][0]["partitions"][0]["high_watermark"]["1"] == {
+        "offset": 30,
+        "source": "checkpoint",
+    }
 
 
 def test_a_partition_with_a_short_isr_is_under_replicated() -> None:

@@ -7,7 +7,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "scripts"))
 
-from _lab.prometheus import RateTracker, parse
+from _lab.prometheus import SeriesTracker, parse
+from _lab.snapshot import BrokerMetrics
 from _lab.timeline import StateChangeTail
 
 
@@ -66,10 +67,30 @@ def test_metrics_give_all_topics_messages_in_and_log_end_offsets() -> None:
     assert found.log_end_offsets == {("a", 0): 5, ("a", 1): 7}
 
 
+def _metrics(messages_in: float, produce_p99: float | None = None) -> BrokerMetrics:
+    times = {} if produce_p99 is None else {"produce_p99": produce_p99}
+    return BrokerMetrics(messages_in, {}, request_times_ms=times)
+
+
 def test_the_rate_sums_brokers_and_ignores_a_counter_that_went_back() -> None:
-    rates = RateTracker(history_points=3)
-    rates.observe(100.0, {1: 10.0, 2: 100.0})
-    rates.observe(102.0, {1: 30.0, 2: 5.0})  # broker 2 restarted: its counter began again
-    rates.observe(103.0, {1: 40.0})  # broker 2 down
-    rates.observe(104.0, {1: 40.0, 2: 9.0})
-    assert rates.history == [(102.0, 10.0), (103.0, 10.0), (104.0, 0.0)]
+    series = SeriesTracker(history_points=3)
+    series.observe(100.0, {1: _metrics(10.0), 2: _metrics(100.0)})
+    # broker 2 restarted: its counter began again
+    series.observe(102.0, {1: _metrics(30.0, 4.0), 2: _metrics(5.0, 9.0)})
+    series.observe(103.0, {1: _metrics(40.0)})  # broker 2 down
+    series.observe(104.0, {1: _metrics(40.0), 2: _metrics(9.0)})
+    found = series.as_json()
+    assert found["time"] == [102.0, 103.0, 104.0]
+    assert found["messages_in"] == [10.0, 10.0, 0.0]
+    assert found["produce_p99"] == [9.0, None, None]  # the slowest broker's
+
+
+def test_metrics_give_produce_times_and_zookeeper_expiries() -> None:
+    text = METRICS + (
+        'kafka_network_requestmetrics_totaltimems{quantile="0.99",request="Produce"} 7.5\n'
+        'kafka_network_requestmetrics_totaltimems{quantile="0.99",request="Fetch"} 500.0\n'
+        "kafka_server_sessionexpirelistener_zookeeperexpires_total 2.0\n"
+    )
+    found = parse(text)
+    assert found.request_times_ms == {"produce_p99": 7.5}
+    assert found.zookeeper_expires == 2.0

@@ -1,0 +1,202 @@
+"""What the lab reads through Kafka's own interfaces rather than ZooKeeper: each partition
+leader's high watermark (ListOffsets, as consumers see it), every broker's
+replication-offset-checkpoint (each replica's high watermark as it last wrote it) and the
+consumer groups (members, assignments, committed offsets and lag), with confluent-kafka's
+admin client. Every call is bounded; a failed read leaves that part out of the view."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any, cast
+
+from _cluster.brokers import broker_properties
+from _cluster.layout import ClusterSpec
+from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin._listoffsets import OffsetSpec
+
+from kafka_cli._client import client_config, load_properties
+
+from .snapshot import JsonObject, KafkaObservations, format_time
+
+REQUEST_TIMEOUT_S = 3.0
+RESULT_TIMEOUT_S = 5.0
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
+CLIENT_PROPERTIES = "client.properties"
+Partition = tuple[str, int]
+
+
+def librdkafka_config(
+    directory: Path, spec: ClusterSpec, extra: Mapping[str, str | int | bool]
+) -> Any:
+    """A client config for the cluster: its bootstrap servers and, on a TLS or SASL cluster,
+    the launcher's client.properties (as every console tool takes it)."""
+    properties_path = directory / CLIENT_PROPERTIES
+    layers = [load_properties(str(properties_path))] if properties_path.exists() else []
+    config = client_config(spec.bootstrap_servers, *layers)
+    config.update(extra)
+    return config
+
+
+def read_checkpoint(path: Path) -> dict[Partition, int]:
+    """Kafka's checkpoint format: a version line, a count line, then `topic partition offset`.
+    A missing or half-written file reads as what could be parsed."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return {}
+    found: dict[Partition, int] = {}
+    for line in lines[2:]:
+        fields = line.split()
+        if len(fields) == 3 and fields[1].isdigit() and fields[2].lstrip("-").isdigit():
+            found[(fields[0], int(fields[1]))] = int(fields[2])
+    return found
+
+
+def read_checkpoints(spec: ClusterSpec) -> dict[int, dict[Partition, int]]:
+    """Each broker's replication-offset-checkpoint over all its log dirs."""
+    found: dict[int, dict[Partition, int]] = {}
+    for broker_id in spec.broker_ids:
+        merged: dict[Partition, int] = {}
+        log_dirs = broker_properties(spec, broker_id).get("log.dirs", "")
+        for log_dir in log_dirs.split(","):
+            if log_dir.strip():
+                merged.update(
+                    read_checkpoint(Path(log_dir.strip()) / REPLICATION_OFFSET_CHECKPOINT)
+                )
+        found[broker_id] = merged
+    return found
+
+
+def _result(future: Future[Any]) -> Any:
+    return future.result(timeout=RESULT_TIMEOUT_S)
+
+
+def group_view(
+    description: JsonObject, committed: Mapping[Partition, int], log_ends: Mapping[Partition, int]
+) -> JsonObject:
+    """One group as the page shows it: members with their assignments, and per partition
+    (assigned or committed) the committed offset, the leader's high watermark and the lag."""
+    owners: dict[Partition, str] = {}
+    for member in description["members"]:
+        for topic, partition in member["assignment"]:
+            owners[(topic, partition)] = member["client_id"]
+    rows = []
+    for key in sorted(set(owners) | set(committed)):
+        current = committed.get(key)
+        log_end = log_ends.get(key)
+        rows.append(
+            {
+                "topic": key[0],
+                "partition": key[1],
+                "committed": current,
+                "log_end": log_end,
+                "lag": None if current is None or log_end is None else max(log_end - current, 0),
+                "owner": owners.get(key),
+            }
+        )
+    return {**description, "partitions": rows}
+
+
+class KafkaReader:
+    """One admin client for the lab's life (librdkafka reconnects by itself)."""
+
+    def __init__(self, directory: Path, spec: ClusterSpec) -> None:
+        self._spec = spec
+        self._admin = AdminClient(librdkafka_config(directory, spec, {"client.id": "kafka-lab"}))
+
+    def read(self, partitions: Iterable[Partition]) -> KafkaObservations:
+        started = time.time()
+        errors: list[str] = []
+        log_ends = self._log_ends(list(partitions), errors)
+        groups = self._groups(log_ends, errors)
+        return KafkaObservations(
+            high_watermarks=log_ends,
+            checkpoints=read_checkpoints(self._spec),
+            groups=groups,
+            read_at=format_time(started),
+            error="; ".join(errors) or None,
+        )
+
+    def _log_ends(self, partitions: list[Partition], errors: list[str]) -> dict[Partition, int]:
+        if not partitions:
+            return {}
+        latest = cast(Any, OffsetSpec).latest()
+        requests = {TopicPartition(t, p): latest for t, p in partitions}
+        found: dict[Partition, int] = {}
+        try:
+            futures = self._admin.list_offsets(requests, request_timeout=REQUEST_TIMEOUT_S)
+        except Exception as error:
+            errors.append(f"ListOffsets: {error}")
+            return found
+        failed = 0
+        for tp, future in futures.items():
+            try:
+                offset = int(_result(future).offset)
+            except Exception:
+                failed += 1
+                continue
+            if offset >= 0:
+                found[(tp.topic, tp.partition)] = offset
+        if failed:
+            errors.append(f"ListOffsets failed for {failed} partition(s)")
+        return found
+
+    def _groups(self, log_ends: dict[Partition, int], errors: list[str]) -> list[JsonObject]:
+        try:
+            listing = _result(self._admin.list_consumer_groups(request_timeout=REQUEST_TIMEOUT_S))
+            group_ids = sorted(g.group_id for g in listing.valid)
+            if not group_ids:
+                return []
+            described = self._admin.describe_consumer_groups(
+                group_ids, request_timeout=REQUEST_TIMEOUT_S
+            )
+        except Exception as error:
+            errors.append(f"consumer groups: {error}")
+            return []
+        groups = []
+        for group_id, future in sorted(described.items()):
+            try:
+                raw = _result(future)
+                committed = self._committed(group_id)
+            except Exception as error:
+                errors.append(f"group {group_id}: {error}")
+                continue
+            groups.append(group_view(_description(raw), committed, log_ends))
+        return groups
+
+    def _committed(self, group_id: str) -> dict[Partition, int]:
+        futures = self._admin.list_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group_id)], request_timeout=REQUEST_TIMEOUT_S
+        )
+        committed: dict[Partition, int] = {}
+        for future in futures.values():
+            for tp in _result(future).topic_partitions or []:
+                if tp.offset >= 0:
+                    committed[(tp.topic, tp.partition)] = tp.offset
+        return committed
+
+
+def _description(raw: Any) -> JsonObject:
+    node = raw.coordinator
+    return {
+        "group": raw.group_id,
+        "state": getattr(raw.state, "name", str(raw.state)).lower(),
+        "assignor": raw.partition_assignor or "",
+        "coordinator": node.id if node is not None else None,
+        "members": [
+            {
+                "member_id": member.member_id,
+                "client_id": member.client_id,
+                "host": member.host,
+                "assignment": sorted(
+                    (tp.topic, tp.partition)
+                    for tp in (member.assignment.topic_partitions if member.assignment else [])
+                ),
+            }
+            for member in raw.members
+        ],
+    }
