@@ -8,7 +8,10 @@ broker's `fetch.max.bytes` caps the request's `max_bytes`. Long polling: if fewe
 partition must answer an error, or `max_wait_ms` passes (woken by a high-watermark move for
 consumers, an append for followers); it judges completion from offsets and reads the logs once,
 when it completes (see `broker.replication.delayed_fetch`). Which partitions are read and
-answered follows the request's session fields (see `broker.replication.fetch_context`).
+answered follows the request's session fields (see `broker.replication.fetch_context`). An
+incremental fetch that wants at most one byte (every follower and most consumers) reads only
+the partitions of its session that changed, and parks on the session itself: a change marks
+the partition, which is then read (see `broker.replication.fetch_session`).
 
 v13+ names topics by id, resolved from the broker's metadata at each request: an id no topic
 has answers UNKNOWN_TOPIC_ID. v15 moves the replica id into `replica_state` (its broker epoch
@@ -27,6 +30,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.handlers import legacy_fetch
+from broker.handlers.authorization import TOPIC, access_of
 from broker.handlers.current_leader import CurrentLeaders
 from broker.network.context import RequestContext
 from broker.protocol import adapter, fetch_encoding
@@ -38,9 +42,12 @@ from broker.replication.fetch_session import (
     INVALID_SESSION_ID,
     FetchKey,
     FetchPosition,
+    FetchSession,
     TopicPartition,
 )
+from broker.replication.partition import Partition
 from broker.replication.replica_manager import ReadResult
+from broker.security.acl import Operation
 from zk.loop_slice import LoopSlice
 
 Results = list[tuple[FetchKey, ReadResult]]
@@ -51,6 +58,10 @@ LEADER_MOVED_ERRORS = frozenset({ErrorCode.not_leader_or_follower, ErrorCode.fen
 # Partitions read between two looks at the clock (see _read_all).
 PARTITIONS_PER_SLICE_CHECK = 32
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
+# An incremental fetch reads every partition of its session this often per
+# replica.lag.time.max.ms (else only what changed): a caught-up follower then never counts as
+# lagging, and a log start offset that retention moved reaches the fetcher.
+SWEEPS_PER_LAG = 4
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
@@ -61,27 +72,124 @@ async def handle(context: RequestContext, request: Any) -> Any:
     )
     if fetch_context.error_code != ErrorCode.none:
         return _response(context, fetch_context.error_code, INVALID_SESSION_ID, [])
-    positions = fetch_context.positions
-    names = _topic_names(context, positions)
     replica_id = _replica_id(request)
     deadline_s = asyncio.get_running_loop().time() + adapter.millis(request.max_wait) / 1000
-    results, total_bytes, any_error = await _read_all(context, request, positions, names)
-    waits = total_bytes < request.min_bytes and not any_error
-    delayed = (
-        await _wait_for_data(context, request, positions, names, deadline_s, results)
-        if waits
-        else None
-    )
-    if delayed is not None:
-        # The delayed fetch's read, now that it completes: only of what changed meanwhile.
-        results, _, _ = await _read_all(context, request, positions, names, (results, delayed))
+    session = fetch_context.session
+    if session is not None and request.min_bytes <= 1:
+        results, names = await _read_session(context, request, session, deadline_s)
+    else:
+        if session is not None:
+            session.last_sweep_ms = None  # this read all of it outside the session's watch
+        positions = fetch_context.all_positions()
+        names = _topic_names(context, positions)
+        results = await _read_or_park(context, request, positions, names, deadline_s)
     session_id, answered = fetch_context.respond(sessions, results, replica_id >= 0, _now_ms())
     _count_bytes_out(context, answered, names, replica_id >= 0)
     if legacy_fetch.needs_conversion(version):
-        offsets = {key: position.fetch_offset for key, position in _named(positions)}
+        # v0-v3 have no sessions: the request's positions are all there is.
+        offsets = {key: position.fetch_offset for key, position in _named(fetch_context.positions)}
         converted = await legacy_fetch.convert(context, _named(answered), offsets)
         answered = list(converted)
     return _response(context, ErrorCode.none, session_id, _by_topic(answered, names))
+
+
+async def _read_or_park(
+    context: RequestContext,
+    request: Any,
+    positions: list[tuple[FetchKey, FetchPosition]],
+    names: dict[str | uuid.UUID, str],
+    deadline_s: float,
+) -> Results:
+    """Read every partition; short of `min_bytes`, park as a delayed fetch and read again
+    what changed meanwhile."""
+    results, total_bytes, any_error = await _read_all(context, request, positions, names)
+    if total_bytes >= request.min_bytes or any_error:
+        return results
+    delayed = await _wait_for_data(context, request, positions, names, deadline_s, results)
+    if delayed is None:
+        return results
+    # The delayed fetch's read, now that it completes: only of what changed meanwhile.
+    results, _, _ = await _read_all(context, request, positions, names, (results, delayed))
+    return results
+
+
+async def _read_session(
+    context: RequestContext, request: Any, session: FetchSession, deadline_s: float
+) -> tuple[Results, dict[str | uuid.UUID, str]]:
+    """An incremental fetch of at most one byte wanted: read what the session says may have
+    changed (or everything, when a sweep is due); with nothing to give, wait for the
+    session's partitions to mark a change, and read what they marked."""
+    now_ms = _now_ms()
+    sweep_interval_ms = context.server.replica_manager.replica_lag_time_max_ms // SWEEPS_PER_LAG
+    sweep = session.last_sweep_ms is None or now_ms - session.last_sweep_ms >= sweep_interval_ms
+    if sweep:
+        session.last_sweep_ms = now_ms
+    names: dict[str | uuid.UUID, str] = {}
+    read: dict[FetchKey, ReadResult] = {}
+    keys = session.keys_to_read(sweep)
+    loop = asyncio.get_running_loop()
+    while True:
+        await _read_session_keys(context, request, session, keys, names, read)
+        remaining_s = deadline_s - loop.time()
+        total_bytes = sum(len(result.records) for result in read.values())
+        if total_bytes >= request.min_bytes or remaining_s <= 0 or _any_error(read):
+            break
+        await session.watch.wait(remaining_s)
+        keys = session.take_changed()
+        if not keys:
+            break  # the deadline passed
+    return list(read.items()), names
+
+
+async def _read_session_keys(
+    context: RequestContext,
+    request: Any,
+    session: FetchSession,
+    keys: list[FetchKey],
+    names: dict[str | uuid.UUID, str],
+    read: dict[FetchKey, ReadResult],
+) -> None:
+    """Read `keys` into `read` (replacing earlier reads of them), each watched first; those
+    whose read left something to give stay unsettled: the next request reads them again."""
+    positions = [(key, session.partitions[key].position) for key in keys]
+    names.update(_topic_names(context, positions))
+    replica_manager = context.server.replica_manager
+    replicas = {}
+    for (topic, partition), _ in positions:
+        name = names.get(topic)
+        replica = None if name is None else replica_manager.get_by_key((name, partition))
+        session.watch_replica((topic, partition), replica)
+        replicas[(topic, partition)] = replica
+    earlier_bytes = sum(len(result.records) for result in read.values())
+    results, _, _ = await _read_all(context, request, positions, names, start_bytes=earlier_bytes)
+    replica_id = _replica_id(request)
+    read_committed = _read_committed(request)
+    for (key, result), (_, position) in zip(results, positions, strict=True):
+        read[key] = result
+        if not _settled(result, position, replicas[key], replica_id, read_committed):
+            session.unsettled.add(key)
+
+
+def _settled(
+    result: ReadResult,
+    position: FetchPosition,
+    replica: Partition | None,
+    replica_id: int,
+    read_committed: bool,
+) -> bool:
+    """Whether a read of the partition would answer nothing new until one of its events:
+    no error, and the fetch position at the end the fetcher may read to. A follower out of
+    the ISR is read on every request, as its fetches decide when it rejoins."""
+    if replica is None or result.error_code != ErrorCode.none or result.records:
+        return False
+    if replica_id >= 0:
+        return position.fetch_offset >= result.log_end_offset and replica_id in replica.isr
+    end = result.last_stable_offset if read_committed else result.high_watermark
+    return position.fetch_offset >= end
+
+
+def _any_error(read: dict[FetchKey, ReadResult]) -> bool:
+    return any(result.error_code != ErrorCode.none for result in read.values())
 
 
 async def _wait_for_data(
@@ -231,6 +339,7 @@ async def _read_all(
     positions: list[tuple[FetchKey, FetchPosition]],
     names: dict[str | uuid.UUID, str],
     parked: tuple[Results, DelayedFetch] | None = None,
+    start_bytes: int = 0,
 ) -> tuple[Results, int, bool]:
     """Read every partition of the fetch, within the response's byte budget. With `parked`
     (the first read's results and the delayed fetch that then completed), a partition where
@@ -238,7 +347,8 @@ async def _read_all(
     partitions, one append completes the fetch and all but that one are unchanged. Such a
     session is read in slices of loop time, so that other requests get in between; an append
     meanwhile to a partition already read completes the delayed fetch at once, as the parked
-    position is then behind the log end."""
+    position is then behind the log end. `start_bytes`: what earlier reads of this response
+    already hold."""
     replica_manager = context.server.replica_manager
     replica_id = _replica_id(request)
     read_committed = _read_committed(request)  # once, not per partition
@@ -247,7 +357,8 @@ async def _read_all(
         getattr(request, "max_bytes", 0x7FFFFFFF), context.server.config["fetch.max.bytes"]
     )
     statuses = parked[1].status_by_key() if parked is not None else {}
-    total_bytes = 0
+    refused = _refused_topics(context, names, replica_id)
+    total_bytes = start_bytes
     any_error = False
     results = []
     loop_slice = LoopSlice()
@@ -258,6 +369,10 @@ async def _read_all(
         name = names.get(topic)
         if name is None:
             results.append((key, ReadResult(ErrorCode.unknown_topic_id)))
+            continue
+        if name in refused:
+            results.append((key, ReadResult(ErrorCode.topic_authorization_failed)))
+            any_error = True
             continue
         result = None
         if parked is not None:
@@ -282,6 +397,20 @@ async def _read_all(
         any_error = any_error or result.error_code != ErrorCode.none
         results.append((key, result))
     return results, total_bytes, any_error
+
+
+def _refused_topics(
+    context: RequestContext, names: dict[str | uuid.UUID, str], replica_id: int
+) -> frozenset[str]:
+    """The topics a consumer may not read. The dispatcher checked those the request names; an
+    incremental fetch also reads the rest of its session, checked here on every request as
+    Kafka does, so that removing an ACL stops a running consumer. Followers were checked for
+    ClusterAction."""
+    access = access_of(context)
+    if access is None or replica_id >= 0:
+        return frozenset()
+    topics = set(names.values())
+    return frozenset(name for name in topics if not access.allowed(Operation.READ, TOPIC, name))
 
 
 def _by_topic(results: Results, names: dict[str | uuid.UUID, str]) -> list[dict[str, Any]]:

@@ -63,6 +63,7 @@ def delete_on_leader(
     if required < 0 or required > current.high_watermark:
         return DeleteRecordsResult(ErrorCode.offset_out_of_range)
     current.log.increment_log_start_offset(required)
+    current.waiters.on_log_start_offset()
     return DeleteRecordsResult(ErrorCode.none, current.low_watermark(alive), required)
 
 

@@ -4,8 +4,8 @@
 - epoch 0 (INITIAL): a full fetch that asks for a new session (a named one is closed first);
   the response carries the new session's id, or 0 when the cache has no slot.
 - epoch > 0: an incremental fetch in an existing session; the request's partitions update the
-  session, `forgotten_topics_data` leaves it, every session partition is read, and only those
-  with something new are answered.
+  session, `forgotten_topics_data` leaves it, the session says which partitions are read (see
+  `broker.replication.fetch_session`), and only those with something new are answered.
 
 From v13 topics are named by id: the keys are (topic id, partition), an id no topic has is
 kept as it is (the handler answers UNKNOWN_TOPIC_ID for it), and a session keyed one way
@@ -39,11 +39,18 @@ ZERO_TOPIC_ID = uuid.UUID(int=0)
 
 @dataclass
 class FetchContext:
+    # The request's partitions; for an incremental fetch, see all_positions().
     positions: list[tuple[FetchKey, FetchPosition]]
     error_code: ErrorCode = ErrorCode.none
     session: FetchSession | None = None  # set for incremental fetches
     wants_session: bool = False  # a full fetch that asked for one
     uses_topic_ids: bool = False
+
+    def all_positions(self) -> list[tuple[FetchKey, FetchPosition]]:
+        """Every partition of the fetch (of its session, for an incremental one)."""
+        if self.session is None:
+            return self.positions
+        return [(key, cached.position) for key, cached in self.session.partitions.items()]
 
     def respond(
         self,
@@ -107,8 +114,7 @@ def new_context(
         return FetchContext([], ErrorCode.fetch_session_topic_id_error)
     session.update(requested, _forgotten(request, uses_topic_ids))
     session.epoch = next_epoch(session.epoch)
-    positions = [(key, cached.position) for key, cached in session.partitions.items()]
-    return FetchContext(positions, session=session, uses_topic_ids=uses_topic_ids)
+    return FetchContext(requested, session=session, uses_topic_ids=uses_topic_ids)
 
 
 def _topic_key(topic: Any, uses_topic_ids: bool) -> str | uuid.UUID:

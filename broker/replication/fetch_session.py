@@ -12,12 +12,17 @@ id, and only requests of v13+ may use it (older ones only sessions keyed by name
 
 from __future__ import annotations
 
+import asyncio
 import random
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
+
+if TYPE_CHECKING:  # partition -> purgatory -> this module
+    from broker.replication.partition import Partition
 
 INVALID_SESSION_ID = 0
 INITIAL_EPOCH = 0
@@ -42,11 +47,43 @@ class FetchPosition:
     log_start_offset: int = -1
 
 
+class SessionWatch:
+    """The partitions of one session that changed since they were read, and the wake-up of
+    the request parked on them. Partitions hold it (`PartitionWaiters.watch_session`) for as
+    long as they are in the session."""
+
+    __slots__ = ("_waiter", "dirty")
+
+    def __init__(self) -> None:
+        self.dirty: set[FetchKey] = set()
+        self._waiter: asyncio.Future[None] | None = None
+
+    def mark(self, key: FetchKey) -> None:
+        self.dirty.add(key)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def wait(self, timeout_s: float) -> None:
+        """Until a partition is marked (at once if one is), or `timeout_s`."""
+        if self.dirty or timeout_s <= 0:
+            return
+        self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            await asyncio.wait_for(self._waiter, timeout_s)
+        except TimeoutError:
+            pass
+        finally:
+            self._waiter = None
+
+
 @dataclass(slots=True)
 class CachedPartition:
     position: FetchPosition
     high_watermark: int = UNKNOWN_HIGH_WATERMARK
     log_start_offset: int = -1
+    # The replica whose events mark this partition in the session's watch.
+    watched: Partition | None = None
 
     def must_respond(self, error: ErrorCode, records_bytes: int, hw: int, start: int) -> bool:
         """Kafka's rule; also remembers what this response tells the fetcher."""
@@ -68,6 +105,12 @@ class FetchSession:
     last_used_ms: int
     epoch: int = 1  # the epoch the next request must carry
     uses_topic_ids: bool = False
+    watch: SessionWatch = field(default_factory=SessionWatch)
+    # Read again by the next request whatever happens: named by a request, or their last read
+    # left something to give.
+    unsettled: set[FetchKey] = field(default_factory=set)
+    # When every partition was last read; None: never (the next request sweeps).
+    last_sweep_ms: int | None = None
 
     def update(
         self,
@@ -80,8 +123,51 @@ class FetchSession:
                 self.partitions[key] = CachedPartition(position)
             else:
                 cached.position = position
+            self.unsettled.add(key)
         for key in forgotten:
-            self.partitions.pop(key, None)
+            forgotten_partition = self.partitions.pop(key, None)
+            if forgotten_partition is not None:
+                self._unwatch(forgotten_partition)
+            self.unsettled.discard(key)
+            self.watch.dirty.discard(key)
+
+    def keys_to_read(self, sweep: bool) -> list[FetchKey]:
+        """The partitions the request reads, in session order; they count as read."""
+        if sweep:
+            keys = list(self.partitions)
+        else:
+            wanted = self.unsettled | self.watch.dirty
+            keys = [key for key in self.partitions if key in wanted] if wanted else []
+        self.unsettled.clear()
+        self.watch.dirty.clear()
+        return keys
+
+    def take_changed(self) -> list[FetchKey]:
+        """The partitions marked since they were read, in session order; they count as read."""
+        dirty = self.watch.dirty
+        keys = [key for key in self.partitions if key in dirty] if dirty else []
+        dirty.clear()
+        return keys
+
+    def watch_replica(self, key: FetchKey, replica: Partition | None) -> None:
+        """Let `replica`'s events mark `key` (before it is read: a change after that read is
+        then seen)."""
+        cached = self.partitions.get(key)
+        if cached is None or cached.watched is replica:
+            return
+        self._unwatch(cached)
+        if replica is not None:
+            replica.waiters.watch_session(self.watch, key)
+        cached.watched = replica
+
+    def close(self) -> None:
+        for cached in self.partitions.values():
+            self._unwatch(cached)
+
+    def _unwatch(self, cached: CachedPartition) -> None:
+        if cached.watched is not None:
+            cached.watched.waiters.unwatch_session(self.watch)
+            cached.watched = None
 
     def move_to_end(self, key: FetchKey) -> None:
         """Partitions that answered go last, so the next response's byte budget is fair."""
@@ -116,7 +202,9 @@ class FetchSessionCache:
         return session
 
     def remove(self, session_id: int) -> None:
-        self._sessions.pop(session_id, None)
+        session = self._sessions.pop(session_id, None)
+        if session is not None:
+            session.close()
 
     def create(
         self,
@@ -141,11 +229,11 @@ class FetchSessionCache:
     def _evict_one(self, privileged: bool, now_ms: int) -> bool:
         oldest = next(iter(self._sessions.values()))
         if now_ms - oldest.last_used_ms >= SESSION_EVICTION_MS:
-            del self._sessions[oldest.session_id]
+            self.remove(oldest.session_id)
             return True
         if privileged:
             consumer = next((s for s in self._sessions.values() if not s.privileged), None)
             if consumer is not None:
-                del self._sessions[consumer.session_id]
+                self.remove(consumer.session_id)
                 return True
         return False

@@ -8,6 +8,10 @@ leadership or leader epoch (or the replica going away) wakes everyone, because e
 have to answer with an error. Completion itself is decided by the caller from the
 partition's offsets after waking (a fetch by `broker.replication.delayed_fetch`, without
 reading the log), so a spurious wake-up is harmless and cheap.
+
+Incremental fetch sessions watch their partitions for as long as they hold them: every event
+above, and a move of the leader's log start offset, marks the partition in each watching
+session, which then reads only what was marked (see `broker.replication.fetch_session`).
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ import heapq
 import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+
+from broker.replication.fetch_session import FetchKey, SessionWatch
 
 # Bounds the delayed operations one partition may hold (Kafka bounds them by its request
 # queue); a request beyond it is answered at once rather than parked.
@@ -36,6 +42,8 @@ class PartitionWaiters:
     _high_watermark: set[asyncio.Future[None]] = field(default_factory=set)
     _log_end: set[asyncio.Future[None]] = field(default_factory=set)
     _low_watermark: set[asyncio.Future[None]] = field(default_factory=set)
+    # Each watching fetch session, with its key for this partition.
+    _sessions: dict[SessionWatch, FetchKey] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return (
@@ -62,6 +70,16 @@ class PartitionWaiters:
         self._check_room()
         self._low_watermark.add(future)
 
+    def watch_session(self, watch: SessionWatch, key: FetchKey) -> None:
+        self._sessions[watch] = key
+
+    def unwatch_session(self, watch: SessionWatch) -> None:
+        self._sessions.pop(watch, None)
+
+    def on_log_start_offset(self) -> None:
+        """The leader's log start offset moved (DeleteRecords): fetchers must be told."""
+        self._mark_sessions()
+
     def unwatch(self, future: asyncio.Future[None]) -> None:
         self._log_end.discard(future)
         self._high_watermark.discard(future)
@@ -72,10 +90,12 @@ class PartitionWaiters:
         self._low_watermark.clear()
 
     def on_append(self) -> None:
+        self._mark_sessions()
         _wake(self._log_end)
         self._log_end.clear()
 
     def on_high_watermark(self, high_watermark: int) -> None:
+        self._mark_sessions()
         _wake(self._high_watermark)
         self._high_watermark.clear()
         while self._produce and self._produce[0][0] <= high_watermark:
@@ -87,6 +107,7 @@ class PartitionWaiters:
 
     def on_leadership_change(self) -> None:
         """Everyone answers again: with the new role's data or error."""
+        self._mark_sessions()
         _wake(self._log_end)
         _wake(self._high_watermark)
         _wake(entry[2] for entry in self._produce)
@@ -95,6 +116,10 @@ class PartitionWaiters:
         self._log_end.clear()
         self._high_watermark.clear()
         self._produce.clear()
+
+    def _mark_sessions(self) -> None:
+        for watch, key in self._sessions.items():
+            watch.mark(key)
 
     def _check_room(self) -> None:
         if len(self) >= MAX_WAITERS_PER_PARTITION:

@@ -26,6 +26,10 @@ and prints, in seconds from the signal:
 - `leader_moves_per_s`: moved partitions over the time they took after the election (or the
   signal).
 
+- `idle_cpu_percent`: per broker, the CPU its process used (user + system, percent of one core)
+  over IDLE_WINDOW_S before the signal, with every partition written once and nothing else
+  happening: what keeping 5,000 replicas in sync costs when there is nothing to replicate.
+
 - `longest_loop_stall_ms`: per surviving broker of ours, the longest event-loop stall its
   loop-lag watchdog logged between the signal and the end of the measurement ("<100" when it
   logged none: it logs stalls of 100 ms or more). Kafka's brokers have no single loop; "n/a".
@@ -38,6 +42,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import re
 import sys
 import threading
@@ -57,6 +62,8 @@ READY_TIMEOUT_S = 600.0
 MOVE_TIMEOUT_S = 180.0
 CREATE_TIMEOUT_S = 300.0  # librdkafka allows socket.timeout.ms up to 300,000
 POLL_INTERVAL_S = 0.1
+IDLE_WINDOW_S = 10.0
+CLOCK_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 STALL_LINE = re.compile(
     r"^\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] WARNING "
     r"event loop stalled for (?P<ms>\d+) ms"
@@ -165,6 +172,28 @@ def _victim_pid(directory: Path, victim: int) -> int:
     return int(state["processes"][f"broker-{victim}"]["pid"])
 
 
+def _cpu_ticks(pid: int) -> int:
+    """User plus system clock ticks of process `pid` (proc(5): fields 14 and 15)."""
+    status = Path(f"/proc/{pid}/stat").read_text()
+    fields = status[status.rindex(")") + 2 :].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def idle_cpu_percent(directory: Path, brokers: list[int]) -> dict[str, float]:
+    """Each broker's CPU over IDLE_WINDOW_S, in percent of one core."""
+    pids = {broker: _victim_pid(directory, broker) for broker in brokers}
+    before = {broker: _cpu_ticks(pid) for broker, pid in pids.items()}
+    started = time.monotonic()
+    time.sleep(IDLE_WINDOW_S)
+    elapsed_s = time.monotonic() - started
+    return {
+        str(broker): round(
+            100 * (_cpu_ticks(pid) - before[broker]) / CLOCK_TICKS_PER_S / elapsed_s, 1
+        )
+        for broker, pid in pids.items()
+    }
+
+
 def _exited(pid: int) -> bool:
     try:
         status = Path(f"/proc/{pid}/stat").read_text()
@@ -224,6 +253,8 @@ def _fail_and_measure(
     if controller is None:
         raise SystemExit("no controller before the failure")
     others = sorted({r for s in states.values() for r in s["isr"]} - {controller})
+    _say(f"{args.impl}: measuring idle CPU for {IDLE_WINDOW_S:.0f} s")
+    idle_cpu = idle_cpu_percent(directory, sorted([controller, *others]))
     victim = controller if args.signal == "KILL" else others[0]
     moved = sorted(p for p, s in states.items() if s["leader"] == victim)
     pid = _victim_pid(directory, victim)
@@ -244,6 +275,7 @@ def _fail_and_measure(
         "moved_partitions": len(moved),
         "leaders_moved_s": round(moved_at - signalled_at, 2),
         "produce_served_s": round(max(acknowledged.values()) - signalled_at, 2),
+        "idle_cpu_percent": idle_cpu,
     }
     moves_from = signalled_at
     if args.signal == "KILL":

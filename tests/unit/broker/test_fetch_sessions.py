@@ -79,7 +79,7 @@ class FakeLeader:
         context = new_context(cache, request, now_ms=0)
         if context.error_code != ErrorCode.none:
             return context.error_code, 0, {}
-        results = [(key, self.read(key, position)) for key, position in context.positions]
+        results = [(key, self.read(key, position)) for key, position in context.all_positions()]
         session_id, answered = context.respond(cache, results, privileged=True, now_ms=0)
         return ErrorCode.none, session_id, dict(answered)
 
