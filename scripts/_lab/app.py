@@ -85,6 +85,9 @@ class Lab:
     async def state(self, request: Request) -> Response:
         return JSONResponse(self.collector.latest)
 
+    async def current_scenario(self, request: Request) -> Response:
+        return JSONResponse(self.scenario.as_json() if self.scenario is not None else None)
+
     async def znode(self, request: Request) -> Response:
         path = request.query_params.get("path", "/")
         if not path.startswith("/") or len(path) > MAX_ZNODE_PATH or "//" in path:
@@ -272,6 +275,7 @@ def build_app(directory: Path, allow_actions: bool, host: str, csrf: CsrfGuard) 
         Route("/events", lab.events),
         Route("/api/state", lab.state),
         Route("/api/znode", lab.znode),
+        Route("/api/scenario", lab.current_scenario),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]
     if allow_actions:

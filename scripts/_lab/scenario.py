@@ -26,6 +26,7 @@ STEP_TIMEOUT_S = 150.0
 DEFAULT_SESSION_TIMEOUT_MS = 18_000
 DEFAULT_REPLICA_LAG_TIME_MAX_MS = 30_000
 INTERNAL_TOPIC_PREFIX = "__"
+MOVES_SHOWN = 4
 
 
 @dataclass
@@ -281,12 +282,16 @@ def registration_gone(view: JsonObject, context: Context) -> str | None:
     return f"/brokers/ids/{context.victim} no longer exists{after}"
 
 
+def _user_first(name: str) -> tuple[bool, str]:
+    return (name.startswith(INTERNAL_TOPIC_PREFIX), name)
+
+
 def leaders_moved(view: JsonObject, context: Context) -> str | None:
     if not context.led:
         return f"broker {context.victim} led no partition: nothing to move"
     found = partitions(view)
     moves = []
-    for name, old_epoch in sorted(context.led.items()):
+    for name in sorted(context.led, key=_user_first):
         partition = found.get(name)
         if partition is None:
             continue
@@ -294,15 +299,16 @@ def leaders_moved(view: JsonObject, context: Context) -> str | None:
             return None
         moves.append(
             f"{name}: leader {context.victim} -> {partition['leader']} "
-            f"(leader epoch {old_epoch} -> {partition['leader_epoch']})"
+            f"(leader epoch {context.led[name]} -> {partition['leader_epoch']})"
         )
-    return "; ".join(moves)
+    more = f" and {len(moves) - MOVES_SHOWN} more" if len(moves) > MOVES_SHOWN else ""
+    return "; ".join(moves[:MOVES_SHOWN]) + more
 
 
 def out_of_isrs(view: JsonObject, context: Context) -> str | None:
     found = partitions(view)
     shrunk = []
-    for name in sorted(context.in_isr):
+    for name in sorted(context.in_isr, key=_user_first):
         partition = found.get(name)
         if partition is not None and context.victim in partition["isr"]:
             return None
@@ -316,7 +322,7 @@ def out_of_isrs(view: JsonObject, context: Context) -> str | None:
 def back_in_isrs(view: JsonObject, context: Context) -> str | None:
     found = partitions(view)
     back = []
-    for name in sorted(context.in_isr):
+    for name in sorted(context.in_isr, key=_user_first):
         partition = found.get(name)
         if partition is not None and context.victim not in partition["isr"]:
             return None

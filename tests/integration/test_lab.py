@@ -1,7 +1,10 @@
 """The lab (scripts/lab) end to end, in Debian's chromium driven by Playwright: the page shows
-what ZooKeeper says (brokers, controller, partition grid), its kill button kills the
-controller and the page shows the new one and the timeline entry without a reload, the
-guided "kill the controller" scenario runs to its end, and actions need the CSRF token.
+what ZooKeeper says (brokers, controller, partition grid), each replica's log end and high
+watermark as the brokers give them, a throughput chart drawn from a burst produced with its
+button, a consumer group's lag and a member started and stopped from the page; its kill
+button kills the controller and the page shows the new one and the timeline entry without a
+reload, the guided "kill the controller" and "expire a broker's ZooKeeper session" scenarios
+run to their end, and actions need the CSRF token.
 
 Screenshots go to $LAB_ARTIFACTS (default: a directory under pytest's tmp dir);
 $LAB_README_SCREENSHOT, when set, is where the README's screenshot is saved.
@@ -48,7 +51,12 @@ LAB_START_TIMEOUT_S = 30.0
 FAILOVER_TIMEOUT_MS = 60_000
 PAGE_TIMEOUT_MS = 20_000
 START_BROKER_TIMEOUT_MS = 120_000
-SCENARIO_TIMEOUT_MS = 120_000
+SCENARIO_TIMEOUT_MS = 150_000
+BURST_RECORDS = 3000
+LAG_GROUP = "lab-test-lag"
+LAG_COMMITTED_OFFSET = 10
+MEMBER_GROUP = "lab-group"
+GROUP_TIMEOUT_MS = 90_000
 HTTP_TIMEOUT_S = 5.0
 
 sync_api = pytest.importorskip("playwright.sync_api")
@@ -144,6 +152,34 @@ def _create_topic(cluster: ClusterHandle) -> None:
         producer.close(timeout=10)
 
 
+def _high_watermarks(cluster: ClusterHandle) -> dict[int, int]:
+    """What a consumer is told each partition's end is (ListOffsets latest, from the leader)."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap, request_timeout_ms=20_000)
+    try:
+        ends = consumer.end_offsets([TopicPartition(TOPIC, p) for p in range(PARTITIONS)])
+    finally:
+        consumer.close()
+    return {tp.partition: int(offset) for tp, offset in ends.items()}
+
+
+def _commit_lagging_offsets(cluster: ClusterHandle) -> None:
+    """A group that read LAG_COMMITTED_OFFSET records of each partition and left."""
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    consumer = KafkaConsumer(
+        bootstrap_servers=cluster.bootstrap, group_id=LAG_GROUP, enable_auto_commit=False
+    )
+    try:
+        partitions = [TopicPartition(TOPIC, p) for p in range(PARTITIONS)]
+        consumer.assign(partitions)
+        consumer.commit({tp: OffsetAndMetadata(LAG_COMMITTED_OFFSET, "", -1) for tp in partitions})
+    finally:
+        consumer.close()
+
+
 def _controller(zk: KazooClient) -> tuple[int, int]:
     data, _ = zk.get("/controller")
     epoch, _ = zk.get("/controller_epoch")
@@ -215,7 +251,8 @@ PAGE_VIEW_SCRIPT = """() => {
     };
   }
   const partitions = {};
-  for (const row of document.querySelectorAll("#partitions tr[data-partition]")) {
+  const rows = '#partitions table[data-topic="lab-topic"] tr[data-partition]';
+  for (const row of document.querySelectorAll(rows)) {
     partitions[row.dataset.partition] = {
       leader: row.querySelector(".leader-id").textContent,
       isr: row.querySelector(".isr").textContent,
@@ -278,30 +315,184 @@ def _wait_until_page_matches_zookeeper(page: Any, zk: KazooClient) -> None:
     )
 
 
+REPLICAS_SCRIPT = """() => {
+  const found = {};
+  const rows = '#partitions table[data-topic="lab-topic"] tr[data-partition]';
+  for (const row of document.querySelectorAll(rows)) {
+    found[row.dataset.partition] = [...row.querySelectorAll(".replica")].map((r) => ({
+      replica: Number(r.dataset.replica), log_end: r.dataset.logEnd, hw: r.dataset.hw,
+      source: r.dataset.hwSource}));
+  }
+  return found;
+}"""
+
+# The throughput chart: its newest data, and how many of its canvas's pixels are drawn in
+# the messages-in series' colour (uPlot draws on a canvas, so the pixels are the drawing).
+CHART_SCRIPT = """() => {
+  const chart = window.labCharts && window.labCharts.throughput;
+  if (!chart) return null;
+  const canvas = chart.root.querySelector("canvas");
+  const pixels = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data;
+  let stroked = 0;
+  for (let i = 0; i < pixels.length; i += 4) {
+    if (pixels[i] === 0x24 && pixels[i + 1] === 0x71 && pixels[i + 2] === 0xa3) stroked++;
+  }
+  const rates = chart.data[1].filter((v) => v !== null);
+  return {points: chart.data[0].length, peak: Math.max(0, ...rates), stroked};
+}"""
+
+GROUP_SCRIPT = """(group) => {
+  const holder = document.querySelector(`#groups [data-group="${group}"]`);
+  if (!holder) return null;
+  const rows = {};
+  for (const row of holder.querySelectorAll("tr[data-group-partition]")) {
+    rows[row.dataset.groupPartition] = {
+      committed: row.querySelector(".committed").textContent,
+      log_end: row.querySelector(".log-end").textContent,
+      lag: row.querySelector(".lag").textContent,
+      owner: row.querySelector(".owner").textContent};
+  }
+  return {members: holder.querySelectorAll(".member").length, rows};
+}"""
+
+
+def _launch(playwright: Any) -> Any:
+    return playwright.chromium.launch(
+        executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"]
+    )
+
+
+def _wait_for_page(page: Any, description: str, condition: Any) -> None:
+    last: dict[str, Any] = {}
+
+    def check() -> bool:
+        last["seen"] = condition()
+        return bool(last["seen"] is True)
+
+    wait_until(check, PAGE_TIMEOUT_MS / 1000, lambda: f"{description} (saw {last.get('seen')})")
+
+
+def test_the_grid_charts_and_groups_show_offsets_rates_and_lag(
+    lab: Lab, lab_cluster: ClusterHandle, artifacts: Path
+) -> None:
+    expect = sync_api.expect
+    with sync_api.sync_playwright() as playwright:
+        browser = _launch(playwright)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(lab.url)
+            expect(page.locator("#connection")).to_have_text("live", timeout=PAGE_TIMEOUT_MS)
+            expect(page.locator("#produce-topic")).to_have_value(TOPIC, timeout=PAGE_TIMEOUT_MS)
+
+            # A burst from the page's button: the chart draws its rate from the brokers'
+            # messages-in counters.
+            page.locator("#produce-count").fill(str(BURST_RECORDS))
+            page.locator("#produce-go").click()
+            expect(page.locator("#action-result")).to_have_text(
+                f"{BURST_RECORDS} of {BURST_RECORDS} records acknowledged", timeout=PAGE_TIMEOUT_MS
+            )
+
+            def drawn() -> Any:
+                chart = page.evaluate(CHART_SCRIPT)
+                return (chart is not None and chart["peak"] > 0 and chart["stroked"] > 0) or chart
+
+            _wait_for_page(page, "the throughput chart to draw the burst", drawn)
+
+            # Every replica: its log end (the broker's /metrics) and its high watermark (the
+            # leader's live, the followers' from their checkpoints) reach what consumers see.
+            def replicas_match() -> Any:
+                ends = _high_watermarks(lab_cluster)
+                shown = page.evaluate(REPLICAS_SCRIPT)
+                expected = {f"{TOPIC}-{p}": {str(ends[p])} for p in range(PARTITIONS)}
+                for name, replicas in shown.items():
+                    values = {r["log_end"] for r in replicas} | {r["hw"] for r in replicas}
+                    if len(replicas) != 3 or values != expected[name]:
+                        return {"page": shown, "consumers": ends}
+                sources = sorted(r["source"] for rs in shown.values() for r in rs)
+                live = sources.count("live") == PARTITIONS
+                return (len(shown) == PARTITIONS and live) or {"page": shown, "sources": sources}
+
+            wait_until(
+                lambda: replicas_match() is True,
+                SCENARIO_TIMEOUT_MS / 1000,
+                lambda: f"every replica's log end and high watermark {replicas_match()}",
+            )
+
+            # A group that committed offset 10 everywhere: its lag is the rest.
+            _commit_lagging_offsets(lab_cluster)
+            ends = _high_watermarks(lab_cluster)
+            expected_rows = {
+                f"{TOPIC}-{p}": {
+                    "committed": str(LAG_COMMITTED_OFFSET),
+                    "log_end": str(ends[p]),
+                    "lag": str(ends[p] - LAG_COMMITTED_OFFSET),
+                    "owner": "-",
+                }
+                for p in range(PARTITIONS)
+            }
+            wait_until(
+                lambda: (
+                    page.evaluate(GROUP_SCRIPT, LAG_GROUP) == {"members": 0, "rows": expected_rows}
+                ),
+                GROUP_TIMEOUT_MS / 1000,
+                lambda: (
+                    f"group {LAG_GROUP} {page.evaluate(GROUP_SCRIPT, LAG_GROUP)} to show "
+                    f"{expected_rows}"
+                ),
+            )
+
+            # A member started from the page joins, is assigned every partition, reads to the
+            # end and commits (lag 0); stopped, it leaves the group.
+            page.locator("#member-group").fill(MEMBER_GROUP)
+            page.locator("#member-start").click()
+
+            def caught_up() -> Any:
+                seen = page.evaluate(GROUP_SCRIPT, MEMBER_GROUP)
+                if seen is None or seen["members"] != 1 or len(seen["rows"]) != PARTITIONS:
+                    return seen
+                done = all(
+                    r["lag"] == "0" and r["owner"] == "kafka-lab-member-1"
+                    for r in seen["rows"].values()
+                )
+                return done or seen
+
+            wait_until(
+                lambda: caught_up() is True,
+                GROUP_TIMEOUT_MS / 1000,
+                lambda: f"the lab's member to consume everything: {caught_up()}",
+            )
+            page.screenshot(path=str(artifacts / "0-offsets-charts-groups.png"), full_page=True)
+            page.locator("#lab-members button.member-stop").click()
+            expect(page.locator(f'#groups [data-group="{MEMBER_GROUP}"] .member')).to_have_count(
+                0, timeout=GROUP_TIMEOUT_MS
+            )
+            expect(page.locator("#timeline")).to_contain_text(
+                f"consumer kafka-lab-member-1 leaves group {MEMBER_GROUP}"
+            )
+        except Exception:
+            if "page" in locals():
+                page.screenshot(path=str(artifacts / "failure-offsets.png"), full_page=True)
+            raise
+        finally:
+            browser.close()
+
+
 def test_the_page_follows_the_cluster_through_a_controller_kill_and_the_scenario(
     lab: Lab, lab_cluster: ClusterHandle, artifacts: Path
 ) -> None:
     expect = sync_api.expect
     started = time.monotonic()
     with sync_api.sync_playwright() as playwright, zk_session(lab_cluster) as zk:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"]
-        )
+        browser = _launch(playwright)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(lab.url)
             expect(page.locator("#connection")).to_have_text("live", timeout=PAGE_TIMEOUT_MS)
             expect(page.locator("#brokers tbody tr")).to_have_count(3, timeout=PAGE_TIMEOUT_MS)
-            expect(page.locator("#partitions tr[data-partition]")).to_have_count(
-                PARTITIONS, timeout=PAGE_TIMEOUT_MS
-            )
-            # Every replica's log end offset comes from its broker's /metrics.
-            expect(page.locator("#partitions .replicas").first).to_contain_text(
-                "@", timeout=PAGE_TIMEOUT_MS
+            expect(page.locator(f'#partitions table[data-topic="{TOPIC}"] tr')).to_have_count(
+                PARTITIONS + 1, timeout=PAGE_TIMEOUT_MS
             )
             _wait_until_page_matches_zookeeper(page, zk)
-            # The throughput chart is drawn by the page itself from the snapshots' history.
-            expect(page.locator("#chart polyline")).to_have_count(1, timeout=PAGE_TIMEOUT_MS)
             page.locator("#znode-path").fill("/controller")
             page.locator("#znode-go").click()
             controller, epoch = _controller(zk)
@@ -388,3 +579,48 @@ def test_the_page_follows_the_cluster_through_a_controller_kill_and_the_scenario
         finally:
             browser.close()
     print(f"browser flow took {time.monotonic() - started:.1f} s; screenshots in {artifacts}")
+
+
+def test_the_expire_session_scenario_runs_to_its_end(
+    lab: Lab, lab_cluster: ClusterHandle, artifacts: Path
+) -> None:
+    expect = sync_api.expect
+    with sync_api.sync_playwright() as playwright, zk_session(lab_cluster) as zk:
+        browser = _launch(playwright)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(lab.url)
+            expect(page.locator("#connection")).to_have_text("live", timeout=PAGE_TIMEOUT_MS)
+            # Every broker back in every ISR (the previous test restarted some) before the fault.
+            wait_until(
+                lambda: all(len(s["isr"]) == 3 for s in _states(zk).values()),
+                SCENARIO_TIMEOUT_MS / 1000,
+                "every ISR to be whole again",
+            )
+            page.locator("#scenario-select").select_option("expire-session")
+            page.locator("#scenario-start").click()
+            expect(page.locator("#scenario-name")).to_have_text(
+                "expire a broker's ZooKeeper session", timeout=PAGE_TIMEOUT_MS
+            )
+            expect(page.locator("#scenario-status")).to_have_text(
+                re.compile(r"^(done|failed.*)$"), timeout=SCENARIO_TIMEOUT_MS
+            )
+            expect(page.locator("#scenario-status")).to_have_text("done")
+            expect(page.locator("#scenario-steps li.done")).to_have_count(6)
+            # The observations name what ZooKeeper did: the registration went, came back with a
+            # new broker epoch, and the broker counted the expiry.
+            steps = page.locator("#scenario-steps li")
+            expect(steps.nth(1)).to_contain_text(re.compile(r"/brokers/ids/\d+ no longer exists"))
+            expect(steps.nth(4)).to_contain_text(
+                re.compile(r"broker epoch \d+ -> \d+; its zookeeperexpires counter reads [1-9]")
+            )
+            expect(page.locator("#timeline")).to_contain_text(
+                "scenario expire a broker's ZooKeeper session: done"
+            )
+            page.screenshot(path=str(artifacts / "4-session-expired.png"), full_page=True)
+        except Exception:
+            if "page" in locals():
+                page.screenshot(path=str(artifacts / "failure-expire.png"), full_page=True)
+            raise
+        finally:
+            browser.close()
