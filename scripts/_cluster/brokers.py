@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from . import kafka_reference, sasl_material, tls_material
+from . import kafka_reference, sasl_material, tls_material, zk_sasl_material
 from .layout import ClusterSpec, broker_dir
 
 # Kafka defaults these internal topics to replication factor 3 (and the transaction log
@@ -85,8 +85,20 @@ def prepare_broker(spec: ClusterSpec, broker_id: int, java: str) -> list[str]:
     properties_path = directory / "server.properties"
     properties_path.write_text(render_properties(spec, broker_id))
     if spec.impl == "kafka":
-        return kafka_reference.kafka_command(java, directory, properties_path)
+        jvm_options = (
+            zk_sasl_material.broker_jvm_options(Path(spec.directory))
+            if zk_sasl_material.enabled(spec.overrides)
+            else []
+        )
+        return kafka_reference.kafka_command(java, directory, properties_path, jvm_options)
     return [sys.executable, "-m", "broker", str(properties_path)]
+
+
+def broker_env(spec: ClusterSpec) -> dict[str, str]:
+    """What our broker's environment adds (Kafka's brokers take it on their command line)."""
+    if spec.impl == "ours" and zk_sasl_material.enabled(spec.overrides):
+        return zk_sasl_material.broker_env(Path(spec.directory))
+    return {}
 
 
 def session_timeout_ms(spec: ClusterSpec) -> int:

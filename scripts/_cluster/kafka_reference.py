@@ -9,6 +9,7 @@ with its console log in DIR/broker-N/broker.log like ours, and Kafka's own log4j
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from .errors import ClusterError
@@ -77,8 +78,14 @@ def reference_version() -> str:
     return jars[-1].name.removeprefix("kafka_2.13-").removesuffix(".jar")
 
 
-def kafka_command(java: str, broker_directory: Path, properties_path: Path) -> list[str]:
-    """Write log4j.properties beside server.properties; return the command that runs Kafka."""
+def kafka_command(
+    java: str,
+    broker_directory: Path,
+    properties_path: Path,
+    jvm_options: Sequence[str] = (),
+) -> list[str]:
+    """Write log4j.properties beside server.properties; return the command that runs Kafka
+    (`jvm_options` as KAFKA_OPTS would add them)."""
     log4j_path = broker_directory / "log4j.properties"
     log4j_path.write_text(LOG4J_PROPERTIES)
     return [
@@ -87,6 +94,7 @@ def kafka_command(java: str, broker_directory: Path, properties_path: Path) -> l
         *JVM_PERFORMANCE_OPTIONS,
         f"-Dlog4j.configuration=file:{log4j_path}",
         f"-Dkafka.logs.dir={broker_directory}",
+        *jvm_options,
         "-cp",
         reference_classpath(),
         MAIN_CLASS,

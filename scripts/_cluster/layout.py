@@ -95,6 +95,8 @@ class ProcessRecord:
     pid: int | None = None
     # /proc start time of `pid`, so a recycled pid is not mistaken for our process.
     start_ticks: int | None = None
+    # Set in the process's environment on top of the launcher's (e.g. KAFKA_OPTS).
+    env: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

@@ -60,7 +60,7 @@ def launch(directory: Path, key: str) -> int:
     with state_lock(directory):
         state = load_state(directory)
         record = state.processes[key]
-        env = child_env()
+        env = child_env() | record.env
         # Kafka's kafka.logs.dir: a broker writes state-change.log there, next to broker.log.
         env["LOG_DIR"] = str(Path(record.log_path).parent)
         pid = processes.spawn(record.command, Path(record.log_path), Path(record.cwd), env)

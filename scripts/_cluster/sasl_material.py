@@ -17,7 +17,7 @@ from broker.security import scram
 from zk.client import ZkClient
 from zk.kafka_zk import KafkaZk
 
-from . import tls_material, zk_view
+from . import tls_material, zk_sasl_material, zk_view
 
 ADMIN_USER = "admin"
 ADMIN_PASSWORD = "admin-secret"
@@ -74,14 +74,18 @@ def write_client_properties(directory: Path, security: str) -> Path:
     return path
 
 
-def write_admin_credentials(zookeeper_connect: str) -> None:
-    """The admin's SCRAM-SHA-256 and SCRAM-SHA-512 credentials, into ZooKeeper."""
+def write_admin_credentials(zookeeper_connect: str, zookeeper_set_acl: bool = False) -> None:
+    """The admin's SCRAM-SHA-256 and SCRAM-SHA-512 credentials, into ZooKeeper; with
+    `zookeeper_set_acl`, logged in and with the ACLs the brokers use (as kafka-configs
+    --zookeeper does with a JAAS client section)."""
 
     async def run() -> None:
         client = ZkClient(
             zookeeper_connect,
             session_timeout_ms=zk_view.SESSION_TIMEOUT_MS,
             connection_timeout_ms=zk_view.CONNECTION_TIMEOUT_MS,
+            sasl=zk_sasl_material.credentials() if zookeeper_set_acl else None,
+            secure_acls=zookeeper_set_acl,
         )
         await client.start()
         try:

@@ -6,7 +6,15 @@ import socket
 import time
 from pathlib import Path
 
-from . import brokers, kafka_reference, sasl_material, tls_material, zk_view, zookeeper
+from . import (
+    brokers,
+    kafka_reference,
+    sasl_material,
+    tls_material,
+    zk_sasl_material,
+    zk_view,
+    zookeeper,
+)
 from .errors import ClusterError
 from .layout import (
     ClusterSpec,
@@ -80,7 +88,9 @@ def _initial_state(
     for i in spec.broker_ids:
         command = brokers.prepare_broker(spec, i, java)
         log_path = broker_dir(directory, i) / "broker.log"
-        state.processes[broker_key(i)] = ProcessRecord(command, str(log_path), str(REPO_ROOT))
+        state.processes[broker_key(i)] = ProcessRecord(
+            command, str(log_path), str(REPO_ROOT), env=brokers.broker_env(spec)
+        )
     return state
 
 
@@ -136,6 +146,8 @@ def up(spec: ClusterSpec) -> None:
     deadline = time.monotonic() + HEALTH_TIMEOUT_S
     directory.mkdir(parents=True, exist_ok=True)
     client_config = _prepare_security(spec)
+    if zk_sasl_material.enabled(spec.overrides):
+        zk_sasl_material.write(directory)
     with state_lock(directory):
         state = _initial_state(spec, java, installation)
         save_state(directory, state)
@@ -146,7 +158,9 @@ def up(spec: ClusterSpec) -> None:
         state = load_state(directory)
         _wait_for_zookeepers(state, deadline)
         if spec.security in sasl_material.PROTOCOLS:
-            sasl_material.write_admin_credentials(spec.zookeeper_connect)
+            sasl_material.write_admin_credentials(
+                spec.zookeeper_connect, zk_sasl_material.enabled(spec.overrides)
+            )
         for key in broker_keys:
             launch(directory, key)
         state = load_state(directory)

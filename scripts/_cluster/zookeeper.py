@@ -16,6 +16,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import zk_sasl_material
 from .errors import ClusterError
 from .layout import ClusterSpec, zookeeper_dir
 
@@ -119,6 +120,8 @@ def zoo_cfg(spec: ClusterSpec, server_id: int, data_dir: Path) -> str:
             quorum = spec.zookeeper_quorum_port(peer)
             election = spec.zookeeper_election_port(peer)
             lines.append(f"server.{peer}=127.0.0.1:{quorum}:{election}")
+    if zk_sasl_material.enabled(spec.overrides):
+        lines += zk_sasl_material.zoo_cfg_lines()
     return "\n".join(lines) + "\n"
 
 
@@ -147,6 +150,11 @@ def prepare_server(
     config_path.write_text(zoo_cfg(spec, server_id, data_dir))
     log4j2_path = server_dir / "log4j2.properties"
     log4j2_path.write_text(LOG4J2_PROPERTIES)
+    sasl_options = (
+        zk_sasl_material.server_jvm_options(Path(spec.directory))
+        if zk_sasl_material.enabled(spec.overrides)
+        else []
+    )
     return [
         java,
         "-Xms32m",
@@ -156,6 +164,7 @@ def prepare_server(
         # Read by the log4j/logback configs that ZooKeeper distributions ship in conf/.
         "-Dzookeeper.root.logger=INFO,CONSOLE",
         "-Dzookeeper.console.threshold=INFO",
+        *sasl_options,
         "-cp",
         installation.classpath,
         MAIN_CLASS,
