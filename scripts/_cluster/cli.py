@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import commands, events, kafka_reference, restart, up, zk_view
+from . import commands, events, kafka_reference, restart, up, watch, zk_view
 from .errors import ClusterError
 from .layout import ClusterSpec
 from .processes import SIGNALS_BY_NAME
@@ -14,6 +14,8 @@ from .processes import SIGNALS_BY_NAME
 SECURITY_CHOICES = ("plaintext", "ssl", "sasl_plaintext", "sasl_ssl")
 
 DEFAULT_DIR = ".cluster"
+WATCH_INTERVAL_S = 1.0
+MIN_WATCH_INTERVAL_S = 0.2
 MAX_PORT = 65535
 
 
@@ -21,6 +23,13 @@ def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _interval(text: str) -> float:
+    value = float(text)
+    if value < MIN_WATCH_INTERVAL_S:
+        raise argparse.ArgumentTypeError(f"must be at least {MIN_WATCH_INTERVAL_S}, got {value}")
     return value
 
 
@@ -78,7 +87,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     down = sub.add_parser("down", help="stop every process (TERM, then KILL)")
     down.add_argument("--wipe", action="store_true", help="also remove DIR")
-    sub.add_parser("status", help="one line per broker, ZooKeeper server and the controller")
+    status = sub.add_parser(
+        "status", help="one line per broker, ZooKeeper server and the controller"
+    )
+    status.add_argument(
+        "--watch",
+        action="store_true",
+        help="keep watching: a live view on a terminal, plain snapshots otherwise; Ctrl-C ends",
+    )
+    status.add_argument(
+        "--interval",
+        type=_interval,
+        default=WATCH_INTERVAL_S,
+        metavar="S",
+        help=f"seconds between refreshes with --watch (default {WATCH_INTERVAL_S:g})",
+    )
+    status.add_argument(
+        "--iterations",
+        type=_positive,
+        metavar="N",
+        help="with --watch: stop after N refreshes (default: until Ctrl-C)",
+    )
     kill = sub.add_parser("kill", help="send a signal to one process and return")
     _add_target(kill)
     kill.add_argument("--signal", choices=sorted(SIGNALS_BY_NAME), default="TERM")
@@ -90,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     timeline.add_argument(
         "--since", metavar="WHEN", help="only later events: 90s, 5m, 1h or YYYY-MM-DD HH:MM:SS"
     )
-    for command_parser in (up, down, sub.choices["status"], kill, start, timeline):
+    for command_parser in (up, down, status, kill, start, timeline):
         command_parser.add_argument("--dir", default=DEFAULT_DIR, help="cluster directory")
     return parser
 
@@ -118,7 +147,12 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     elif args.command == "down":
         commands.down(directory, args.wipe)
     elif args.command == "status":
-        commands.status(directory)
+        if args.watch:
+            watch.watch(directory, args.interval, args.iterations)
+        elif args.iterations is not None:
+            parser.error("--iterations needs --watch")
+        else:
+            commands.status(directory)
     elif args.command == "kill":
         commands.kill(directory, args.broker, args.zookeeper, args.signal)
     elif args.command == "start":
