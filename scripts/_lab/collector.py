@@ -23,7 +23,7 @@ from kazoo.protocol.states import ZnodeStat as KazooStat
 from kazoo.retry import KazooRetry
 
 from . import prometheus, snapshot
-from .kafka_reader import KafkaReader
+from .kafka_reader import KafkaWorker
 from .members import MemberPool
 from .snapshot import JsonObject, KafkaObservations, ProcessView, ZnodeStat, ZookeeperServerView
 from .timeline import StateChangeTail
@@ -219,7 +219,7 @@ class Collector:
         self.timeline: list[JsonObject] = []
         self._tail = StateChangeTail(directory)
         self._series = prometheus.SeriesTracker(THROUGHPUT_HISTORY_POINTS)
-        self._kafka_reader: KafkaReader | None = KafkaReader(directory, state.spec)
+        self._kafka_worker = KafkaWorker(directory, state.spec)
         self._kafka = KafkaObservations()
         self._changed = asyncio.Event()
         self._last_error: str | None = None
@@ -249,9 +249,13 @@ class Collector:
                 await kafka_task
 
     async def _read_kafka_forever(self) -> None:
-        reader = self._kafka_reader
-        if reader is None:
-            return
+        try:
+            await self._read_kafka_loop()
+        finally:
+            await self._kafka_worker.close()
+
+    async def _read_kafka_loop(self) -> None:
+        last_error = None
         while True:
             latest = self.latest
             partitions = [
@@ -260,9 +264,12 @@ class Collector:
                 for p in topic["partitions"]
             ]
             try:
-                self._kafka = await asyncio.to_thread(reader.read, partitions)
+                self._kafka = await self._kafka_worker.read(partitions)
+                last_error = None
             except Exception as error:  # the lab must outlive any one bad read
-                logger.warning("reading offsets and groups failed: %s", error)
+                if str(error) != last_error:
+                    logger.warning("reading offsets and groups failed: %s", error)
+                    last_error = str(error)
             await asyncio.sleep(KAFKA_POLL_INTERVAL_S)
 
     async def _poll_forever(self) -> None:

@@ -2,10 +2,19 @@
 leader's high watermark (ListOffsets, as consumers see it), every broker's
 replication-offset-checkpoint (each replica's high watermark as it last wrote it) and the
 consumer groups (members, assignments, committed offsets and lag), with confluent-kafka's
-admin client. Every call is bounded; a failed read leaves that part out of the view."""
+admin client. Every call is bounded; a failed read leaves that part out of the view.
+
+The admin client runs in a worker process (`KafkaWorker`, one JSON line per read each way):
+librdkafka can abort the whole process on an assertion while brokers die and its admin
+requests time out, and the lab must outlive that. A dead or silent worker is started again.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import json
+import sys
 import time
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
@@ -13,7 +22,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from _cluster.brokers import broker_properties
-from _cluster.layout import ClusterSpec
+from _cluster.layout import ClusterSpec, load_state
 from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._listoffsets import OffsetSpec
@@ -26,6 +35,13 @@ REQUEST_TIMEOUT_S = 3.0
 RESULT_TIMEOUT_S = 5.0
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 CLIENT_PROPERTIES = "client.properties"
+QUIET_LOG_LEVEL = 2  # syslog's critical: librdkafka's connection errors are not worth a line
+WORKER_ANSWER_TIMEOUT_S = 30.0
+WORKER_LINE_LIMIT_BYTES = 64 * 1024 * 1024
+WORKER_CODE = (
+    "import sys; sys.path[:0] = sys.argv[1:3]; "
+    "from _lab.kafka_reader import serve; serve(sys.argv[3])"
+)
 Partition = tuple[str, int]
 
 
@@ -115,7 +131,6 @@ class KafkaReader:
         groups = self._groups(log_ends, errors)
         return KafkaObservations(
             high_watermarks=log_ends,
-            checkpoints=read_checkpoints(self._spec),
             groups=groups,
             read_at=format_time(started),
             error="; ".join(errors) or None,
@@ -200,3 +215,90 @@ def _description(raw: Any) -> JsonObject:
             for member in raw.members
         ],
     }
+
+
+def _to_json(observations: KafkaObservations) -> JsonObject:
+    return {
+        "high_watermarks": [[t, p, o] for (t, p), o in observations.high_watermarks.items()],
+        "groups": observations.groups,
+        "read_at": observations.read_at,
+        "error": observations.error,
+    }
+
+
+def _from_json(found: JsonObject, spec: ClusterSpec) -> KafkaObservations:
+    return KafkaObservations(
+        high_watermarks={(t, int(p)): int(o) for t, p, o in found["high_watermarks"]},
+        checkpoints=read_checkpoints(spec),
+        groups=[
+            {
+                **g,
+                "members": [
+                    {**m, "assignment": [tuple(a) for a in m["assignment"]]} for m in g["members"]
+                ],
+            }
+            for g in found["groups"]
+        ],
+        read_at=found["read_at"],
+        error=found["error"],
+    )
+
+
+def serve(directory: str) -> None:
+    """The worker: one line of JSON partitions in, one line of observations out, until EOF."""
+    path = Path(directory)
+    reader = KafkaReader(path, load_state(path).spec)
+    for line in sys.stdin:
+        wanted = [(str(t), int(p)) for t, p in json.loads(line)]
+        sys.stdout.write(json.dumps(_to_json(reader.read(wanted))) + "\n")
+        sys.stdout.flush()
+
+
+class KafkaWorker:
+    """The parent's side: starts the worker when needed, asks it for one read at a time."""
+
+    def __init__(self, directory: Path, spec: ClusterSpec) -> None:
+        self._directory = directory
+        self._spec = spec
+        self._process: asyncio.subprocess.Process | None = None
+
+    async def read(self, partitions: list[Partition]) -> KafkaObservations:
+        process = await self._started()
+        if process.stdin is None or process.stdout is None:
+            raise RuntimeError("the admin worker has no pipes")
+        try:
+            process.stdin.write((json.dumps(partitions) + "\n").encode())
+            await process.stdin.drain()
+            line = await asyncio.wait_for(process.stdout.readline(), WORKER_ANSWER_TIMEOUT_S)
+        except (TimeoutError, ConnectionError) as error:
+            await self.close()
+            raise RuntimeError(f"the admin worker did not answer ({error!r})") from error
+        if not line:
+            code = await process.wait()
+            self._process = None
+            raise RuntimeError(f"the admin worker exited with code {code}; starting another")
+        return _from_json(json.loads(line), self._spec)
+
+    async def _started(self) -> asyncio.subprocess.Process:
+        if self._process is None or self._process.returncode is not None:
+            scripts_dir = Path(__file__).resolve().parents[1]
+            self._process = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-c",
+                WORKER_CODE,
+                str(scripts_dir),
+                str(scripts_dir.parent),
+                str(self._directory),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.DEVNULL,
+                limit=WORKER_LINE_LIMIT_BYTES,
+            )
+        return self._process
+
+    async def close(self) -> None:
+        process, self._process = self._process, None
+        if process is not None and process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            await process.wait()

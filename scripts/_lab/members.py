@@ -13,7 +13,7 @@ from typing import Any
 from _cluster.layout import ClusterSpec
 from confluent_kafka import Consumer
 
-from .kafka_reader import librdkafka_config
+from .kafka_reader import QUIET_LOG_LEVEL, librdkafka_config
 from .snapshot import JsonObject
 
 POLL_TIMEOUT_S = 0.5
@@ -95,6 +95,7 @@ class MemberPool:
             {
                 "group.id": member.group,
                 "client.id": member.client_id,
+                "log_level": QUIET_LOG_LEVEL,
                 "auto.offset.reset": "earliest",
                 "enable.auto.commit": True,
                 "auto.commit.interval.ms": AUTO_COMMIT_INTERVAL_MS,

@@ -20,11 +20,11 @@ from pathlib import Path
 from _cluster.layout import ClusterSpec
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 
-from .kafka_reader import CLIENT_PROPERTIES, librdkafka_config
+from .kafka_reader import CLIENT_PROPERTIES, QUIET_LOG_LEVEL, librdkafka_config
 
 CLUSTER_SCRIPT = Path(__file__).resolve().parents[1] / "cluster"
 SIGNALS = {"kill": "KILL", "term": "TERM", "stop": "STOP", "cont": "CONT"}
-SIGNAL_TIMEOUT_S = 15.0
+SIGNAL_TIMEOUT_S = 60.0
 START_TIMEOUT_S = 150.0
 TOOL_TIMEOUT_S = 60.0
 PRODUCE_TIMEOUT_S = 30.0
@@ -177,6 +177,7 @@ class Operator:
             self.spec,
             {
                 "client.id": "kafka-lab-producer",
+                "log_level": QUIET_LOG_LEVEL,
                 "acks": acks,
                 "linger.ms": 5,
                 "message.timeout.ms": int(PRODUCE_TIMEOUT_S * 1000),
@@ -199,11 +200,13 @@ class Operator:
                 )
             )
 
-        for value in values:
+        for produced, value in enumerate(values):
             while True:
                 try:
                     if partition is None:
-                        producer.produce(topic, value.encode(), on_delivery=report)
+                        # Keyed by position, so that the default partitioner spreads a burst.
+                        key = str(produced)
+                        producer.produce(topic, value.encode(), key, on_delivery=report)
                     else:
                         producer.produce(
                             topic, value.encode(), partition=partition, on_delivery=report
@@ -229,6 +232,7 @@ class Operator:
             {
                 "group.id": "kafka-lab-reader",
                 "client.id": "kafka-lab-reader",
+                "log_level": QUIET_LOG_LEVEL,
                 "enable.auto.commit": False,
                 "enable.partition.eof": True,
             },

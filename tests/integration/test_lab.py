@@ -591,7 +591,16 @@ def test_the_expire_session_scenario_runs_to_its_end(
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(lab.url)
             expect(page.locator("#connection")).to_have_text("live", timeout=PAGE_TIMEOUT_MS)
-            # Every broker back in every ISR (the previous test restarted some) before the fault.
+            # The previous test's scenario left its victim dead: start it from the page, and
+            # wait for every broker to be back in every ISR before the fault.
+            for broker_id, record in lab_cluster.status().brokers.items():
+                if not record.alive:
+                    page.locator(
+                        f'#brokers tr[data-broker="{broker_id}"] button[data-action="start"]'
+                    ).click()
+                    expect(
+                        page.locator(f'#brokers tr[data-broker="{broker_id}"] .registered')
+                    ).to_have_text("yes", timeout=START_BROKER_TIMEOUT_MS)
             wait_until(
                 lambda: all(len(s["isr"]) == 3 for s in _states(zk).values()),
                 SCENARIO_TIMEOUT_MS / 1000,

@@ -158,6 +158,12 @@ function renderToolbars(view) {
 }
 
 const charts = {};
+
+function bytes(value) {
+  if (value >= 1048576) return `${+(value / 1048576).toFixed(1)} MiB`;
+  if (value >= 1024) return `${+(value / 1024).toFixed(1)} KiB`;
+  return `${value} B`;
+}
 window.labCharts = charts;
 
 function chartOptions(element, series, axes) {
@@ -173,7 +179,8 @@ function makeCharts() {
     {label: "messages in/s", stroke: "#2471a3", width: 2, scale: "messages"},
     {label: "bytes in/s", stroke: "#1e8449", scale: "bytes"},
     {label: "bytes out/s (to consumers)", stroke: "#d68910", scale: "bytes"},
-  ], [{}, {scale: "messages"}, {scale: "bytes", side: 1, grid: {show: false}}]), [[], [], [], []], throughput);
+  ], [{}, {scale: "messages", size: 60}, {scale: "bytes", side: 1, size: 60, grid: {show: false}, values: (u, ticks) => ticks.map(bytes)}]),
+  [[], [], [], []], throughput);
   const latency = document.getElementById("latency-chart");
   charts.latency = new uPlot(chartOptions(latency, [
     {label: "Produce p50", stroke: "#7d3c98", scale: "ms"},
