@@ -377,6 +377,15 @@ def _partition_changes(before: JsonObject, after: JsonObject, time: str) -> list
                     entry(time, "zookeeper", f"{name} created, replicas {partition['replicas']}")
                 )
                 continue
+            if old["replicas"] != partition["replicas"]:
+                found.append(
+                    entry(
+                        time,
+                        "zookeeper",
+                        f"{name} replicas {old['replicas']} -> {partition['replicas']} "
+                        f"(reassigned in /brokers/topics/{topic['name']})",
+                    )
+                )
             if old["leader"] != partition["leader"]:
                 found.append(
                     entry(

@@ -179,7 +179,7 @@ function makeCharts() {
     {label: "messages in/s", stroke: "#2471a3", width: 2, scale: "messages"},
     {label: "bytes in/s", stroke: "#1e8449", scale: "bytes"},
     {label: "bytes out/s (to consumers)", stroke: "#d68910", scale: "bytes"},
-  ], [{}, {scale: "messages", size: 60}, {scale: "bytes", side: 1, size: 60, grid: {show: false}, values: (u, ticks) => ticks.map(bytes)}]),
+  ], [{}, {scale: "messages", size: 60}, {scale: "bytes", side: 1, size: 75, grid: {show: false}, values: (u, ticks) => ticks.map(bytes)}]),
   [[], [], [], []], throughput);
   const latency = document.getElementById("latency-chart");
   charts.latency = new uPlot(chartOptions(latency, [

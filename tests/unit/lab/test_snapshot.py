@@ -202,3 +202,14 @@ def test_changes_name_a_registered_broker_and_zookeeper_loss() -> None:
     assert "t-0 ISR expanded: [2, 3] -> [2, 3, 1]" in messages
     assert _messages(snapshot.changes(after, _view(None))) == ["ZooKeeper is unreachable"]
     assert snapshot.changes(None, after) == []
+
+
+def test_changes_name_a_reassignment() -> None:
+    before = _view(_cluster([1, 2, 3], controller=1, leader=1, isr=[1, 2, 3]))
+    moved = _cluster([1, 2, 3], controller=1, leader=1, isr=[1, 2, 3])
+    moved.znodes["/brokers/topics/t"] = (
+        b'{"version":3,"partitions":{"0":[1,2],"1":[2,3,1]}}',
+        _stat(),
+    )
+    messages = _messages(snapshot.changes(before, _view(moved)))
+    assert messages == ["t-0 replicas [1, 2, 3] -> [1, 2] (reassigned in /brokers/topics/t)"]
