@@ -1,13 +1,18 @@
 """zookeeper-shell: read-only ZooKeeper inspection for machines without zkCli.sh (kazoo).
 
-    zookeeper-shell HOST:PORT[,HOST:PORT...][/chroot] ls|get|stat [-s] [--pretty] PATH
+    zookeeper-shell HOST:PORT[,HOST:PORT...][/chroot] ls|get|stat|getAcl [-s] [--pretty] PATH
     echo "ls /brokers/ids" | zookeeper-shell HOST:PORT      (commands from standard input)
 
 Output follows zkCli: `ls` prints the children as `[a, b]` (sorted), `get` prints the data as
 text (`--pretty` re-indents JSON data), `stat` prints zkCli's stat fields (cZxid, ctime,
 mZxid, mtime, pZxid, cversion, dataVersion, aclVersion, ephemeralOwner, dataLength,
-numChildren); `-s` adds the stat after `ls`/`get` output. A missing node is one line on
-standard error and exit status 1. zkCli's connection chatter (WATCHER::...) is not printed.
+numChildren), `getAcl` prints the znode's ACL (`'sasl,'kafka` then `: cdrwa`, per entry);
+`-s` adds the stat after `ls`/`get`/`getAcl` output. A missing node, or one this session may
+not read ("Insufficient permission"), is one line on standard error and exit status 1.
+zkCli's connection chatter (WATCHER::...) is not printed.
+
+As Kafka's zookeeper-shell.sh, the tool logs in to ZooKeeper (SASL DIGEST-MD5) with the JAAS
+`Client` section that `KAFKA_OPTS=-Djava.security.auth.login.config=FILE` names, if any.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import shlex
 import sys
 import time
@@ -22,12 +28,18 @@ from collections.abc import Iterator
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException, NoNodeError
+from kazoo.exceptions import AuthFailedError, KazooException, NoAuthError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
+from broker.security.zk_client_security import (
+    ZkClientSecurityError,
+    system_properties,
+    zk_sasl_credentials,
+)
 from kafka_cli.common import ToolArgumentParser, ToolError, run_tool
+from zk.zk_security import ZkAcl, describe
 
-COMMANDS = ("ls", "get", "stat")
+COMMANDS = ("ls", "get", "stat", "getAcl")
 CONNECT_TIMEOUT_S = 10.0
 JSON_INDENT = 2
 
@@ -39,7 +51,7 @@ def _parser() -> argparse.ArgumentParser:
         "Without a command, commands are read one per line from standard input.",
     )
     parser.add_argument("connect", help="HOST:PORT[,HOST:PORT...][/chroot]")
-    parser.add_argument("command", nargs="?", choices=COMMANDS, help="ls, get or stat")
+    parser.add_argument("command", nargs="?", choices=COMMANDS, help="ls, get, stat or getAcl")
     parser.add_argument("path", nargs="?", help="The znode path, e.g. /brokers/ids")
     parser.add_argument("-s", dest="with_stat", action="store_true", help="Also print the stat.")
     parser.add_argument(
@@ -109,6 +121,11 @@ def run_command(client: KazooClient, command: argparse.Namespace) -> Iterator[st
             yield data_text(data, command.pretty)
             if command.with_stat:
                 yield from stat_lines(stat)
+        elif command.command == "getAcl":
+            acls, stat = client.get_acls(path)
+            yield from describe([ZkAcl(acl.perms, acl.id.scheme, acl.id.id) for acl in acls])
+            if command.with_stat:
+                yield from stat_lines(stat)
         else:
             stat = client.exists(path)
             if stat is None:
@@ -116,14 +133,34 @@ def run_command(client: KazooClient, command: argparse.Namespace) -> Iterator[st
             yield from stat_lines(stat)
     except NoNodeError as error:
         raise ToolError(f"Node does not exist: {path}") from error
+    except NoAuthError as error:
+        raise ToolError(f"Insufficient permission : {path}") from error
 
 
 def _connect(connect: str) -> KazooClient:
     # kazoo logs every failed connection attempt; this tool reports failure itself.
     logging.getLogger("kazoo").setLevel(logging.CRITICAL)
-    client = KazooClient(hosts=connect, read_only=True)
+    try:
+        credentials = zk_sasl_credentials(system_properties(os.environ))
+    except ZkClientSecurityError as error:
+        raise ToolError(str(error)) from error
+    sasl = None
+    if credentials is not None:
+        sasl = {
+            "mechanism": "DIGEST-MD5",
+            "username": credentials.username,
+            "password": credentials.password,
+            "service": credentials.service_name,
+        }
+    client = KazooClient(hosts=connect, read_only=True, sasl_options=sasl)
     try:
         client.start(timeout=CONNECT_TIMEOUT_S)
+        if sasl is not None:
+            client.exists("/")  # kazoo's SASL login happens after start() returns
+    except AuthFailedError as error:
+        client.stop()
+        client.close()
+        raise ToolError(f"ZooKeeper at {connect} refused the SASL login") from error
     except (KazooTimeoutError, KazooException) as error:
         client.close()
         raise ToolError(f"Could not connect to ZooKeeper at {connect}") from error
