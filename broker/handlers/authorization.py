@@ -1,14 +1,20 @@
 """Which resource and operation each API needs: the one table the dispatcher checks before a
 handler runs (only when an authorizer is configured; without one nothing here is called).
 
-A rule looks at the decoded request and answers one of:
+Each API declares, beside its check, how its request is answered entry by entry (`Echo`s, see
+`error_responses`). A check looks at the decoded request and answers one of:
 
 - `None`: allowed, the handler runs as is;
-- `Refused(error)`: the whole request is answered with `error` (every required field of the
-  response zero-filled, every `error_code` the error);
-- `Answered(response)`: the response, built by the rule (a refused consumer Fetch);
-- `Filtered(request, merge)`: the handler runs on the allowed part, and `merge` adds the
-  refused part's entries (TOPIC_AUTHORIZATION_FAILED per partition) to its response.
+- `Refused(error)`: the whole request is answered as Kafka's getErrorResponse does, every entry
+  it names (topic, partition, group, resource) with `error`, and the top-level error code too;
+- `Split(source, refused)`: Kafka's partitionSeqByAuthorized: the handler runs on the entries
+  of request list `source` that are allowed, and each refused one is answered with its error
+  after them (when none is allowed, the handler does not run);
+- `Answered(response)`: the response, built by the check (a refused consumer Fetch);
+- `Filtered(request, merge)`: the handler runs on `request`, and `merge` edits its response
+  (listings that show only what the principal may describe).
+
+`check` turns the first two into the last two, in one place.
 
 APIs not in RULES need nothing (ApiVersions, the SASL ones) or are checked by hand where the
 check needs the handler's data: Metadata (`may_describe_topic`, `may_create_topic`).
@@ -18,31 +24,41 @@ Kafka's resources and operations per API are those of its KafkaApis (ZooKeeper m
 from __future__ import annotations
 
 import dataclasses
-import datetime
-import types
-import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.handlers.error_responses import ITSELF, Echo, entries, error_response
 from broker.network.context import RequestContext
+from broker.network.errors import CloseConnectionError
 from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
 from broker.security.acl import CLUSTER_NAME, Operation, ResourceType
 from broker.security.authorizer import AclAuthorizer
 
+# broker.handlers.fetch checks the rest of a fetch session with it.
 TOPIC = ResourceType.TOPIC
-GROUP = ResourceType.GROUP
-CLUSTER = ResourceType.CLUSTER
-TRANSACTIONAL_ID = ResourceType.TRANSACTIONAL_ID
 
 
 @dataclass(frozen=True, slots=True)
 class Refused:
+    """The whole request refused: every entry answered with `error`, except the items in
+    `errors` (request entries, by identity), each answered with its own."""
+
     error: ErrorCode
+    errors: tuple[tuple[Any, ErrorCode], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Split:
+    """The items of request list `source` in `refused` (by identity) are answered each with
+    its error; the handler serves the others."""
+
+    source: str
+    refused: tuple[tuple[Any, ErrorCode], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +74,7 @@ class Answered:
     response: Any
 
 
-Decision = Refused | Filtered | Answered | None
+Decision = Refused | Split | Filtered | Answered | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +90,16 @@ class Access:
         return self.authorizer.authorize(self.principal, self.host, operation, resource_type, name)
 
     def cluster(self, operation: Operation) -> bool:
-        return self.allowed(operation, CLUSTER, CLUSTER_NAME)
+        return self.allowed(operation, ResourceType.CLUSTER, CLUSTER_NAME)
+
+
+Check = Callable[[Access, Any], Decision]
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    check: Check
+    echoes: tuple[Echo, ...] = ()
 
 
 def access_of(context: RequestContext) -> Access | None:
@@ -87,7 +112,7 @@ def access_of(context: RequestContext) -> Access | None:
 
 def may_describe_topic(context: RequestContext, topic: str) -> bool:
     access = access_of(context)
-    return access is None or access.allowed(Operation.DESCRIBE, TOPIC, topic)
+    return access is None or access.allowed(Operation.DESCRIBE, ResourceType.TOPIC, topic)
 
 
 def may_create_topic(context: RequestContext, topic: str) -> bool:
@@ -95,154 +120,163 @@ def may_create_topic(context: RequestContext, topic: str) -> bool:
     return (
         access is None
         or access.cluster(Operation.CREATE)
-        or access.allowed(Operation.CREATE, TOPIC, topic)
+        or access.allowed(Operation.CREATE, ResourceType.TOPIC, topic)
     )
 
 
-def check(context: RequestContext, api_key: int, request: Any) -> Decision:
+def check(context: RequestContext, api_key: int, request: Any) -> Answered | Filtered | None:
     access = access_of(context)
     rule = RULES.get(api_key)
     if access is None or rule is None:
         return None
-    return rule(access, request)
+    decision = rule.check(access, request)
+    if isinstance(decision, Refused):
+        return Answered(refusal(context, rule.echoes, request, decision))
+    if isinstance(decision, Split):
+        return _split(context, rule.echoes, request, decision)
+    return decision
 
 
-def refusal_response(context: RequestContext, error: ErrorCode) -> Any:
+def refusal(
+    context: RequestContext, echoes: tuple[Echo, ...], request: Any, refused: Refused
+) -> Any:
+    """The response refusing the whole request (Kafka's getErrorResponse)."""
+    if getattr(request, "acks", None) == 0:
+        # Produce with acks=0: the client reads no answer; Kafka closes the connection.
+        raise CloseConnectionError(f"refused an acks=0 produce: {refused.error.name}")
+    errors = {id(item): error for item, error in refused.errors}
     cls = response_class(context.header.api_key, context.api_version)
-    return _filled(cls, {}, error)
+    return error_response(
+        cls, request, echoes, refused.error, lambda item: errors.get(id(item), refused.error)
+    )
 
 
-# -- rules ------------------------------------------------------------------------------
-
-
-def _on_cluster(operation: Operation) -> Callable[[Access, Any], Decision]:
-    def rule(access: Access, request: Any) -> Decision:
-        if access.cluster(operation):
-            return None
-        return Refused(ErrorCode.cluster_authorization_failed)
-
-    return rule
-
-
-def _on_group(operation: Operation) -> Callable[[Access, Any], Decision]:
-    def rule(access: Access, request: Any) -> Decision:
-        if access.allowed(operation, GROUP, request.group_id):
-            return None
-        return Refused(ErrorCode.group_authorization_failed)
-
-    return rule
-
-
-def _on_transactional_id(operation: Operation) -> Callable[[Access, Any], Decision]:
-    def rule(access: Access, request: Any) -> Decision:
-        if access.allowed(operation, TRANSACTIONAL_ID, request.transactional_id):
-            return None
-        return Refused(ErrorCode.transactional_id_authorization_failed)
-
-    return rule
-
-
-def _add_partitions_to_txn(access: Access, request: Any) -> Decision:
-    """v0-v3 (producers): Write on the transactional id and on each topic; v4+ (brokers
-    verifying a transaction, KIP-890): ClusterAction."""
-    transactional_id = getattr(request, "v3_and_below_transactional_id", None)
-    if transactional_id is None:
-        return _on_cluster(Operation.CLUSTER_ACTION)(access, request)
-    if not access.allowed(Operation.WRITE, TRANSACTIONAL_ID, transactional_id):
-        return Refused(ErrorCode.transactional_id_authorization_failed)
-    topics = request.v3_and_below_topics
-    if all(access.allowed(Operation.WRITE, TOPIC, t.name) for t in topics):
-        return None
-    return Refused(ErrorCode.topic_authorization_failed)
-
-
-def _txn_offsets(with_topics: bool) -> Callable[[Access, Any], Decision]:
-    """AddOffsetsToTxn and TxnOffsetCommit: Write on the transactional id, Read on the group
-    (and, for TxnOffsetCommit, Read on its topics: all or nothing)."""
-
-    def rule(access: Access, request: Any) -> Decision:
-        refused = _on_transactional_id(Operation.WRITE)(access, request)
-        if refused is not None:
-            return refused
-        if not access.allowed(Operation.READ, GROUP, request.group_id):
-            return Refused(ErrorCode.group_authorization_failed)
-        topics = request.topics if with_topics else ()
-        if all(access.allowed(Operation.READ, TOPIC, t.name) for t in topics):
-            return None
-        return Refused(ErrorCode.topic_authorization_failed)
-
-    return rule
-
-
-def _init_producer_id(access: Access, request: Any) -> Decision:
-    if request.transactional_id is not None:
-        return _on_transactional_id(Operation.WRITE)(access, request)
-    # An idempotent producer: IdempotentWrite on the cluster, or Write on some topic (KIP-679).
-    if access.cluster(Operation.IDEMPOTENT_WRITE) or access.authorizer.authorize_any(
-        access.principal, access.host, Operation.WRITE, TOPIC
-    ):
-        return None
-    return Refused(ErrorCode.cluster_authorization_failed)
-
-
-def _find_coordinator(access: Access, request: Any) -> Decision:
-    keys = getattr(request, "coordinator_keys", None) or (getattr(request, "key", None),)
-    transactional = getattr(request, "key_type", 0) == 1
-    resource = TRANSACTIONAL_ID if transactional else GROUP
-    if all(k is None or access.allowed(Operation.DESCRIBE, resource, k) for k in keys):
-        return None
-    if transactional:
-        return Refused(ErrorCode.transactional_id_authorization_failed)
-    return Refused(ErrorCode.group_authorization_failed)
-
-
-def _produce(access: Access, request: Any) -> Decision:
-    transactional_id = getattr(request, "transactional_id", None)
-    if transactional_id is not None and not access.allowed(
-        Operation.WRITE, TRANSACTIONAL_ID, transactional_id
-    ):
-        return Refused(ErrorCode.transactional_id_authorization_failed)
-    refused = [t for t in request.topic_data if not access.allowed(Operation.WRITE, TOPIC, t.name)]
-    if not refused:
-        return None
-    allowed = tuple(t for t in request.topic_data if t not in refused)
-    entries = [
-        {
-            "name": t.name,
-            "partition_responses": [
-                {"index": p.index, "error_code": ErrorCode.topic_authorization_failed}
-                for p in t.partition_data
-            ],
-        }
-        for t in refused
-    ]
+def _split(
+    context: RequestContext, echoes: tuple[Echo, ...], request: Any, split: Split
+) -> Answered | Filtered:
+    echo = next(e for e in echoes if e.source == split.source)
+    errors = {id(item): error for item, error in split.refused}
+    allowed = tuple(i for i in getattr(request, split.source) if id(i) not in errors)
+    if not allowed:
+        return Answered(refusal(context, echoes, request, Refused(ErrorCode.none, split.refused)))
 
     def merge(response: Any) -> Any:
-        if response is None:  # acks=0
-            return None
-        cls = type(response)
-        topic_cls = adapter.nested_class(cls, "responses")
-        added = tuple(
-            _filled(
-                topic_cls,
-                {
-                    "name": e["name"],
-                    "partition_responses": tuple(
-                        _filled(
-                            adapter.nested_class(topic_cls, "partition_responses"),
-                            p,
-                            ErrorCode.topic_authorization_failed,
-                        )
-                        for p in e["partition_responses"]
-                    ),
-                },
-                ErrorCode.topic_authorization_failed,
-            )
-            for e in entries
-        )
-        return dataclasses.replace(response, responses=(*response.responses, *added))
+        if response is None:  # acks=0: Kafka closes the connection when anything failed
+            raise CloseConnectionError("refused part of an acks=0 produce")
+        refused = (item for item, _ in split.refused)
+        added = entries(type(response), echo, refused, lambda item: errors[id(item)])
+        return dataclasses.replace(response, **{echo.into: (*getattr(response, echo.into), *added)})
 
-    return Filtered(dataclasses.replace(request, topic_data=allowed), merge)
+    return Filtered(dataclasses.replace(request, **{split.source: allowed}), merge)
+
+
+# -- checks -----------------------------------------------------------------------------
+
+
+def _on_resource(
+    resource_type: ResourceType,
+    operation: Operation,
+    error: ErrorCode,
+    name_of: Callable[[Any], str],
+) -> Check:
+    def rule(access: Access, request: Any) -> Decision:
+        return (
+            None if access.allowed(operation, resource_type, name_of(request)) else Refused(error)
+        )
+
+    return rule
+
+
+def _on_cluster(operation: Operation) -> Check:
+    return _on_resource(
+        ResourceType.CLUSTER,
+        operation,
+        ErrorCode.cluster_authorization_failed,
+        lambda _request: CLUSTER_NAME,
+    )
+
+
+def _on_group(operation: Operation) -> Check:
+    return _on_resource(
+        ResourceType.GROUP,
+        operation,
+        ErrorCode.group_authorization_failed,
+        lambda request: str(request.group_id),
+    )
+
+
+def _on_transactional_id(operation: Operation) -> Check:
+    return _on_resource(
+        ResourceType.TRANSACTIONAL_ID,
+        operation,
+        ErrorCode.transactional_id_authorization_failed,
+        lambda request: str(request.transactional_id),
+    )
+
+
+def _name(item: Any) -> str | None:
+    return str(item.name)
+
+
+def _each(
+    source: str,
+    resource_type: ResourceType,
+    operation: Operation,
+    error: ErrorCode,
+    name_of: Callable[[Any], str | None] = _name,
+) -> Check:
+    """Each item of request list `source` checked apart (a name of None: not checked here,
+    the handler answers it)."""
+
+    def rule(access: Access, request: Any) -> Decision:
+        refused = tuple(
+            (item, error)
+            for item in getattr(request, source, None) or ()
+            if (name := name_of(item)) is not None
+            and not access.allowed(operation, resource_type, name)
+        )
+        return Split(source, refused) if refused else None
+
+    return rule
+
+
+def _each_topic(
+    source: str, operation: Operation, name_of: Callable[[Any], str | None] = _name
+) -> Check:
+    return _each(
+        source, ResourceType.TOPIC, operation, ErrorCode.topic_authorization_failed, name_of
+    )
+
+
+def _first(*checks: Check) -> Check:
+    """The checks in order: the first that does not allow decides."""
+
+    def rule(access: Access, request: Any) -> Decision:
+        for one in checks:
+            decision = one(access, request)
+            if decision is not None:
+                return decision
+        return None
+
+    return rule
+
+
+def _unless_cluster(operation: Operation, otherwise: Check) -> Check:
+    """`operation` on the cluster allows the request whole; without it, `otherwise`."""
+
+    def rule(access: Access, request: Any) -> Decision:
+        return None if access.cluster(operation) else otherwise(access, request)
+
+    return rule
+
+
+def _transactional_produce(access: Access, request: Any) -> Decision:
+    transactional_id = getattr(request, "transactional_id", None)
+    if transactional_id is None or access.allowed(
+        Operation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
+    ):
+        return None
+    return Refused(ErrorCode.transactional_id_authorization_failed)
 
 
 def _fetch(access: Access, request: Any) -> Decision:
@@ -259,141 +293,74 @@ def _fetch(access: Access, request: Any) -> Decision:
         topic_id = getattr(topic, "topic_id", None)
         if not name and topic_id is not None:
             name = cache.topic_name(topic_id) or ""
-        if not access.allowed(Operation.READ, TOPIC, name or ""):
-            refused.append((topic, name))
+        if not access.allowed(Operation.READ, ResourceType.TOPIC, name or ""):
+            refused.append(topic)
     if not refused:
         return None
     # All or nothing (DEVIATIONS.md): only the refused partitions are answered, each with
     # TOPIC_AUTHORIZATION_FAILED; no fetch session is kept.
-    context = access.context
-    cls = response_class(ApiKey.FETCH, context.api_version)
-    topic_cls = adapter.nested_class(cls, "responses")
-    partition_cls = adapter.nested_class(topic_cls, "partitions")
+    cls = response_class(ApiKey.FETCH, access.context.api_version)
     error = ErrorCode.topic_authorization_failed
-    responses = tuple(
-        _filled(
-            topic_cls,
-            {
-                "topic": name or "",
-                "topic_id": getattr(topic, "topic_id", None),
-                "partitions": tuple(
-                    _filled(partition_cls, {"partition_index": p.partition, "records": b""}, error)
-                    for p in topic.partitions
-                ),
-            },
-            error,
-        )
-        for topic, name in refused
-    )
+    responses = entries(cls, FETCH_TOPICS, refused, lambda _topic: error)
     values = {"responses": responses, "session_id": 0, "error_code": ErrorCode.none}
-    return Answered(_filled(cls, values, error))
+    return Answered(adapter.filled(cls, values, error))
 
 
-def _offset_commit(access: Access, request: Any) -> Decision:
-    if not access.allowed(Operation.READ, GROUP, request.group_id):
-        return Refused(ErrorCode.group_authorization_failed)
-    refused = [t for t in request.topics if not access.allowed(Operation.READ, TOPIC, t.name)]
-    if not refused:
+def _find_coordinator(access: Access, request: Any) -> Decision:
+    """v0-v3 name one key; v4+ several, each answered apart (KIP-699)."""
+    if getattr(request, "key_type", 0) == 1:
+        resource = ResourceType.TRANSACTIONAL_ID
+        error = ErrorCode.transactional_id_authorization_failed
+    else:
+        resource, error = ResourceType.GROUP, ErrorCode.group_authorization_failed
+    if getattr(request, "coordinator_keys", None) is not None:
+        return _each("coordinator_keys", resource, Operation.DESCRIBE, error, str)(access, request)
+    return _on_resource(resource, Operation.DESCRIBE, error, lambda r: str(r.key))(access, request)
+
+
+def _add_partitions_to_txn(access: Access, request: Any) -> Decision:
+    """v0-v3 (producers): Write on the transactional id and on each topic; a refused topic
+    fails the whole request, the other partitions answering OPERATION_NOT_ATTEMPTED. v4+
+    (brokers verifying a transaction, KIP-890): ClusterAction."""
+    transactional_id = getattr(request, "v3_and_below_transactional_id", None)
+    if transactional_id is None:
+        return _on_cluster(Operation.CLUSTER_ACTION)(access, request)
+    if not access.allowed(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+        return Refused(ErrorCode.transactional_id_authorization_failed)
+    refused = tuple(
+        (t, ErrorCode.topic_authorization_failed)
+        for t in request.v3_and_below_topics
+        if not access.allowed(Operation.WRITE, ResourceType.TOPIC, t.name)
+    )
+    return Refused(ErrorCode.operation_not_attempted, refused) if refused else None
+
+
+def _init_producer_id(access: Access, request: Any) -> Decision:
+    if request.transactional_id is not None:
+        return _on_transactional_id(Operation.WRITE)(access, request)
+    # An idempotent producer: IdempotentWrite on the cluster, or Write on some topic (KIP-679).
+    if access.cluster(Operation.IDEMPOTENT_WRITE) or access.authorizer.authorize_any(
+        access.principal, access.host, Operation.WRITE, ResourceType.TOPIC
+    ):
         return None
-    allowed = tuple(t for t in request.topics if all(t is not r for r in refused))
-    error = ErrorCode.topic_authorization_failed
-
-    def merge(response: Any) -> Any:
-        topic_cls = adapter.nested_class(type(response), "topics")
-        partition_cls = adapter.nested_class(topic_cls, "partitions")
-        added = tuple(
-            _filled(
-                topic_cls,
-                {
-                    "name": t.name,
-                    "partitions": tuple(
-                        _filled(partition_cls, {"partition_index": p.partition_index}, error)
-                        for p in t.partitions
-                    ),
-                },
-                error,
-            )
-            for t in refused
-        )
-        return dataclasses.replace(response, topics=(*response.topics, *added))
-
-    return Filtered(dataclasses.replace(request, topics=allowed), merge)
+    return Refused(ErrorCode.cluster_authorization_failed)
 
 
-def _offset_fetch(access: Access, request: Any) -> Decision:
-    groups = [g.group_id for g in getattr(request, "groups", None) or ()]
-    group_id = getattr(request, "group_id", None)
-    if group_id is not None:
-        groups.append(group_id)
-    if all(access.allowed(Operation.DESCRIBE, GROUP, g) for g in groups):
-        return None
-    return Refused(ErrorCode.group_authorization_failed)
-
-
-def _topics_by_name(
-    operation: Operation, field: str, name_of: Callable[[Any], str | None]
-) -> Callable[[Access, Any], Decision]:
-    """Per-topic APIs answered all-or-nothing (see DEVIATIONS.md): refused if any is."""
-
-    def rule(access: Access, request: Any) -> Decision:
-        names = [name_of(item) for item in getattr(request, field, None) or ()]
-        if all(n is None or access.allowed(operation, TOPIC, n) for n in names):
-            return None
-        return Refused(ErrorCode.topic_authorization_failed)
-
-    return rule
-
-
-def _per_name(
-    resource_type: ResourceType,
-    operation: Operation,
-    request_field: str,
-    response_field: str,
-    key_field: str,
-    error: ErrorCode,
-    name_of: Callable[[Any], str] = str,
-    extra: dict[str, Any] | None = None,
-) -> Callable[[Access, Any], Decision]:
-    """APIs answering one entry per named resource: the handler gets the allowed names, and
-    each refused one is answered with `error` (after the allowed ones), as Kafka answers."""
-
-    def rule(access: Access, request: Any) -> Decision:
-        items = tuple(getattr(request, request_field, None) or ())
-        refused = [i for i in items if not access.allowed(operation, resource_type, name_of(i))]
-        if not refused:
-            return None
-        allowed = tuple(i for i in items if i not in refused)
-
-        def merge(response: Any) -> Any:
-            entry_cls = adapter.nested_class(type(response), response_field)
-            added = tuple(
-                _filled(entry_cls, {key_field: name_of(i), **(extra or {})}, error) for i in refused
-            )
-            entries = (*getattr(response, response_field), *added)
-            return dataclasses.replace(response, **{response_field: entries})
-
-        return Filtered(dataclasses.replace(request, **{request_field: allowed}), merge)
-
-    return rule
-
-
-def _listed_only(
-    resource_type: ResourceType, response_field: str, key_field: str
-) -> Callable[[Access, Any], Decision]:
+def _listed_only(resource_type: ResourceType, response_field: str, key_field: str) -> Check:
     """Listing APIs: only the resources the principal may describe are listed (all of them
     with Describe on the cluster, for ListGroups as in Kafka)."""
 
     def rule(access: Access, request: Any) -> Decision:
-        if resource_type == GROUP and access.cluster(Operation.DESCRIBE):
+        if resource_type == ResourceType.GROUP and access.cluster(Operation.DESCRIBE):
             return None
 
         def merge(response: Any) -> Any:
-            entries = tuple(
+            listed = tuple(
                 e
                 for e in getattr(response, response_field)
                 if access.allowed(Operation.DESCRIBE, resource_type, getattr(e, key_field))
             )
-            return dataclasses.replace(response, **{response_field: entries})
+            return dataclasses.replace(response, **{response_field: listed})
 
         return Filtered(request, merge)
 
@@ -403,202 +370,321 @@ def _listed_only(
 TOPIC_CONFIG_RESOURCE = 2  # ConfigResource.Type.TOPIC; brokers and broker loggers are the cluster's
 
 
-def _config_resources(
-    operation: Operation, response_field: str
-) -> Callable[[Access, Any], Decision]:
+def _config_resources(operation: Operation) -> Check:
     """DescribeConfigs, AlterConfigs, IncrementalAlterConfigs: a topic's configs need the
     operation on the topic (TOPIC_AUTHORIZATION_FAILED), a broker's on the cluster
     (CLUSTER_AUTHORIZATION_FAILED); each refused resource is answered apart."""
 
-    def refusal(access: Access, item: Any) -> ErrorCode | None:
+    def refusal_of(access: Access, item: Any) -> ErrorCode | None:
         if int(item.resource_type) == TOPIC_CONFIG_RESOURCE:
-            if access.allowed(operation, TOPIC, item.resource_name):
+            if access.allowed(operation, ResourceType.TOPIC, item.resource_name):
                 return None
             return ErrorCode.topic_authorization_failed
         return None if access.cluster(operation) else ErrorCode.cluster_authorization_failed
 
     def rule(access: Access, request: Any) -> Decision:
-        items = tuple(request.resources)
-        refused = [(i, e) for i in items if (e := refusal(access, i)) is not None]
-        if not refused:
-            return None
-        allowed = tuple(i for i in items if all(i is not r for r, _ in refused))
-
-        def merge(response: Any) -> Any:
-            entry_cls = adapter.nested_class(type(response), response_field)
-            added = tuple(
-                _filled(
-                    entry_cls,
-                    {
-                        "resource_type": item.resource_type,
-                        "resource_name": item.resource_name,
-                        "error_message": None,
-                        "configs": (),
-                    },
-                    error,
-                )
-                for item, error in refused
-            )
-            entries = (*getattr(response, response_field), *added)
-            return dataclasses.replace(response, **{response_field: entries})
-
-        return Filtered(dataclasses.replace(request, resources=allowed), merge)
+        refused = tuple(
+            (item, error)
+            for item in request.resources
+            if (error := refusal_of(access, item)) is not None
+        )
+        return Split("resources", refused) if refused else None
 
     return rule
 
 
-_create_topic_each = _per_name(
-    TOPIC,
-    Operation.CREATE,
-    "topics",
-    "topics",
-    "name",
-    ErrorCode.topic_authorization_failed,
-    name_of=lambda t: str(t.name),
-    extra={"topic_config_error_code": ErrorCode.none, "error_message": None},
-)
-
-
-def _create_topics(access: Access, request: Any) -> Decision:
-    if access.cluster(Operation.CREATE):
-        return None
-    return _create_topic_each(access, request)
-
-
-_delete_topic_names = _per_name(
-    TOPIC,
-    Operation.DELETE,
-    "topic_names",
-    "responses",
-    "name",
-    ErrorCode.topic_authorization_failed,
-    extra={"error_message": None},
-)
-
-
 def _delete_topics(access: Access, request: Any) -> Decision:
-    """v0-v5 name topics in `topic_names` (answered per topic); v6 in `topics`, by name or
-    by id (all or nothing)."""
+    """v0-v5 name topics in `topic_names`; v6 in `topics`, by name or by id (an unknown id
+    is left to the handler)."""
     if getattr(request, "topic_names", None) is not None:
-        return _delete_topic_names(access, request)
+        return _each_topic("topic_names", Operation.DELETE, str)(access, request)
     cache = access.context.server.metadata_cache
-    names = list(getattr(request, "topic_names", None) or ())
-    for topic in getattr(request, "topics", None) or ():
-        name = topic.name
-        if name is None and topic.topic_id is not None:
-            name = cache.topic_name(topic.topic_id)
-        names.append(name or "")
-    if all(access.allowed(Operation.DELETE, TOPIC, n) for n in names):
+
+    def name_of(topic: Any) -> str | None:
+        if topic.name is not None:
+            return str(topic.name)
+        return None if topic.topic_id is None else cache.topic_name(topic.topic_id)
+
+    return _each_topic("topics", Operation.DELETE, name_of)(access, request)
+
+
+def _offset_fetch(access: Access, request: Any) -> Decision:
+    """Describe on the group; the topics it may not describe are answered with
+    TOPIC_AUTHORIZATION_FAILED, or, when all the group's offsets are asked for (null
+    topics), left out. v8+ ask for several groups, each answered apart."""
+    if getattr(request, "groups", None) is not None:
+        return _offset_fetch_groups(access, request)
+    refused = _on_group(Operation.DESCRIBE)(access, request)
+    if refused is not None:
+        return refused
+    if request.topics is None:
+        return Filtered(request, lambda response: _describable_only(access, response))
+    return _each_topic("topics", Operation.DESCRIBE)(access, request)
+
+
+def _describable_only(access: Access, answer: Any) -> Any:
+    """`answer` (a response or one of its groups) without the topics the principal may not
+    describe."""
+    shown = tuple(
+        t for t in answer.topics if access.allowed(Operation.DESCRIBE, ResourceType.TOPIC, t.name)
+    )
+    return dataclasses.replace(answer, topics=shown)
+
+
+def _offset_fetch_groups(access: Access, request: Any) -> Decision:
+    refused_groups = [
+        g
+        for g in request.groups
+        if not access.allowed(Operation.DESCRIBE, ResourceType.GROUP, g.group_id)
+    ]
+    served, refused_topics = [], {}
+    for group in request.groups:
+        if any(group is g for g in refused_groups):
+            continue
+        if group.topics is not None:
+            refused = [
+                t
+                for t in group.topics
+                if not access.allowed(Operation.DESCRIBE, ResourceType.TOPIC, t.name)
+            ]
+            kept = tuple(t for t in group.topics if all(t is not r for r in refused))
+            refused_topics[group.group_id] = refused
+            group = dataclasses.replace(group, topics=kept)
+        served.append(group)
+    everything_named = all(g.topics is not None for g in request.groups)
+    if not refused_groups and not any(refused_topics.values()) and everything_named:
         return None
-    return Refused(ErrorCode.topic_authorization_failed)
+
+    def answered(group: Any) -> Any:
+        if group.error_code != ErrorCode.none:
+            return group
+        if group.group_id not in refused_topics:  # all its offsets were asked for
+            return _describable_only(access, group)
+        added = entries(
+            type(group),
+            OFFSET_FETCH_TOPICS,
+            refused_topics[group.group_id],
+            lambda _topic: ErrorCode.topic_authorization_failed,
+        )
+        return dataclasses.replace(group, topics=(*group.topics, *added))
+
+    def merge(response: Any) -> Any:
+        refused = entries(
+            type(response),
+            OFFSET_FETCH_GROUPS,
+            refused_groups,
+            lambda _group: ErrorCode.group_authorization_failed,
+        )
+        groups = (*(answered(g) for g in response.groups), *refused)
+        return dataclasses.replace(response, groups=groups)
+
+    return Filtered(dataclasses.replace(request, groups=tuple(served)), merge)
 
 
-RULES: dict[int, Callable[[Access, Any], Decision]] = {
-    ApiKey.PRODUCE: _produce,
-    ApiKey.FETCH: _fetch,
-    ApiKey.LIST_OFFSETS: _topics_by_name(Operation.DESCRIBE, "topics", lambda t: t.name),
-    ApiKey.OFFSET_FOR_LEADER_EPOCH: _topics_by_name(
-        Operation.DESCRIBE, "topics", lambda t: t.topic
+# -- each API's check and answer --------------------------------------------------------
+
+# Request entries echoed in responses (key fields copied; see error_responses.Echo).
+TOPIC_PARTITIONS = Echo(
+    "topics",
+    "topics",
+    {"name": "name"},
+    (Echo("partitions", "partitions", {"partition_index": "partition_index"}),),
+)
+TOPIC_INDEXES = Echo(
+    "topics",
+    "topics",
+    {"name": "name"},
+    (Echo("partition_indexes", "partitions", {"partition_index": ITSELF}),),
+)
+OFFSET_FETCH_TOPICS = TOPIC_INDEXES
+OFFSET_FETCH_GROUPS = Echo("groups", "groups", {"group_id": "group_id"})
+FETCH_TOPICS = Echo(
+    "topics",
+    "responses",
+    {"topic": "topic", "topic_id": "topic_id"},
+    (
+        Echo(
+            "partitions", "partitions", {"partition_index": "partition"}, constants={"records": b""}
+        ),
     ),
-    ApiKey.CONTROLLED_SHUTDOWN: _on_cluster(Operation.CLUSTER_ACTION),
-    ApiKey.WRITE_TXN_MARKERS: _on_cluster(Operation.CLUSTER_ACTION),
-    ApiKey.OFFSET_COMMIT: _offset_commit,
-    ApiKey.OFFSET_FETCH: _offset_fetch,
-    ApiKey.FIND_COORDINATOR: _find_coordinator,
-    ApiKey.JOIN_GROUP: _on_group(Operation.READ),
-    ApiKey.HEARTBEAT: _on_group(Operation.READ),
-    ApiKey.LEAVE_GROUP: _on_group(Operation.READ),
-    ApiKey.SYNC_GROUP: _on_group(Operation.READ),
-    ApiKey.OFFSET_DELETE: _on_group(Operation.DELETE),
-    ApiKey.DESCRIBE_GROUPS: _per_name(
-        GROUP,
-        Operation.DESCRIBE,
-        "groups",
-        "groups",
-        "group_id",
-        ErrorCode.group_authorization_failed,
+)
+CONFIG_RESOURCES = {"resource_type": "resource_type", "resource_name": "resource_name"}
+
+_READ = Operation.READ
+_WRITE = Operation.WRITE
+_DESCRIBE = Operation.DESCRIBE
+_GROUP_REFUSED = ErrorCode.group_authorization_failed
+
+RULES: dict[int, Rule] = {
+    ApiKey.PRODUCE: Rule(
+        _first(_transactional_produce, _each_topic("topic_data", _WRITE)),
+        (
+            Echo(
+                "topic_data",
+                "responses",
+                {"name": "name"},
+                (Echo("partition_data", "partition_responses", {"index": "index"}),),
+            ),
+        ),
     ),
-    ApiKey.DELETE_GROUPS: _per_name(
-        GROUP,
-        Operation.DELETE,
-        "groups_names",
-        "results",
-        "group_id",
-        ErrorCode.group_authorization_failed,
+    ApiKey.FETCH: Rule(_fetch, (FETCH_TOPICS,)),
+    ApiKey.LIST_OFFSETS: Rule(_each_topic("topics", _DESCRIBE), (TOPIC_PARTITIONS,)),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: Rule(
+        _each_topic("topics", _DESCRIBE, lambda t: str(t.topic)),
+        (
+            Echo(
+                "topics",
+                "topics",
+                {"topic": "topic"},
+                (Echo("partitions", "partitions", {"partition": "partition"}),),
+            ),
+        ),
     ),
-    ApiKey.LIST_GROUPS: _listed_only(GROUP, "groups", "group_id"),
-    ApiKey.DESCRIBE_TRANSACTIONS: _per_name(
-        TRANSACTIONAL_ID,
-        Operation.DESCRIBE,
-        "transactional_ids",
-        "transaction_states",
-        "transactional_id",
-        ErrorCode.transactional_id_authorization_failed,
+    ApiKey.CONTROLLED_SHUTDOWN: Rule(_on_cluster(Operation.CLUSTER_ACTION)),
+    ApiKey.WRITE_TXN_MARKERS: Rule(
+        _on_cluster(Operation.CLUSTER_ACTION),
+        (
+            Echo(
+                "markers",
+                "markers",
+                {"producer_id": "producer_id"},
+                (
+                    Echo(
+                        "topics",
+                        "topics",
+                        {"name": "name"},
+                        (Echo("partition_indexes", "partitions", {"partition_index": ITSELF}),),
+                    ),
+                ),
+            ),
+        ),
     ),
-    ApiKey.LIST_TRANSACTIONS: _listed_only(
-        TRANSACTIONAL_ID, "transaction_states", "transactional_id"
+    ApiKey.OFFSET_COMMIT: Rule(
+        _first(_on_group(_READ), _each_topic("topics", _READ)), (TOPIC_PARTITIONS,)
     ),
-    ApiKey.DESCRIBE_PRODUCERS: _topics_by_name(Operation.READ, "topics", lambda t: t.name),
-    ApiKey.CREATE_TOPICS: _create_topics,
-    ApiKey.DELETE_TOPICS: _delete_topics,
-    ApiKey.DELETE_RECORDS: _topics_by_name(Operation.DELETE, "topics", lambda t: t.name),
-    ApiKey.CREATE_PARTITIONS: _topics_by_name(Operation.ALTER, "topics", lambda t: t.name),
-    ApiKey.INIT_PRODUCER_ID: _init_producer_id,
-    ApiKey.ADD_PARTITIONS_TO_TXN: _add_partitions_to_txn,
-    ApiKey.ADD_OFFSETS_TO_TXN: _txn_offsets(with_topics=False),
-    ApiKey.END_TXN: _on_transactional_id(Operation.WRITE),
-    ApiKey.TXN_OFFSET_COMMIT: _txn_offsets(with_topics=True),
-    ApiKey.ALTER_CONFIGS: _config_resources(Operation.ALTER_CONFIGS, "responses"),
-    ApiKey.INCREMENTAL_ALTER_CONFIGS: _config_resources(Operation.ALTER_CONFIGS, "responses"),
-    ApiKey.DESCRIBE_CONFIGS: _config_resources(Operation.DESCRIBE_CONFIGS, "results"),
-    ApiKey.ALTER_REPLICA_LOG_DIRS: _on_cluster(Operation.ALTER),
-    ApiKey.DESCRIBE_LOG_DIRS: _on_cluster(Operation.DESCRIBE),
-    ApiKey.ELECT_LEADERS: _on_cluster(Operation.ALTER),
-    ApiKey.ALTER_PARTITION_REASSIGNMENTS: _on_cluster(Operation.ALTER),
-    ApiKey.LIST_PARTITION_REASSIGNMENTS: _on_cluster(Operation.DESCRIBE),
-    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _on_cluster(Operation.ALTER),
-    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: _on_cluster(Operation.DESCRIBE),
-    ApiKey.CREATE_ACLS: _on_cluster(Operation.ALTER),
-    ApiKey.DELETE_ACLS: _on_cluster(Operation.ALTER),
-    ApiKey.DESCRIBE_ACLS: _on_cluster(Operation.DESCRIBE),
+    ApiKey.OFFSET_FETCH: Rule(_offset_fetch, (OFFSET_FETCH_TOPICS, OFFSET_FETCH_GROUPS)),
+    ApiKey.FIND_COORDINATOR: Rule(
+        _find_coordinator, (Echo("coordinator_keys", "coordinators", {"key": ITSELF}),)
+    ),
+    ApiKey.JOIN_GROUP: Rule(_on_group(_READ)),
+    ApiKey.HEARTBEAT: Rule(_on_group(_READ)),
+    ApiKey.LEAVE_GROUP: Rule(_on_group(_READ)),
+    ApiKey.SYNC_GROUP: Rule(_on_group(_READ)),
+    ApiKey.OFFSET_DELETE: Rule(_on_group(Operation.DELETE)),
+    ApiKey.DESCRIBE_GROUPS: Rule(
+        _each("groups", ResourceType.GROUP, _DESCRIBE, _GROUP_REFUSED, str),
+        (Echo("groups", "groups", {"group_id": ITSELF}),),
+    ),
+    ApiKey.DELETE_GROUPS: Rule(
+        _each("groups_names", ResourceType.GROUP, Operation.DELETE, _GROUP_REFUSED, str),
+        (Echo("groups_names", "results", {"group_id": ITSELF}),),
+    ),
+    ApiKey.LIST_GROUPS: Rule(_listed_only(ResourceType.GROUP, "groups", "group_id")),
+    ApiKey.DESCRIBE_TRANSACTIONS: Rule(
+        _each(
+            "transactional_ids",
+            ResourceType.TRANSACTIONAL_ID,
+            _DESCRIBE,
+            ErrorCode.transactional_id_authorization_failed,
+            str,
+        ),
+        (Echo("transactional_ids", "transaction_states", {"transactional_id": ITSELF}),),
+    ),
+    ApiKey.LIST_TRANSACTIONS: Rule(
+        _listed_only(ResourceType.TRANSACTIONAL_ID, "transaction_states", "transactional_id")
+    ),
+    ApiKey.DESCRIBE_PRODUCERS: Rule(_each_topic("topics", _READ), (TOPIC_INDEXES,)),
+    ApiKey.CREATE_TOPICS: Rule(
+        _unless_cluster(Operation.CREATE, _each_topic("topics", Operation.CREATE)),
+        (Echo("topics", "topics", {"name": "name"}),),
+    ),
+    ApiKey.DELETE_TOPICS: Rule(
+        _delete_topics,
+        (
+            Echo("topic_names", "responses", {"name": ITSELF}),
+            Echo("topics", "responses", {"name": "name", "topic_id": "topic_id"}),
+        ),
+    ),
+    ApiKey.DELETE_RECORDS: Rule(_each_topic("topics", Operation.DELETE), (TOPIC_PARTITIONS,)),
+    ApiKey.CREATE_PARTITIONS: Rule(
+        _each_topic("topics", Operation.ALTER), (Echo("topics", "results", {"name": "name"}),)
+    ),
+    ApiKey.INIT_PRODUCER_ID: Rule(_init_producer_id),
+    ApiKey.ADD_PARTITIONS_TO_TXN: Rule(
+        _add_partitions_to_txn,
+        (
+            Echo(
+                "v3_and_below_topics",
+                "results_by_topic_v3_and_below",
+                {"name": "name"},
+                (Echo("partitions", "results_by_partition", {"partition_index": ITSELF}),),
+            ),
+        ),
+    ),
+    ApiKey.ADD_OFFSETS_TO_TXN: Rule(_first(_on_transactional_id(_WRITE), _on_group(_READ))),
+    ApiKey.END_TXN: Rule(_on_transactional_id(_WRITE)),
+    ApiKey.TXN_OFFSET_COMMIT: Rule(
+        _first(_on_transactional_id(_WRITE), _on_group(_READ), _each_topic("topics", _READ)),
+        (TOPIC_PARTITIONS,),
+    ),
+    ApiKey.ALTER_CONFIGS: Rule(
+        _config_resources(Operation.ALTER_CONFIGS),
+        (Echo("resources", "responses", CONFIG_RESOURCES),),
+    ),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: Rule(
+        _config_resources(Operation.ALTER_CONFIGS),
+        (Echo("resources", "responses", CONFIG_RESOURCES),),
+    ),
+    ApiKey.DESCRIBE_CONFIGS: Rule(
+        _config_resources(Operation.DESCRIBE_CONFIGS),
+        (Echo("resources", "results", CONFIG_RESOURCES),),
+    ),
+    ApiKey.ALTER_REPLICA_LOG_DIRS: Rule(
+        _on_cluster(Operation.ALTER),
+        (
+            Echo(
+                "dirs.topics",
+                "results",
+                {"topic_name": "name"},
+                (Echo("partitions", "partitions", {"partition_index": ITSELF}),),
+            ),
+        ),
+    ),
+    ApiKey.DESCRIBE_LOG_DIRS: Rule(_on_cluster(_DESCRIBE)),
+    ApiKey.ELECT_LEADERS: Rule(
+        _on_cluster(Operation.ALTER),
+        (
+            Echo(
+                "topic_partitions",
+                "replica_election_results",
+                {"topic": "topic"},
+                (Echo("partitions", "partition_result", {"partition_id": ITSELF}),),
+            ),
+        ),
+    ),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: Rule(
+        _on_cluster(Operation.ALTER),
+        (
+            Echo(
+                "topics",
+                "responses",
+                {"name": "name"},
+                (Echo("partitions", "partitions", {"partition_index": "partition_index"}),),
+            ),
+        ),
+    ),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: Rule(_on_cluster(_DESCRIBE), (TOPIC_INDEXES,)),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: Rule(
+        _on_cluster(Operation.ALTER),
+        (
+            Echo("deletions", "results", {"user": "name"}),
+            Echo("upsertions", "results", {"user": "name"}),
+        ),
+    ),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: Rule(
+        _on_cluster(_DESCRIBE), (Echo("users", "results", {"user": "name"}),)
+    ),
+    ApiKey.CREATE_ACLS: Rule(_on_cluster(Operation.ALTER), (Echo("creations", "results"),)),
+    ApiKey.DELETE_ACLS: Rule(_on_cluster(Operation.ALTER), (Echo("filters", "filter_results"),)),
+    ApiKey.DESCRIBE_ACLS: Rule(_on_cluster(_DESCRIBE)),
 }
-
-
-# -- zero-filled responses --------------------------------------------------------------
-
-
-def _filled(cls: type, values: dict[str, Any], error: ErrorCode) -> Any:
-    """`cls` built from `values`, every other required field given an empty value and every
-    error code `error`."""
-    hints = typing.get_type_hints(cls)
-    kwargs: dict[str, Any] = {}
-    for field in dataclasses.fields(cls):
-        if field.name in values:
-            kwargs[field.name] = values[field.name]
-        elif field.metadata.get("kafka_type") == "error_code":
-            kwargs[field.name] = error
-        elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
-            kwargs[field.name] = _empty(hints[field.name], field.metadata.get("kafka_type"))
-    return cls(**kwargs)
-
-
-def _empty(hint: Any, kafka_type: str | None) -> Any:
-    if typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in (
-        typing.get_args(hint)
-    ):
-        return None
-    if typing.get_origin(hint) is tuple:
-        return ()
-    if kafka_type and kafka_type.startswith("timedelta"):
-        return datetime.timedelta(0)
-    if kafka_type == "string":
-        return ""
-    if kafka_type == "bool":
-        return False
-    if kafka_type == "bytes":
-        return b""
-    if kafka_type == "uuid":
-        return None  # the zero uuid
-    if kafka_type == "datetime_i64":
-        return datetime.datetime.fromtimestamp(0, tz=datetime.UTC)
-    return hint(-1) if isinstance(hint, type) and issubclass(hint, int) else hint()

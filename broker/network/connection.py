@@ -168,14 +168,14 @@ class Connection:
         )
         try:
             decision = authorization.check(context, header.api_key, request)
+        except CloseConnectionError:
+            raise
         except Exception:
             log.exception(
                 "authorizing %s v%d from %s failed", spec.name, header.api_version, self._peer
             )
             raise CloseConnectionError("authorization failed; see the log above") from None
         merge = None
-        if isinstance(decision, authorization.Refused):
-            return self._encode(header, authorization.refusal_response(context, decision.error))
         if isinstance(decision, authorization.Answered):
             return self._encode(header, decision.response)
         if isinstance(decision, authorization.Filtered):

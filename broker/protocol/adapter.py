@@ -29,6 +29,7 @@ class _FieldSpec:
     kafka_type: str | None
     nested: type | None
     required: bool
+    empty: Any  # the value `filled` gives the field when none is given
 
 
 def _nested_entity(hint: Any) -> type | None:
@@ -43,6 +44,32 @@ def _nested_entity(hint: Any) -> type | None:
     return hint if isinstance(hint, type) and is_dataclass(hint) else None
 
 
+def _empty(hint: Any, kafka_type: str | None) -> Any:
+    """A field's value in a response that answers nothing but an error: null where the
+    field is nullable, an empty list, zero durations and booleans, empty strings and bytes,
+    -1 for numbers (Kafka's "unknown" offsets, epochs, ids and nodes)."""
+    while hasattr(hint, "__supertype__"):  # NewType names (kio's BrokerId, TopicName, ...)
+        hint = hint.__supertype__
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType) and type(None) in typing.get_args(hint):
+        return None
+    if origin is tuple:
+        return ()
+    if kafka_type is not None and kafka_type.startswith("timedelta"):
+        return datetime.timedelta(0)
+    empties: dict[str | None, Any] = {
+        "string": "",
+        "bool": False,
+        "bytes": b"",
+        "records": b"",
+        "uuid": None,  # kio's zero uuid
+        "datetime_i64": datetime.datetime.fromtimestamp(0, tz=datetime.UTC),
+    }
+    if kafka_type in empties:
+        return empties[kafka_type]
+    return hint(-1) if isinstance(hint, type) and issubclass(hint, int) else hint()
+
+
 @functools.cache
 def _specs(cls: type) -> tuple[_FieldSpec, ...]:
     hints = typing.get_type_hints(cls)
@@ -52,6 +79,7 @@ def _specs(cls: type) -> tuple[_FieldSpec, ...]:
             kafka_type=f.metadata.get("kafka_type"),
             nested=_nested_entity(hints[f.name]),
             required=f.default is MISSING and f.default_factory is MISSING,
+            empty=_empty(hints[f.name], f.metadata.get("kafka_type")),
         )
         for f in fields(cls)
     )
@@ -105,6 +133,35 @@ def build(cls: type, values: Mapping[str, Any]) -> Any:
         elif spec.required:
             raise KeyError(f"{cls.__qualname__} v{cls.__version__} needs field {spec.name!r}")  # type: ignore[attr-defined]
     return cls(**kwargs)
+
+
+def filled(cls: type, values: Mapping[str, Any], error: ErrorCode) -> Any:
+    """`cls` built from `values` as `build` does, but every required field missing from them
+    given its empty value and every error code `error` (the shape of Kafka's
+    getErrorResponse). Nested entities given as mappings are filled the same way; entities
+    given built are kept as they are."""
+    kwargs: dict[str, Any] = {}
+    for spec in _specs(cls):
+        if spec.name in values:
+            kwargs[spec.name] = _filled_value(spec, values[spec.name], error)
+        elif spec.kafka_type == "error_code":
+            kwargs[spec.name] = error
+        elif spec.required:
+            kwargs[spec.name] = spec.empty
+    return cls(**kwargs)
+
+
+def _filled_value(spec: _FieldSpec, value: Any, error: ErrorCode) -> Any:
+    if spec.nested is None:
+        return _convert(spec, value)
+    if isinstance(value, Mapping):
+        return filled(spec.nested, value, error)
+    if isinstance(value, list | tuple):
+        return tuple(
+            filled(spec.nested, item, error) if isinstance(item, Mapping) else item
+            for item in value
+        )
+    return value
 
 
 def has_field(cls: type, name: str) -> bool:

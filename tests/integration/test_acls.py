@@ -19,6 +19,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.network.broker_client import BrokerClient
 from broker.network.sasl import SaslClientConfig
+from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import request_class
 from tests.integration.conftest import ClusterHandle, wait_until
@@ -127,10 +128,10 @@ def _consume_one(cluster: ClusterHandle, user: tuple[str, str], topic: str, grou
         consumer.close()
 
 
-def _metadata_topics(cluster: ClusterHandle, user: tuple[str, str], broker_id: int) -> set[str]:
-    """The topics one broker's Metadata (all topics) answers `user` with."""
+def _ask(cluster: ClusterHandle, user: tuple[str, str], broker_id: int, request: Any) -> Any:
+    """One broker's response to `request`, sent as `user`."""
 
-    async def ask() -> set[str]:
+    async def ask() -> Any:
         context = ssl.create_default_context(cafile=str(cluster.dir / "tls" / "ca.pem"))
         async with BrokerClient(
             "127.0.0.1",
@@ -139,16 +140,26 @@ def _metadata_topics(cluster: ClusterHandle, user: tuple[str, str], broker_id: i
             ssl_context=context,
             sasl=SaslClientConfig("SCRAM-SHA-512", user[0], user[1]),
         ) as client:
-            request = request_class(ApiKey.METADATA, 9)(
-                topics=None,
-                allow_auto_topic_creation=False,
-                include_cluster_authorized_operations=False,
-                include_topic_authorized_operations=False,
-            )
-            response = await client.send(request)
-            return {t.name for t in response.topics if t.error_code == ErrorCode.none}
+            return await client.send(request)
 
     return asyncio.run(ask())
+
+
+def _request(api_key: ApiKey, version: int, **values: Any) -> Any:
+    """A request of `values` (nested entries as dicts), every other field empty."""
+    return adapter.filled(request_class(api_key, version), values, ErrorCode.none)
+
+
+def _metadata_topics(cluster: ClusterHandle, user: tuple[str, str], broker_id: int) -> set[str]:
+    """The topics one broker's Metadata (all topics) answers `user` with."""
+    request = request_class(ApiKey.METADATA, 9)(
+        topics=None,
+        allow_auto_topic_creation=False,
+        include_cluster_authorized_operations=False,
+        include_topic_authorized_operations=False,
+    )
+    response = _ask(cluster, user, broker_id, request)
+    return {t.name for t in response.topics if t.error_code == ErrorCode.none}
 
 
 def test_admin_is_a_super_user(cluster: ClusterHandle) -> None:
@@ -371,3 +382,156 @@ def test_transactional_producer_needs_write_on_its_transactional_id(
         return True
 
     wait_until(committed, TIMEOUT_S, f"alice commits a transaction as {transactional_id}")
+
+
+def _grant(cluster: ClusterHandle, user: tuple[str, str], operation: str, *resource: str) -> None:
+    _acls(cluster, "--add", "--allow-principal", f"User:{user[0]}", "--operation", operation,
+          *resource)  # fmt: skip
+
+
+def _partition_errors(topics: Any, name_field: str = "name") -> dict[str, set[ErrorCode]]:
+    return {getattr(t, name_field): {p.error_code for p in t.partitions} for t in topics}
+
+
+def test_refused_topics_are_answered_each_and_the_rest_served(
+    cluster: ClusterHandle, alice: tuple[str, str]
+) -> None:
+    """ListOffsets, OffsetForLeaderEpoch, DeleteRecords, CreatePartitions and
+    DescribeProducers answer each topic the principal may not act on with
+    TOPIC_AUTHORIZATION_FAILED (Kafka's getErrorResponse shape), and serve the others."""
+    mine, other = _new_topic(cluster), _new_topic(cluster)
+    _grant(cluster, alice, "Describe", "--topic", mine)
+    refused = {ErrorCode.topic_authorization_failed}
+
+    def list_offsets(broker_id: int) -> dict[str, set[ErrorCode]]:
+        topics = [
+            {"name": t, "partitions": [{"partition_index": 0, "timestamp": -1}]}
+            for t in (mine, other)
+        ]
+        request = _request(ApiKey.LIST_OFFSETS, 7, replica_id=-1, topics=topics)
+        return _partition_errors(_ask(cluster, alice, broker_id, request).topics)
+
+    for broker_id in cluster.broker_ids:
+        wait_until(
+            lambda b=broker_id: refused.isdisjoint(list_offsets(b).get(mine, refused)),
+            PROPAGATION_S,
+            f"broker {broker_id} serves alice ListOffsets of {mine}",
+        )
+        assert list_offsets(broker_id)[other] == refused
+    broker_id = cluster.broker_ids[0]
+    partitions = [{"partition": 0, "leader_epoch": 0, "current_leader_epoch": -1}]
+    epochs = _ask(
+        cluster,
+        alice,
+        broker_id,
+        _request(
+            ApiKey.OFFSET_FOR_LEADER_EPOCH,
+            4,
+            replica_id=-1,
+            topics=[{"topic": other, "partitions": partitions}],
+        ),
+    )
+    assert _partition_errors(epochs.topics, "topic") == {other: refused}
+    deleted = _ask(
+        cluster,
+        alice,
+        broker_id,
+        _request(
+            ApiKey.DELETE_RECORDS,
+            2,
+            timeout=0,
+            topics=[{"name": other, "partitions": [{"partition_index": 0, "offset": 0}]}],
+        ),
+    )
+    assert _partition_errors(deleted.topics) == {other: refused}
+    producers = _ask(
+        cluster,
+        alice,
+        broker_id,
+        _request(ApiKey.DESCRIBE_PRODUCERS, 0, topics=[{"name": other, "partition_indexes": [0]}]),
+    )
+    assert _partition_errors(producers.topics) == {other: refused}
+    grown = _ask(
+        cluster,
+        alice,
+        broker_id,
+        _request(
+            ApiKey.CREATE_PARTITIONS,
+            3,
+            timeout=0,
+            validate_only=True,
+            topics=[{"name": other, "count": 2, "assignments": None}],
+        ),
+    )
+    assert [(r.name, r.error_code) for r in grown.results] == [
+        (other, ErrorCode.topic_authorization_failed)
+    ]
+
+
+def test_refused_groups_are_errors_the_client_sees(
+    cluster: ClusterHandle, alice: tuple[str, str]
+) -> None:
+    """FindCoordinator v4+ answers each refused key, OffsetFetch v1 (no top-level error)
+    puts GROUP_AUTHORIZATION_FAILED on each partition, and a kafka-python commit to a group it
+    may describe but not read fails with GroupAuthorizationFailedError instead of looking
+    stored."""
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.errors import GroupAuthorizationFailedError, KafkaError
+    from kafka.structs import OffsetAndMetadata
+
+    topic = _new_topic(cluster)
+    refused_group, describable = f"g-{uuid.uuid4().hex[:6]}", f"g-{uuid.uuid4().hex[:6]}"
+    broker_id = cluster.broker_ids[0]
+    found = _ask(
+        cluster,
+        alice,
+        broker_id,
+        _request(ApiKey.FIND_COORDINATOR, 4, key_type=0, coordinator_keys=[refused_group, "g2"]),
+    )
+    assert [(c.key, c.error_code) for c in found.coordinators] == [
+        (refused_group, ErrorCode.group_authorization_failed),
+        ("g2", ErrorCode.group_authorization_failed),
+    ]
+    fetched = _ask(
+        cluster,
+        alice,
+        broker_id,
+        _request(
+            ApiKey.OFFSET_FETCH,
+            1,
+            group_id=refused_group,
+            topics=[{"name": topic, "partition_indexes": [0]}],
+        ),
+    )
+    assert _partition_errors(fetched.topics) == {topic: {ErrorCode.group_authorization_failed}}
+
+    _grant(cluster, alice, "Describe", "--group", describable)
+    _grant(cluster, alice, "Read", "--topic", topic)
+    partition = TopicPartition(topic, 0)
+    consumer = KafkaConsumer(
+        bootstrap_servers=cluster.bootstrap,
+        group_id=describable,
+        enable_auto_commit=False,
+        security_protocol="SASL_SSL",
+        ssl_cafile=str(cluster.dir / "tls" / "ca.pem"),
+        sasl_mechanism="SCRAM-SHA-512",
+        sasl_plain_username=alice[0],
+        sasl_plain_password=alice[1],
+    )
+    try:
+        consumer.assign([partition])
+
+        def may_describe() -> bool:
+            # Describe on the group (FindCoordinator, OffsetFetch) is in force on the brokers
+            # asked: what refuses the commit below can only be its missing Read.
+            try:
+                consumer.committed(partition)
+            except KafkaError:
+                return False
+            return True
+
+        wait_until(may_describe, PROPAGATION_S, f"alice fetches the offsets of {describable}")
+        with pytest.raises(GroupAuthorizationFailedError):
+            consumer.commit({partition: OffsetAndMetadata(0, "", -1)})
+    finally:
+        consumer.close()
