@@ -31,6 +31,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.handlers.error_responses import ITSELF, Echo, entries, error_response
+from broker.log.batch import has_transactional_records
 from broker.network.context import RequestContext
 from broker.network.errors import CloseConnectionError
 from broker.protocol import adapter
@@ -149,6 +150,13 @@ def refusal(
     return error_response(
         cls, request, echoes, refused.error, lambda item: errors.get(id(item), refused.error)
     )
+
+
+def refused_whole(context: RequestContext, request: Any, error: ErrorCode) -> Any:
+    """`request` refused with `error`, answered in its API's shape: for the refusals Kafka
+    makes whether or not an authorizer is on."""
+    echoes = RULES[context.header.api_key].echoes
+    return refusal(context, echoes, request, Refused(error))
 
 
 def _split(
@@ -271,8 +279,12 @@ def _unless_cluster(operation: Operation, otherwise: Check) -> Check:
 
 
 def _transactional_produce(access: Access, request: Any) -> Decision:
+    """Transactional batches need a transactional id with Write on it: Kafka looks at the
+    batches' flag, not at the field (a transactional id on plain batches is not checked)."""
+    if not has_transactional_records(request):
+        return None
     transactional_id = getattr(request, "transactional_id", None)
-    if transactional_id is None or access.allowed(
+    if transactional_id is not None and access.allowed(
         Operation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
     ):
         return None

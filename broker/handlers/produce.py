@@ -20,10 +20,10 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.handlers import legacy_produce
+from broker.handlers import authorization, legacy_produce
 from broker.handlers.current_leader import CurrentLeaders
 from broker.handlers.metadata import INTERNAL_TOPICS
-from broker.log.batch import check_compressed_records, is_compressed
+from broker.log.batch import check_compressed_records, has_transactional_records, is_compressed
 from broker.log.errors import RecordError, RecordValidationError
 from broker.log.record_validation import RecordChecks, check_records
 from broker.network.context import RequestContext
@@ -66,6 +66,11 @@ TopicResults = list[tuple[str, list[PartitionProduceResult]]]
 
 async def handle(context: RequestContext, request: Any) -> Any:
     acks = request.acks
+    if getattr(request, "transactional_id", None) is None and has_transactional_records(request):
+        # Kafka refuses batches that claim a transaction no id names, authorizer or not.
+        return authorization.refused_whole(
+            context, request, ErrorCode.transactional_id_authorization_failed
+        )
     request, legacy_errors = await legacy_produce.convert_request(context, request)
     checked, compressed_errors = await _check_compressed_off_loop(context, request)
     for (topic_name, index), e in legacy_errors.items():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import Any
 
 import crc32c
 
@@ -190,6 +191,23 @@ def check_compressed_records(data: Buffer, max_decompressed_bytes: int) -> None:
         if header.compression_type != compression.NONE:
             _check_records_count_fits(data, position, header, max_decompressed_bytes)
         position += header.size_bytes
+
+
+def is_transactional(data: Buffer) -> bool:
+    """Whether the first batch is a transactional v2 batch (legacy message sets never are)."""
+    if len(data) < HEADER_SIZE_BYTES or data[MAGIC_OFFSET] != CURRENT_MAGIC:
+        return False
+    return bool(_I16.unpack_from(data, ATTRIBUTES_OFFSET)[0] & TRANSACTIONAL_MASK)
+
+
+def has_transactional_records(request: Any) -> bool:
+    """Kafka's RequestUtils.hasTransactionalRecords: does the first batch of some partition
+    of a Produce request say it is transactional?"""
+    return any(
+        p.records is not None and is_transactional(p.records)
+        for t in request.topic_data
+        for p in t.partition_data
+    )
 
 
 def is_compressed(data: Buffer) -> bool:

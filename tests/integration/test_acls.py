@@ -535,3 +535,44 @@ def test_refused_groups_are_errors_the_client_sees(
             consumer.commit({partition: OffsetAndMetadata(0, "", -1)})
     finally:
         consumer.close()
+
+
+def _leader(cluster: ClusterHandle, topic: str) -> int:
+    from confluent_kafka.admin import AdminClient
+
+    metadata = AdminClient(_config(cluster, ADMIN)).list_topics(topic, timeout=TIMEOUT_S)
+    return int(metadata.topics[topic].partitions[0].leader)
+
+
+def test_transactional_batches_need_write_on_a_transactional_id(
+    cluster: ClusterHandle, alice: tuple[str, str]
+) -> None:
+    """Kafka reads the batches' transactional flag: Write on the topic alone does not let a
+    producer open a transaction, with no transactional id or with one it may not write; and
+    batches claiming a transaction no id names are refused to a super user too (Kafka refuses
+    them whether or not an authorizer is on)."""
+    from broker.log.record_codec import SimpleRecord, build_batch
+
+    topic = _new_topic(cluster)
+    _grant(cluster, alice, "Write", "--topic", topic)
+    wait_until(lambda: _produce(cluster, alice, topic) == 0, TIMEOUT_S, "alice produces")
+    batch = build_batch(
+        [SimpleRecord(b"k", b"v", timestamp_ms=1)],
+        producer_id=1_000_000,
+        producer_epoch=0,
+        base_sequence=0,
+        is_transactional=True,
+    )
+    attempts = [(alice, None), (alice, f"tx-{uuid.uuid4().hex[:6]}"), (ADMIN, None)]
+    for user, transactional_id in attempts:
+        request = _request(
+            ApiKey.PRODUCE,
+            9,
+            transactional_id=transactional_id,
+            acks=-1,
+            timeout=10_000,
+            topic_data=[{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
+        )
+        response = _ask(cluster, user, _leader(cluster, topic), request)
+        errors = {p.error_code for t in response.responses for p in t.partition_responses}
+        assert errors == {ErrorCode.transactional_id_authorization_failed}, (user, transactional_id)

@@ -390,6 +390,42 @@ def _fields(entity: Any) -> dict[str, Any]:
     return {spec.name: getattr(entity, spec.name) for spec in adapter._specs(type(entity))}
 
 
+@pytest.mark.parametrize("version", [3, 9, 11])
+def test_transactional_batches_need_write_on_a_transactional_id(version: int) -> None:
+    """Kafka reads the batches' transactional flag, not the field: batches claiming a
+    transaction without an id (or with one the principal may not write) are refused."""
+    topic = (ResourceType.TOPIC, "x", Operation.WRITE)
+    txn = (ResourceType.TRANSACTIONAL_ID, "tx", Operation.WRITE)
+    plain = _one_of_each(request_class(ApiKey.PRODUCE, version), acks=-1, transactional_id=None)
+    for transactional_id, acls, allowed in [
+        (None, [topic, txn], False),
+        ("tx", [topic], False),
+        ("tx", [topic, txn], True),
+    ]:
+        request = _with_batches(
+            adapter.filled(
+                type(plain),
+                {**_fields(plain), "transactional_id": transactional_id},
+                ErrorCode.none,
+            ),
+            transactional=True,
+        )
+        decision = authorization.check(
+            _context(ApiKey.PRODUCE, version, *acls), ApiKey.PRODUCE, request
+        )
+        if allowed:
+            assert decision is None
+            continue
+        assert isinstance(decision, authorization.Answered)
+        codes = {p.error_code for t in decision.response.responses for p in t.partition_responses}
+        assert codes == {ErrorCode.transactional_id_authorization_failed}
+    idempotent = _with_batches(plain, transactional=False)
+    assert (
+        authorization.check(_context(ApiKey.PRODUCE, version, topic), ApiKey.PRODUCE, idempotent)
+        is None
+    )
+
+
 def test_a_refused_acks_0_produce_closes_the_connection() -> None:
     """The client reads no answer; Kafka closes the connection so that it notices."""
     request = _one_of_each(request_class(ApiKey.PRODUCE, 9), acks=0)
