@@ -331,9 +331,12 @@ def _find_coordinator(access: Access, request: Any) -> Decision:
 
 
 def _add_partitions_to_txn(access: Access, request: Any) -> Decision:
-    """v0-v3 (producers): Write on the transactional id and on each topic; a refused topic
-    fails the whole request, the other partitions answering OPERATION_NOT_ATTEMPTED. v4+
-    (brokers verifying a transaction, KIP-890): ClusterAction."""
+    """v0-v3 (producers): Write on the transactional id and on each topic (never on an
+    internal one); a refused topic fails the whole request, the other partitions answering
+    OPERATION_NOT_ATTEMPTED. v4+ (brokers verifying a transaction, KIP-890): ClusterAction."""
+    # Imported here: metadata imports this module.
+    from broker.handlers.metadata import INTERNAL_TOPICS
+
     transactional_id = getattr(request, "v3_and_below_transactional_id", None)
     if transactional_id is None:
         return _on_cluster(Operation.CLUSTER_ACTION)(access, request)
@@ -342,7 +345,8 @@ def _add_partitions_to_txn(access: Access, request: Any) -> Decision:
     refused = tuple(
         (t, ErrorCode.topic_authorization_failed)
         for t in request.v3_and_below_topics
-        if not access.allowed(Operation.WRITE, ResourceType.TOPIC, t.name)
+        if t.name in INTERNAL_TOPICS
+        or not access.allowed(Operation.WRITE, ResourceType.TOPIC, t.name)
     )
     return Refused(ErrorCode.operation_not_attempted, refused) if refused else None
 
@@ -542,7 +546,10 @@ RULES: dict[int, Rule] = {
     ApiKey.FETCH: Rule(_fetch, (FETCH_TOPICS,)),
     ApiKey.LIST_OFFSETS: Rule(_each_topic("topics", _DESCRIBE), (TOPIC_PARTITIONS,)),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: Rule(
-        _each_topic("topics", _DESCRIBE, lambda t: str(t.topic)),
+        # Followers truncate with it: ClusterAction (a broker's documented minimum) suffices.
+        _unless_cluster(
+            Operation.CLUSTER_ACTION, _each_topic("topics", _DESCRIBE, lambda t: str(t.topic))
+        ),
         (
             Echo(
                 "topics",
@@ -554,7 +561,7 @@ RULES: dict[int, Rule] = {
     ),
     ApiKey.CONTROLLED_SHUTDOWN: Rule(_on_cluster(Operation.CLUSTER_ACTION)),
     ApiKey.WRITE_TXN_MARKERS: Rule(
-        _on_cluster(Operation.CLUSTER_ACTION),
+        _unless_cluster(Operation.ALTER, _on_cluster(Operation.CLUSTER_ACTION)),
         (
             Echo(
                 "markers",
@@ -582,7 +589,9 @@ RULES: dict[int, Rule] = {
     ApiKey.HEARTBEAT: Rule(_on_group(_READ)),
     ApiKey.LEAVE_GROUP: Rule(_on_group(_READ)),
     ApiKey.SYNC_GROUP: Rule(_on_group(_READ)),
-    ApiKey.OFFSET_DELETE: Rule(_on_group(Operation.DELETE)),
+    ApiKey.OFFSET_DELETE: Rule(
+        _first(_on_group(Operation.DELETE), _each_topic("topics", _READ)), (TOPIC_PARTITIONS,)
+    ),
     ApiKey.DESCRIBE_GROUPS: Rule(
         _each("groups", ResourceType.GROUP, _DESCRIBE, _GROUP_REFUSED, str),
         (Echo("groups", "groups", {"group_id": ITSELF}),),

@@ -42,7 +42,11 @@ def cluster(make_cluster_module: Any) -> ClusterHandle:
 @pytest.fixture(scope="module")
 def alice(cluster: ClusterHandle) -> tuple[str, str]:
     """A SCRAM user with no ACLs (each test grants what it needs on its own topics)."""
-    user = f"alice-{uuid.uuid4().hex[:6]}"
+    return _new_user(cluster, "alice")
+
+
+def _new_user(cluster: ClusterHandle, name: str) -> tuple[str, str]:
+    user = f"{name}-{uuid.uuid4().hex[:6]}"
     added = _tool(
         cluster,
         "kafka-configs",
@@ -576,3 +580,73 @@ def test_transactional_batches_need_write_on_a_transactional_id(
         response = _ask(cluster, user, _leader(cluster, topic), request)
         errors = {p.error_code for t in response.responses for p in t.partition_responses}
         assert errors == {ErrorCode.transactional_id_authorization_failed}, (user, transactional_id)
+
+
+def test_cluster_action_or_alter_let_a_broker_principal_truncate_and_write_markers(
+    cluster: ClusterHandle,
+) -> None:
+    """Kafka's documented minimum for a broker is ClusterAction: OffsetForLeaderEpoch (which
+    followers truncate with) is allowed on every topic without Describe on them; Kafka 3.9
+    also takes Alter on the cluster for WriteTxnMarkers."""
+    follower, operator = _new_user(cluster, "follower"), _new_user(cluster, "operator")
+    topic = _new_topic(cluster)
+    _grant(cluster, follower, "ClusterAction", "--cluster")
+    _grant(cluster, operator, "Alter", "--cluster")
+    partitions = [{"partition": 0, "leader_epoch": 0, "current_leader_epoch": -1}]
+    epochs = _request(
+        ApiKey.OFFSET_FOR_LEADER_EPOCH,
+        4,
+        replica_id=-1,
+        topics=[{"topic": topic, "partitions": partitions}],
+    )
+    leader = _leader(cluster, topic)
+
+    def truncates() -> bool:
+        response = _ask(cluster, follower, leader, epochs)
+        return _partition_errors(response.topics, "topic") == {topic: {ErrorCode.none}}
+
+    wait_until(truncates, PROPAGATION_S, f"broker {leader} answers the follower's epochs")
+    # A marker for a topic that does not exist: past the authorizer, the handler refuses it.
+    marker = {
+        "producer_id": 1,
+        "producer_epoch": 0,
+        "transaction_result": False,
+        "coordinator_epoch": 0,
+        "topics": [{"name": f"missing-{uuid.uuid4().hex[:6]}", "partition_indexes": [0]}],
+    }
+    markers = _request(ApiKey.WRITE_TXN_MARKERS, 1, markers=[marker])
+
+    def marker_errors(user: tuple[str, str]) -> set[ErrorCode]:
+        response = _ask(cluster, user, leader, markers)
+        return {p.error_code for m in response.markers for t in m.topics for p in t.partitions}
+
+    wait_until(
+        lambda: ErrorCode.cluster_authorization_failed not in marker_errors(operator),
+        PROPAGATION_S,
+        "Alter on the cluster lets WriteTxnMarkers through",
+    )
+    assert marker_errors(follower) == marker_errors(operator)
+
+
+def test_offset_delete_needs_read_on_its_topics(
+    cluster: ClusterHandle, alice: tuple[str, str]
+) -> None:
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    topic = _new_topic(cluster)
+    _grant(cluster, alice, "Delete", "--group", group)
+    request = _request(
+        ApiKey.OFFSET_DELETE,
+        0,
+        group_id=group,
+        topics=[{"name": topic, "partitions": [{"partition_index": 0}]}],
+    )
+
+    def answered() -> Any:
+        return _ask(cluster, alice, cluster.broker_ids[0], request)
+
+    wait_until(
+        lambda: answered().error_code != ErrorCode.group_authorization_failed,
+        PROPAGATION_S,
+        f"alice may delete the offsets of {group}",
+    )
+    assert _partition_errors(answered().topics) == {topic: {ErrorCode.topic_authorization_failed}}

@@ -343,6 +343,7 @@ PER_TOPIC = {
     ApiKey.OFFSET_COMMIT: ("topics", "topics", Operation.READ),
     ApiKey.TXN_OFFSET_COMMIT: ("topics", "topics", Operation.READ),
     ApiKey.OFFSET_FETCH: ("topics", "topics", Operation.DESCRIBE),
+    ApiKey.OFFSET_DELETE: ("topics", "topics", Operation.READ),
 }
 
 
@@ -388,6 +389,45 @@ def test_refused_topics_are_answered_each_and_the_rest_served(
 
 def _fields(entity: Any) -> dict[str, Any]:
     return {spec.name: getattr(entity, spec.name) for spec in adapter._specs(type(entity))}
+
+
+def test_offset_for_leader_epoch_is_allowed_whole_by_cluster_action() -> None:
+    """Followers truncate with it; Kafka's documented minimum for a broker is ClusterAction."""
+    request = _one_of_each(request_class(ApiKey.OFFSET_FOR_LEADER_EPOCH, 4))
+    action = (*CLUSTER, Operation.CLUSTER_ACTION)
+    context = _context(ApiKey.OFFSET_FOR_LEADER_EPOCH, 4, action)
+    assert authorization.check(context, ApiKey.OFFSET_FOR_LEADER_EPOCH, request) is None
+
+
+@pytest.mark.parametrize(
+    ("operation", "allowed"),
+    [(Operation.CLUSTER_ACTION, True), (Operation.ALTER, True), (Operation.DESCRIBE, False)],
+)
+def test_write_txn_markers_needs_cluster_action_or_alter(
+    operation: Operation, allowed: bool
+) -> None:
+    request = _one_of_each(request_class(ApiKey.WRITE_TXN_MARKERS, 1))
+    context = _context(ApiKey.WRITE_TXN_MARKERS, 1, (*CLUSTER, operation))
+    decision = authorization.check(context, ApiKey.WRITE_TXN_MARKERS, request)
+    assert (decision is None) == allowed
+
+
+def test_offset_delete_needs_read_on_its_topics() -> None:
+    request = _one_of_each(request_class(ApiKey.OFFSET_DELETE, 0), group_id="g")
+    group = (ResourceType.GROUP, "g", Operation.DELETE)
+    context = _context(ApiKey.OFFSET_DELETE, 0, group)
+    decision = authorization.check(context, ApiKey.OFFSET_DELETE, request)
+    assert isinstance(decision, authorization.Answered)
+    (topic,) = decision.response.topics
+    assert decision.response.error_code == ErrorCode.none
+    assert [p.error_code for p in topic.partitions] == [ErrorCode.topic_authorization_failed]
+    read = (ResourceType.TOPIC, "x", Operation.READ)
+    assert (
+        authorization.check(
+            _context(ApiKey.OFFSET_DELETE, 0, group, read), ApiKey.OFFSET_DELETE, request
+        )
+        is None
+    )
 
 
 @pytest.mark.parametrize("version", [3, 9, 11])
@@ -439,7 +479,7 @@ def test_add_partitions_to_txn_needs_write_on_the_id_and_the_topics(version: int
     topic_cls = adapter.nested_class(request_cls, "v3_and_below_topics")
     topics = tuple(
         adapter.filled(topic_cls, {"name": name, "partitions": (0,)}, ErrorCode.none)
-        for name in ("t", "u")
+        for name in ("t", "__consumer_offsets")
     )
     request = adapter.filled(
         request_cls,
@@ -447,7 +487,7 @@ def test_add_partitions_to_txn_needs_write_on_the_id_and_the_topics(version: int
         ErrorCode.none,
     )
     txn = (ResourceType.TRANSACTIONAL_ID, "tx", Operation.WRITE)
-    topic = (ResourceType.TOPIC, "t", Operation.WRITE)
+    every_topic = (ResourceType.TOPIC, "*", Operation.WRITE)
 
     def answered(*acls: tuple[ResourceType, str, Operation]) -> dict[str, ErrorCode]:
         context = _context(ApiKey.ADD_PARTITIONS_TO_TXN, version, *acls)
@@ -456,12 +496,13 @@ def test_add_partitions_to_txn_needs_write_on_the_id_and_the_topics(version: int
         results = _round_trip(decision.response).results_by_topic_v3_and_below
         return {t.name: t.results_by_partition[0].partition_error_code for t in results}
 
-    assert answered(topic) == dict.fromkeys(
-        ("t", "u"), ErrorCode.transactional_id_authorization_failed
+    assert answered(every_topic) == dict.fromkeys(
+        ("t", "__consumer_offsets"), ErrorCode.transactional_id_authorization_failed
     )
-    assert answered(txn, topic) == {
+    # Internal topics are never authorized, wildcard or not (Kafka filters them out).
+    assert answered(txn, every_topic) == {
         "t": ErrorCode.operation_not_attempted,
-        "u": ErrorCode.topic_authorization_failed,
+        "__consumer_offsets": ErrorCode.topic_authorization_failed,
     }
 
 
