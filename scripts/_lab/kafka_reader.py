@@ -118,17 +118,31 @@ def group_view(
 
 
 class KafkaReader:
-    """One admin client for the lab's life (librdkafka reconnects by itself)."""
+    """One admin client, made anew after a read that failed (librdkafka reconnects by itself,
+    but a client that saw brokers die and topics go can keep failing on what it cached)."""
 
     def __init__(self, directory: Path, spec: ClusterSpec) -> None:
+        self._directory = directory
         self._spec = spec
-        self._admin = AdminClient(librdkafka_config(directory, spec, {"client.id": "kafka-lab"}))
+        self._admin = self._new_admin()
+
+    def _new_admin(self) -> AdminClient:
+        # Brokers that died refuse connections: expected here, and shown by the page.
+        return AdminClient(
+            librdkafka_config(
+                self._directory,
+                self._spec,
+                {"client.id": "kafka-lab", "log_level": QUIET_LOG_LEVEL},
+            )
+        )
 
     def read(self, partitions: Iterable[Partition]) -> KafkaObservations:
         started = time.time()
         errors: list[str] = []
         log_ends = self._log_ends(list(partitions), errors)
         groups = self._groups(log_ends, errors)
+        if errors:
+            self._admin = self._new_admin()
         return KafkaObservations(
             high_watermarks=log_ends,
             groups=groups,
