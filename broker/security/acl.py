@@ -11,12 +11,15 @@ them); the names are the ones Kafka writes into the ACL znodes. Decision rules:
 - with no ACL at all on the resource, `allow.everyone.if.no.acl.found` decides.
 
 ACLs apply to a resource through literal patterns of its name, the literal `*` wildcard, and
-prefixed patterns that its name starts with.
+prefixed patterns that its name starts with. An ACL's host matches a client whose address is
+the same IP address in any notation (`::1` and Java's `0:0:0:0:0:0:0:1`).
 """
 
 from __future__ import annotations
 
 import enum
+import functools
+import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -171,16 +174,20 @@ class AclBindingFilter:
 def validate_binding(binding: AclBinding) -> None:
     """Kafka's checks of an ACL to create (CreateAcls answers INVALID_REQUEST)."""
     pattern, entry = binding.pattern, binding.entry
+    if pattern.resource_type == ResourceType.CLUSTER and pattern.name != CLUSTER_NAME:
+        raise InvalidAclError("The only valid name for the CLUSTER resource is kafka-cluster")
+    if not pattern.name:
+        raise InvalidAclError("Invalid empty resource name")
+    if "/" in pattern.name:
+        # The name is a znode's: /kafka-acl/Group/a/b would nest, and no broker would load it.
+        # Kafka's AclAuthorizer refuses it with this message (the cause stays in its log).
+        raise InvalidAclError("Failed to create ACL")
     if pattern.resource_type not in RESOURCE_TYPE_NAMES or pattern.resource_type == (
         ResourceType.USER
     ):
         raise InvalidAclError(f"Invalid resource type: {pattern.resource_type.name}")
     if pattern.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
         raise InvalidAclError(f"Invalid pattern type: {pattern.pattern_type.name}")
-    if not pattern.name:
-        raise InvalidAclError("Resource name should not be empty")
-    if pattern.resource_type == ResourceType.CLUSTER and pattern.name != CLUSTER_NAME:
-        raise InvalidAclError("The only valid name for the CLUSTER resource is kafka-cluster")
     if pattern.pattern_type == PatternType.PREFIXED and pattern.name == WILDCARD_RESOURCE:
         raise InvalidAclError("Prefixed ACLs with the wildcard resource name are not valid")
     if entry.operation not in OPERATION_NAMES:
@@ -216,6 +223,23 @@ def pattern_applies(pattern: ResourcePattern, resource_type: ResourceType, name:
     return False
 
 
+@functools.lru_cache(maxsize=4096)
+def canonical_host(host: str) -> str:
+    """One spelling per IP address (an IPv4-mapped IPv6 address as its IPv4 address, as Java
+    reports it); anything else (`*`, a name) as it is."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return str(address.ipv4_mapped)
+    return str(address)
+
+
+def host_matches(acl_host: str, client_host: str) -> bool:
+    return acl_host == WILDCARD_HOST or canonical_host(acl_host) == canonical_host(client_host)
+
+
 @dataclass(frozen=True, slots=True)
 class AuthorizerSettings:
     super_users: frozenset[str] = frozenset()
@@ -241,8 +265,7 @@ def authorize(
     mine = [
         entry
         for entry in applicable
-        if entry.principal in (principal, WILDCARD_PRINCIPAL)
-        and entry.host in (host, WILDCARD_HOST)
+        if entry.principal in (principal, WILDCARD_PRINCIPAL) and host_matches(entry.host, host)
     ]
     if any(
         entry.permission == Permission.DENY and entry.operation in (operation, Operation.ALL)
@@ -274,7 +297,7 @@ def allows_any(
         for b in acls
         if b.pattern.resource_type == resource_type
         and b.entry.principal in (principal, WILDCARD_PRINCIPAL)
-        and b.entry.host in (host, WILDCARD_HOST)
+        and host_matches(b.entry.host, host)
         and b.entry.operation in (operation, Operation.ALL)
     ]
     denied_everything = any(

@@ -650,3 +650,34 @@ def test_offset_delete_needs_read_on_its_topics(
         f"alice may delete the offsets of {group}",
     )
     assert _partition_errors(answered().topics) == {topic: {ErrorCode.topic_authorization_failed}}
+
+
+def test_an_acl_named_with_a_slash_is_refused(cluster: ClusterHandle) -> None:
+    """Kafka refuses it (its znode would nest under /kafka-acl/Group/a and no broker would load
+    it again after a restart): INVALID_REQUEST, "Failed to create ACL"."""
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        AdminClient,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    group = f"g-{uuid.uuid4().hex[:6]}/sub"
+    binding = AclBinding(
+        ResourceType.GROUP,
+        group,
+        ResourcePatternType.LITERAL,
+        "User:mallory",
+        "*",
+        AclOperation.READ,
+        AclPermissionType.DENY,
+    )
+    admin = AdminClient(_config(cluster, ADMIN))
+    with pytest.raises(KafkaException) as refused:
+        admin.create_acls([binding])[binding].result(TIMEOUT_S)
+    assert refused.value.args[0].code() == KafkaError.INVALID_REQUEST
+    assert "Failed to create ACL" in refused.value.args[0].str()
+    assert f"name={group}," not in _acls(cluster, "--list", "--group", group)

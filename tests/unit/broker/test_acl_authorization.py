@@ -110,6 +110,31 @@ def test_host_must_match_or_be_wildcard() -> None:
     assert not _may([_acl("t", Operation.READ, host="10.9.9.9")], Operation.READ)
 
 
+@pytest.mark.parametrize(
+    ("acl_host", "client_host"),
+    [
+        ("0:0:0:0:0:0:0:1", "::1"),  # Java's getHostAddress form, Python's peer form
+        ("::1", "0:0:0:0:0:0:0:1"),
+        ("fe80:0:0:0:0:0:0:a", "fe80::a"),
+        ("10.0.0.1", "::ffff:10.0.0.1"),  # a dual-stack socket's IPv4 peer
+    ],
+)
+def test_hosts_match_as_ip_addresses_in_any_notation(acl_host: str, client_host: str) -> None:
+    for permission, allowed in ((Permission.ALLOW, True), (Permission.DENY, False)):
+        acls = [_acl("t", Operation.READ, permission, host=acl_host), _acl("t", Operation.ALL)]
+        decided = authorize(SETTINGS, acls, ALICE, client_host, Operation.READ, TOPIC, "t")
+        assert decided == allowed, (permission, acl_host, client_host)
+    assert not authorize(
+        SETTINGS,
+        [_acl("t", Operation.READ, host=acl_host)],
+        ALICE,
+        "::2",
+        Operation.READ,
+        TOPIC,
+        "t",
+    )
+
+
 def test_other_principals_acls_do_not_allow() -> None:
     assert not _may([_acl("t", Operation.READ, principal="User:bob")], Operation.READ)
 
@@ -161,3 +186,16 @@ def test_match_filter_finds_the_prefixed_and_wildcard_patterns_of_a_name() -> No
 def test_invalid_acls_are_refused(binding: AclBinding) -> None:
     with pytest.raises(InvalidAclError):
         validate_binding(binding)
+
+
+@pytest.mark.parametrize(
+    "resource_type", [TOPIC, ResourceType.GROUP, ResourceType.TRANSACTIONAL_ID]
+)
+def test_names_with_a_slash_are_refused_with_kafkas_message(resource_type: ResourceType) -> None:
+    """The name is a znode's: `a/b` would be written nested and never loaded again."""
+    for pattern_type in (PatternType.LITERAL, PatternType.PREFIXED):
+        binding = _acl(
+            "a/b", Operation.READ, pattern_type=pattern_type, resource_type=resource_type
+        )
+        with pytest.raises(InvalidAclError, match="^Failed to create ACL$"):
+            validate_binding(binding)
