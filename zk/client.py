@@ -40,6 +40,7 @@ from zk.kazoo_extensions import (
     SetWatches,
     kazoo_acls,
     sasl_options,
+    start_and_log_in,
     zk_acl,
 )
 from zk.loop_slice import LoopSlice
@@ -286,27 +287,24 @@ class ZkClient:
         return kazoo_acls(default_acls(self.secure_acls, path))
 
     def _start_blocking(self, client: Any) -> None:
+        timeout_s = self.connection_timeout_ms / 1000.0
         try:
-            client.start(timeout=self.connection_timeout_ms / 1000.0)
-            if self.sasl is not None:
-                # kazoo reports CONNECTED before its SASL exchange: a first answer shows
-                # whether ZooKeeper took the credentials.
-                client.exists("/")
-        except kazoo_errors.AuthFailedError as exc:
-            client.stop()
-            raise errors.AuthFailedError(
-                f"ZooKeeper {self.hosts} refused SASL (DIGEST-MD5) authentication as "
-                f"{self.sasl.username if self.sasl else '?'}"
-            ) from exc
+            outcome = start_and_log_in(client, timeout_s, self.sasl is not None)
         except kazoo_errors.KazooException as exc:
-            raise errors.ConnectionLossError(
-                f"cannot connect to ZooKeeper {self.hosts}: {exc}"
-            ) from exc
-        except Exception as exc:  # kazoo's handler timeout is not a KazooException
-            raise errors.ConnectionLossError(
-                f"cannot connect to ZooKeeper {self.hosts} within "
-                f"{self.connection_timeout_ms} ms: {exc}"
-            ) from exc
+            self._stop_blocking(client)
+            message = f"cannot connect to ZooKeeper {self.hosts}: {exc}"
+            raise errors.ConnectionLossError(message) from exc
+        if outcome == "connected":
+            return
+        self._stop_blocking(client)
+        if outcome == "refused":
+            user = self.sasl.username if self.sasl else "?"
+            raise errors.AuthFailedError(
+                f"ZooKeeper {self.hosts} refused SASL (DIGEST-MD5) authentication as {user}"
+            )
+        raise errors.ConnectionLossError(
+            f"cannot connect to ZooKeeper {self.hosts} within {self.connection_timeout_ms} ms"
+        )
 
     @staticmethod
     def _stop_blocking(client: Any) -> None:
@@ -590,13 +588,8 @@ class ZkClient:
             if isinstance(op, CheckOp):
                 transaction.check(op.path, op.version)
             elif isinstance(op, CreateOp):
-                transaction.create(
-                    op.path,
-                    op.data,
-                    acl=self._acls(op.path),
-                    ephemeral=op.ephemeral,
-                    sequence=op.sequence,
-                )
+                acl = self._acls(op.path)
+                transaction.create(op.path, op.data, acl, op.ephemeral, op.sequence)
             elif isinstance(op, SetDataOp):
                 transaction.set_data(op.path, op.data, op.version)
             else:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import select
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,6 +26,7 @@ from kazoo.protocol.serialization import (
 from kazoo.protocol.serialization import (
     ZnodeStat as KazooStat,
 )
+from kazoo.protocol.states import KeeperState
 from kazoo.security import ACL, Id
 
 from zk.zk_security import ZkAcl, ZkSaslCredentials
@@ -36,6 +38,30 @@ def kazoo_acls(acls: Sequence[ZkAcl]) -> list[Any]:
 
 def zk_acl(raw: Any) -> ZkAcl:
     return ZkAcl(int(raw.perms), str(raw.id.scheme), str(raw.id.id))
+
+
+def start_and_log_in(client: Any, timeout_s: float, logs_in: bool) -> str:
+    """Start `client`: "connected", "refused" (ZooKeeper refused its SASL login) or
+    "timeout". kazoo reports CONNECTED before its SASL exchange, and a refused login after
+    it, as LOST (then CLOSED): a listener catches the AUTH_FAILED in between, and with a
+    login a first answer waits for its outcome."""
+    refused = threading.Event()
+
+    def listener(state: Any) -> None:  # kazoo's connection thread
+        if client.client_state == KeeperState.AUTH_FAILED:
+            refused.set()
+
+    client.add_listener(listener)
+    try:
+        if client.start_async().wait(timeout_s) and logs_in:
+            client.exists("/")
+    except kazoo_errors.AuthFailedError:
+        refused.set()
+    finally:
+        client.remove_listener(listener)
+    if refused.is_set():
+        return "refused"
+    return "connected" if client.connected else "timeout"
 
 
 def sasl_options(credentials: ZkSaslCredentials) -> dict[str, str]:
