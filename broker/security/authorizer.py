@@ -14,11 +14,11 @@ race), then create the notification, as Kafka's AclAuthorizer.updateResourceAcls
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import functools
 import logging
-import time
 from collections.abc import Callable, Iterable
 
+from broker.change_notifications import ChangeNotificationListener
 from broker.security.acl import OPERATION_NAMES as _OPERATION_NAMES
 from broker.security.acl import (
     OPERATIONS_BY_NAME,
@@ -44,7 +44,6 @@ from zk.znodes import ZnodeDecodeError
 
 log = logging.getLogger(__name__)
 MAX_WRITE_ATTEMPTS = 50  # conditional-update retries against concurrent writers
-NOTIFICATION_EXPIRY_MS = 15 * 60 * 1000  # Kafka's changeExpirationMs
 
 
 def parse_super_users(text: str | None) -> frozenset[str]:
@@ -90,9 +89,16 @@ class AclAuthorizer:
         self._cache: dict[ResourcePattern, frozenset[AccessControlEntry]] = {}
         self._bindings: tuple[AclBinding, ...] = ()
         self._write_lock = asyncio.Lock()
-        self._last_seen = {False: "", True: ""}
-        self._pass_locks = {False: asyncio.Lock(), True: asyncio.Lock()}
-        self._tasks: set[asyncio.Task[None]] = set()
+        # Literal patterns' changes, then prefixed ones' (Kafka's two ZkAclChangeStores).
+        self.change_listeners = tuple(
+            ChangeNotificationListener(
+                zk_client,
+                AclChangeNotificationZNode.path(prefixed),
+                AclChangeNotificationZNode.SEQUENCE_PREFIX,
+                functools.partial(self._on_change, prefixed),
+            )
+            for prefixed in (False, True)
+        )
 
     # -- decisions ------------------------------------------------------------------------
 
@@ -122,22 +128,9 @@ class AclAuthorizer:
         for prefixed in (False, True):
             await self._zk.ensure_path(AclZNode.root(prefixed))
             await self._zk.ensure_path(AclChangeNotificationZNode.path(prefixed))
-        for prefixed in (False, True):
-            path = AclChangeNotificationZNode.path(prefixed)
-            existing = await self._zk.get_children(path) or []
-            self._last_seen[prefixed] = max(existing, default="")
-            self._zk.watch_children(path, self._watcher(prefixed))
+        for listener in self.change_listeners:
+            await listener.start()
         await self._load_all()  # after the watches: no change is missed
-
-    def _watcher(self, prefixed: bool) -> Callable[[], None]:
-        def on_change() -> None:
-            task = asyncio.get_running_loop().create_task(
-                self._process_notifications(prefixed), name="acl-changes"
-            )
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-
-        return on_change
 
     async def _load_all(self) -> None:
         count = 0
@@ -153,43 +146,18 @@ class AclAuthorizer:
                     count += 1
         log.info("loaded the ACLs of %d resource pattern(s)", count)
 
-    async def _process_notifications(self, prefixed: bool) -> None:
-        path = AclChangeNotificationZNode.path(prefixed)
-        async with self._pass_locks[prefixed]:
-            try:
-                children = await self._zk.get_children(path) or []
-                prefix = AclChangeNotificationZNode.SEQUENCE_PREFIX
-                for name in sorted(c for c in children if c.startswith(prefix)):
-                    if name <= self._last_seen[prefixed]:
-                        continue
-                    await self._process_one(prefixed, f"{path}/{name}")
-                    self._last_seen[prefixed] = name
-                await self._purge_expired([f"{path}/{c}" for c in children if c.startswith(prefix)])
-            except ZkError:
-                log.warning("reading ACL change notifications failed", exc_info=True)
-
-    async def _purge_expired(self, paths: list[str]) -> None:
-        """Delete notifications older than Kafka's 15 minutes (any broker may; ACL changes
-        are rare, so their ages are read on each pass)."""
-        now_ms = int(time.time() * 1000)
-        for path, found in zip(paths, await self._zk.get_many(paths), strict=True):
-            if found is not None and now_ms - found[1].ctime_ms > NOTIFICATION_EXPIRY_MS:
-                with contextlib.suppress(NoNodeError):  # another broker purged it first
-                    await self._zk.delete(path)
-
-    async def _process_one(self, prefixed: bool, notification_path: str) -> None:
-        found = await self._zk.get(notification_path)
-        if found is None:
-            return
+    async def _on_change(self, prefixed: bool, notification_path: str, data: bytes) -> None:
+        """A notification names one resource pattern: re-read its ACLs (a ZooKeeper error
+        propagates, so that the listener retries the notification)."""
         try:
-            type_name, name, pattern_name = AclChangeNotificationZNode.decode(prefixed, found[0])
+            type_name, name, pattern_name = AclChangeNotificationZNode.decode(prefixed, data)
         except ZnodeDecodeError as error:
             log.warning("ignoring malformed ACL change %s: %s", notification_path, error)
             return
         resource_type = RESOURCE_TYPES_BY_NAME.get(type_name)
         pattern_type = PatternType.__members__.get(pattern_name.upper())
         if resource_type is None or pattern_type is None:
-            log.warning("ignoring ACL change %s for %s", notification_path, found[0][:200])
+            log.warning("ignoring ACL change %s for %s", notification_path, data[:200])
             return
         await self._refresh(ResourcePattern(resource_type, name, pattern_type))
 
@@ -288,7 +256,5 @@ class AclAuthorizer:
         raise ZkError(f"could not update the ACLs of {path}: too many concurrent writers")
 
     async def stop(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        for listener in self.change_listeners:
+            await listener.stop()

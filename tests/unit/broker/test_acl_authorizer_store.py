@@ -1,5 +1,6 @@
 """AclAuthorizer's ZooKeeper writes and cache, against an in-memory ZooKeeper: Kafka's znodes,
-conditional updates, change notifications, and the purge of expired notifications."""
+conditional updates, change notifications (a failed pass retried on a timer), and the purge of
+expired notifications."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
+from broker.change_notifications import NOTIFICATION_EXPIRY_MS
 from broker.security.acl import (
     AccessControlEntry,
     AclBinding,
@@ -20,8 +22,8 @@ from broker.security.acl import (
     ResourcePattern,
     ResourceType,
 )
-from broker.security.authorizer import NOTIFICATION_EXPIRY_MS, AclAuthorizer
-from zk.errors import BadVersionError, NodeExistsError, NoNodeError
+from broker.security.authorizer import AclAuthorizer
+from zk.errors import BadVersionError, ConnectionLossError, NodeExistsError, NoNodeError
 
 
 class FakeZk:
@@ -127,5 +129,59 @@ def test_expired_notifications_are_purged() -> None:
         await authorizer.add([READ])
         await asyncio.sleep(0.01)
         assert old not in zk.nodes
+
+    asyncio.run(run())
+
+
+class FlakyZk:
+    """Another broker's session to the same ZooKeeper, whose next listing of `fail_next`
+    fails."""
+
+    def __init__(self, zk: FakeZk) -> None:
+        self._zk = zk
+        self.fail_next: str | None = None
+        self.failures: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._zk, name)
+
+    async def get_children(self, path: str) -> list[str]:
+        if path == self.fail_next:
+            self.fail_next = None
+            self.failures.append(path)
+            raise ConnectionLossError(path)
+        return await self._zk.get_children(path)
+
+
+async def _eventually(condition: Callable[[], bool], what: str, timeout_s: float = 10.0) -> None:
+    """Wait (yielding to the loop) until `condition` holds; fail after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+        await asyncio.sleep(0.01)
+
+
+def test_a_notification_pass_that_fails_is_retried_on_a_timer() -> None:
+    """ZooKeeper fails the follower's pass: it reads the change again by itself, with no
+    further notification to wake it (a revoked ALLOW must not stay in force)."""
+
+    async def run() -> None:
+        zk = FakeZk()
+        follower_zk = FlakyZk(zk)
+        writer = AclAuthorizer(zk, AuthorizerSettings())  # type: ignore[arg-type]
+        follower = AclAuthorizer(follower_zk, AuthorizerSettings())  # type: ignore[arg-type]
+        await writer.start()
+        await follower.start()
+        follower_zk.fail_next = "/kafka-acl-changes"
+        failures = follower_zk.failures
+        await writer.add([READ])
+        await _eventually(lambda: bool(failures), "the failed pass")
+        await _eventually(
+            lambda: follower.authorize("User:alice", "h", Operation.READ, ResourceType.TOPIC, "t"),
+            "the follower to read the ACL on its retry",
+        )
+        await writer.stop()
+        await follower.stop()
 
     asyncio.run(run())

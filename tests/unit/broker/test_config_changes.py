@@ -4,7 +4,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from broker.config_changes import NOTIFICATION_EXPIRY_MS, ConfigChangeListener
+from broker.change_notifications import NOTIFICATION_EXPIRY_MS
+from broker.config_changes import ConfigChangeListener
+from zk.errors import ConnectionLossError
 
 
 @dataclass
@@ -51,8 +53,8 @@ def test_new_topic_notifications_are_handled_once_and_old_ones_purged() -> None:
         zk.add(1, "topics/orders")
         zk.add(2, "brokers/1")
         zk.add(3, "topics/payments")
-        await listener._process_new()
-        await listener._process_new()
+        await listener.notifications.process_pending()
+        await listener.notifications.process_pending()
         assert changed == ["orders", "payments"]
         assert "/config/changes/config_change_0000000000" not in zk.nodes
         assert len(zk.nodes) == 3
@@ -77,9 +79,36 @@ def test_a_burst_of_watch_events_queues_one_pass_not_one_per_event() -> None:
         for sequence in range(50):
             zk.add(sequence, f"topics/t{sequence}")
             zk.watcher()
-        assert listener._pass_task is not None
-        await listener._pass_task
+        assert listener.notifications._pass_task is not None
+        await listener.notifications._pass_task
         assert changed == [f"t{sequence}" for sequence in range(50)]
         assert len(reads) == 2  # start-up, then the single coalesced pass
+
+    asyncio.run(scenario())
+
+
+def test_a_pass_that_fails_on_zookeeper_is_retried_on_a_timer() -> None:
+    async def scenario() -> None:
+        zk = _FakeZk()
+        real_get_children = zk.get_children
+        failures: list[str] = []
+
+        async def failing_once(path: str) -> list[str]:
+            if not failures and zk.watcher is not None:
+                failures.append(path)
+                raise ConnectionLossError(path)
+            return await real_get_children(path)
+
+        zk.get_children = failing_once  # type: ignore[method-assign]
+        changed: list[str] = []
+        listener = ConfigChangeListener(zk, changed.append)  # type: ignore[arg-type]
+        await listener.start()
+        zk.add(1, "topics/orders")
+        zk.watcher()  # the only watch event: the retry must come from the timer
+        deadline = time.monotonic() + 10
+        while changed != ["orders"] and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        assert failures and changed == ["orders"]
+        await listener.notifications.stop()
 
     asyncio.run(scenario())
