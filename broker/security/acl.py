@@ -20,7 +20,8 @@ from __future__ import annotations
 import enum
 import functools
 import ipaddress
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 WILDCARD_RESOURCE = "*"
@@ -246,6 +247,34 @@ class AuthorizerSettings:
     allow_everyone_if_no_acl_found: bool = False
 
 
+def _is_mine(entry: AccessControlEntry, principal: str, host: str) -> bool:
+    return entry.principal in (principal, WILDCARD_PRINCIPAL) and host_matches(entry.host, host)
+
+
+def decide(
+    settings: AuthorizerSettings,
+    applicable: Sequence[AccessControlEntry],
+    principal: str,
+    host: str,
+    operation: Operation,
+) -> bool:
+    """The decision for one action, from the entries of the ACLs on its resource."""
+    if principal in settings.super_users:
+        return True
+    if not applicable:
+        return settings.allow_everyone_if_no_acl_found
+    mine = [entry for entry in applicable if _is_mine(entry, principal, host)]
+    if any(
+        entry.permission == Permission.DENY and entry.operation in (operation, Operation.ALL)
+        for entry in mine
+    ):
+        return False
+    allowing = {operation, Operation.ALL} | IMPLIED_BY.get(operation, frozenset())
+    return any(
+        entry.permission == Permission.ALLOW and entry.operation in allowing for entry in mine
+    )
+
+
 def authorize(
     settings: AuthorizerSettings,
     acls: Iterable[AclBinding],
@@ -256,26 +285,9 @@ def authorize(
     name: str,
 ) -> bool:
     """The decision for one action; `acls` may hold any ACLs (those that do not apply to the
-    resource are skipped)."""
-    if principal in settings.super_users:
-        return True
+    resource are skipped, one by one: `AclIndex` finds them without looking at the rest)."""
     applicable = [b.entry for b in acls if pattern_applies(b.pattern, resource_type, name)]
-    if not applicable:
-        return settings.allow_everyone_if_no_acl_found
-    mine = [
-        entry
-        for entry in applicable
-        if entry.principal in (principal, WILDCARD_PRINCIPAL) and host_matches(entry.host, host)
-    ]
-    if any(
-        entry.permission == Permission.DENY and entry.operation in (operation, Operation.ALL)
-        for entry in mine
-    ):
-        return False
-    allowing = {operation, Operation.ALL} | IMPLIED_BY.get(operation, frozenset())
-    return any(
-        entry.permission == Permission.ALLOW and entry.operation in allowing for entry in mine
-    )
+    return decide(settings, applicable, principal, host, operation)
 
 
 def allows_any(
@@ -296,8 +308,7 @@ def allows_any(
         b
         for b in acls
         if b.pattern.resource_type == resource_type
-        and b.entry.principal in (principal, WILDCARD_PRINCIPAL)
-        and host_matches(b.entry.host, host)
+        and _is_mine(b.entry, principal, host)
         and b.entry.operation in (operation, Operation.ALL)
     ]
     denied_everything = any(
@@ -308,3 +319,61 @@ def allows_any(
     if denied_everything:
         return False
     return any(b.entry.permission == Permission.ALLOW for b in mine)
+
+
+_Entries = frozenset[AccessControlEntry]
+
+
+class AclIndex:
+    """The ACLs by resource, as Kafka's AclAuthorizer caches them: a decision reads the literal
+    entries of its name and of `*`, and the prefixed entries of each prefix length in use for
+    its resource type, so it costs O(the ACLs that apply), not O(all ACLs). Updated one pattern
+    at a time, as change notifications arrive."""
+
+    def __init__(self) -> None:
+        self._by_type: dict[ResourceType, dict[ResourcePattern, _Entries]] = {}
+        self._literal: dict[tuple[ResourceType, str], tuple[AccessControlEntry, ...]] = {}
+        self._prefixed: dict[tuple[ResourceType, str], tuple[AccessControlEntry, ...]] = {}
+        self._prefix_lengths: dict[ResourceType, Counter[int]] = {}
+
+    def get(self, pattern: ResourcePattern) -> _Entries:
+        return self._by_type.get(pattern.resource_type, {}).get(pattern, frozenset())
+
+    def set(self, pattern: ResourcePattern, entries: _Entries) -> None:
+        """The pattern's entries are now `entries` (none: the pattern has no ACL left)."""
+        patterns = self._by_type.setdefault(pattern.resource_type, {})
+        prefixed = pattern.pattern_type == PatternType.PREFIXED
+        table = self._prefixed if prefixed else self._literal
+        key = (pattern.resource_type, pattern.name)
+        lengths = self._prefix_lengths.setdefault(pattern.resource_type, Counter())
+        if prefixed and pattern in patterns:
+            lengths[len(pattern.name)] -= 1
+        if entries:
+            patterns[pattern] = entries
+            table[key] = tuple(sorted(entries))
+            if prefixed:
+                lengths[len(pattern.name)] += 1
+        else:
+            patterns.pop(pattern, None)
+            table.pop(key, None)
+        if prefixed and lengths[len(pattern.name)] <= 0:
+            del lengths[len(pattern.name)]
+
+    def matching(self, resource_type: ResourceType, name: str) -> list[AccessControlEntry]:
+        """The entries of every ACL that applies to the resource (`pattern_applies`)."""
+        found = list(self._literal.get((resource_type, name), ()))
+        if name != WILDCARD_RESOURCE:
+            found += self._literal.get((resource_type, WILDCARD_RESOURCE), ())
+        for length in self._prefix_lengths.get(resource_type, ()):
+            if length <= len(name):
+                found += self._prefixed.get((resource_type, name[:length]), ())
+        return found
+
+    def of_type(self, resource_type: ResourceType) -> list[AclBinding]:
+        patterns = self._by_type.get(resource_type, {})
+        return [AclBinding(p, e) for p, entries in patterns.items() for e in entries]
+
+    def bindings(self) -> list[AclBinding]:
+        """Every ACL, sorted by pattern and entry."""
+        patterns = sorted(p for by_pattern in self._by_type.values() for p in by_pattern)
+        return [AclBinding(p, e) for p in patterns for e in sorted(self.get(p))]

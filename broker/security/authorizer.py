@@ -28,13 +28,14 @@ from broker.security.acl import (
     AccessControlEntry,
     AclBinding,
     AclBindingFilter,
+    AclIndex,
     AuthorizerSettings,
     Operation,
     PatternType,
     ResourcePattern,
     ResourceType,
     allows_any,
-    authorize,
+    decide,
 )
 from broker.security.acl import PERMISSION_NAMES as _PERMISSION_NAMES
 from zk.acl_znodes import AclChangeNotificationZNode, AclEntryJson, AclZNode
@@ -86,8 +87,7 @@ class AclAuthorizer:
     def __init__(self, zk_client: ZkClient, settings: AuthorizerSettings) -> None:
         self._zk = zk_client
         self.settings = settings
-        self._cache: dict[ResourcePattern, frozenset[AccessControlEntry]] = {}
-        self._bindings: tuple[AclBinding, ...] = ()
+        self._acls = AclIndex()
         self._write_lock = asyncio.Lock()
         # Literal patterns' changes, then prefixed ones' (Kafka's two ZkAclChangeStores).
         self.change_listeners = tuple(
@@ -110,17 +110,17 @@ class AclAuthorizer:
         resource_type: ResourceType,
         name: str,
     ) -> bool:
-        return authorize(
-            self.settings, self._bindings, principal, host, operation, resource_type, name
-        )
+        applicable = self._acls.matching(resource_type, name)
+        return decide(self.settings, applicable, principal, host, operation)
 
     def authorize_any(
         self, principal: str, host: str, operation: Operation, resource_type: ResourceType
     ) -> bool:
-        return allows_any(self.settings, self._bindings, principal, host, operation, resource_type)
+        bindings = self._acls.of_type(resource_type)
+        return allows_any(self.settings, bindings, principal, host, operation, resource_type)
 
     def acls(self, acl_filter: AclBindingFilter | None = None) -> list[AclBinding]:
-        return [b for b in self._bindings if acl_filter is None or acl_filter.matches(b)]
+        return [b for b in self._acls.bindings() if acl_filter is None or acl_filter.matches(b)]
 
     # -- start-up and notifications -------------------------------------------------------
 
@@ -166,14 +166,7 @@ class AclAuthorizer:
         self._set_cached(pattern, entries)
 
     def _set_cached(self, pattern: ResourcePattern, entries: frozenset[AccessControlEntry]) -> None:
-        if entries:
-            self._cache[pattern] = entries
-        else:
-            self._cache.pop(pattern, None)
-        # Rebuilt per change (rare); every decision reads it without copying.
-        self._bindings = tuple(
-            AclBinding(p, e) for p, es in sorted(self._cache.items()) for e in sorted(es)
-        )
+        self._acls.set(pattern, entries)
 
     async def _read(self, pattern: ResourcePattern) -> tuple[frozenset[AccessControlEntry], int]:
         """The pattern's entries and znode version (-1: no znode)."""
@@ -200,7 +193,9 @@ class AclAuthorizer:
     async def remove(self, acl_filters: list[AclBindingFilter]) -> list[list[AclBinding]]:
         """Delete what each filter matches; per filter, the ACLs it deleted."""
         async with self._write_lock:
-            patterns = {b.pattern for b in self._bindings if any(f.matches(b) for f in acl_filters)}
+            patterns = {
+                b.pattern for b in self._acls.bindings() if any(f.matches(b) for f in acl_filters)
+            }
             deleted: list[list[AclBinding]] = [[] for _ in acl_filters]
             for pattern in sorted(patterns):
 
