@@ -17,7 +17,7 @@ import random
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from kio.schema.errors import ErrorCode
 
@@ -37,9 +37,9 @@ TopicPartition = tuple[str, int]
 FetchKey = tuple[str | uuid.UUID, int]
 
 
-@dataclass(slots=True)
-class FetchPosition:
-    """One partition of a fetch request: where to read and how much."""
+class FetchPosition(NamedTuple):
+    """One partition of a fetch request: where to read and how much. A tuple: the fetcher
+    compares thousands of them with what it sent last, on every request."""
 
     fetch_offset: int
     partition_max_bytes: int

@@ -40,11 +40,17 @@ class FetchSessionHandler:
         self._sent: dict[TopicPartition, FetchPosition] = {}
 
     def build(self, wanted: dict[TopicPartition, FetchPosition]) -> SessionRequest:
-        """The request for these partitions at these positions; assumes it will be sent."""
-        sent, self._sent = self._sent, dict(wanted)
+        """The request for these partitions at these positions; assumes it will be sent, and
+        keeps `wanted` (the caller makes a new one for each request)."""
+        sent, self._sent = self._sent, wanted
         if self.next_epoch == INITIAL_EPOCH:
             return SessionRequest(self.session_id, INITIAL_EPOCH, dict(wanted), [])
         changed = {key: p for key, p in wanted.items() if sent.get(key) != p}
+        added = sum(1 for key in changed if key not in sent)
+        # Partitions still wanted are all of `wanted` but the added ones: the rest of `sent`
+        # is forgotten. Counting first spares a pass over thousands in the usual case.
+        if len(sent) == len(wanted) - added:
+            return SessionRequest(self.session_id, self.next_epoch, changed, [])
         forgotten = [key for key in sent if key not in wanted]
         return SessionRequest(self.session_id, self.next_epoch, changed, forgotten)
 

@@ -88,6 +88,9 @@ class FetchState:
     # Kafka's FetcherLagMetrics ConsumerLag: the leader's high watermark less our next fetch
     # offset, as of the last answer (None before the first).
     lag: int | None = None
+    # What the last request asked, kept while it stays right: an idle session's thousands of
+    # partitions then cost no new position per request.
+    position: FetchPosition | None = None
 
 
 def fetcher_id(key: TopicPartition, num_fetchers: int) -> int:
@@ -150,18 +153,22 @@ class ReplicaFetcher:
 
     async def _do_work(self) -> None:
         now_s = time.monotonic()
-        ready = {k: s for k, s in self.partitions.items() if s.delayed_until_s <= now_s}
-        if not ready:
+        # One pass over thousands of partitions, on every request.
+        truncating: dict[TopicPartition, FetchState] = {}
+        fetching: dict[TopicPartition, FetchState] = {}
+        for key, state in self.partitions.items():
+            if state.delayed_until_s <= now_s:
+                (truncating if state.truncating else fetching)[key] = state
+        if not truncating and not fetching:
             await self._idle(now_s)
             return
         client = self._connect()
         if client is None:
             await asyncio.sleep(self._config.backoff_ms / 1000)
             return
-        truncating = {k: s for k, s in ready.items() if s.truncating}
         if truncating:
             await self._truncate(client, truncating)
-        fetching = {k: s for k, s in ready.items() if not s.truncating}
+            fetching.update((k, s) for k, s in truncating.items() if not s.truncating)
         if fetching:
             await self._fetch(client, fetching)
 
@@ -288,12 +295,7 @@ class ReplicaFetcher:
         for key, state in states.items():
             partition = self._logs.follower(key, state.leader_epoch)
             if partition is not None:
-                wanted[key] = FetchPosition(
-                    state.fetch_offset,
-                    self._config.partition_max_bytes,
-                    state.leader_epoch,
-                    partition.log.log_start_offset,
-                )
+                wanted[key] = self._position(state, partition.log.log_start_offset)
         if not wanted:
             return
         request = self._session.build(wanted)
@@ -320,6 +322,22 @@ class ReplicaFetcher:
                 if position is not None:
                     self._on_partition_data(key, position.fetch_offset, data, errors)
         errors.log()
+
+    def _position(self, state: FetchState, log_start_offset: int) -> FetchPosition:
+        position = state.position
+        if (
+            position is None
+            or position.fetch_offset != state.fetch_offset
+            or position.current_leader_epoch != state.leader_epoch
+            or position.log_start_offset != log_start_offset
+        ):
+            position = state.position = FetchPosition(
+                state.fetch_offset,
+                self._config.partition_max_bytes,
+                state.leader_epoch,
+                log_start_offset,
+            )
+        return position
 
     def _fetch_request(self, request: SessionRequest) -> EncodedRequest:
         # Packed rather than built as a kio entity: a full request names thousands of
