@@ -42,6 +42,9 @@ class CredentialFormatError(ValueError):
     """A stored credential is not in Kafka's text form."""
 
 
+CREDENTIAL_FIELDS = ("salt", "stored_key", "server_key", "iterations")
+
+
 @dataclass(frozen=True, slots=True)
 class ScramCredential:
     salt: bytes
@@ -62,24 +65,40 @@ class ScramCredential:
 
     @staticmethod
     def from_text(text: str) -> ScramCredential:
-        """Kafka's ScramCredentialUtils.credentialFromString: exactly the four fields."""
+        """Kafka's ScramCredentialUtils.credentialFromString: exactly the four fields. An
+        error names the field at fault, never a value: the text is a secret."""
         fields: dict[str, str] = {}
-        for token in text.split(","):
+        for position, token in enumerate(text.split(","), start=1):
             name, separator, value = token.partition("=")
             if not separator or not name:
-                raise CredentialFormatError(f"credentials not valid: {text}")
+                raise CredentialFormatError(
+                    f"credentials not valid: item {position} is not a name=value pair"
+                )
             fields[name] = value
-        if set(fields) != {"salt", "stored_key", "server_key", "iterations"}:
-            raise CredentialFormatError(f"credentials not valid: {text}")
-        try:
-            return ScramCredential(
-                salt=base64.b64decode(fields["salt"], validate=True),
-                stored_key=base64.b64decode(fields["stored_key"], validate=True),
-                server_key=base64.b64decode(fields["server_key"], validate=True),
-                iterations=int(fields["iterations"]),
+        if set(fields) != set(CREDENTIAL_FIELDS):
+            raise CredentialFormatError(
+                "credentials not valid: the fields must be " + ", ".join(CREDENTIAL_FIELDS)
             )
-        except (binascii.Error, ValueError) as error:
-            raise CredentialFormatError(f"credentials not valid: {error}") from None
+        return ScramCredential(
+            salt=_base64_field(fields, "salt"),
+            stored_key=_base64_field(fields, "stored_key"),
+            server_key=_base64_field(fields, "server_key"),
+            iterations=_iterations_field(fields["iterations"]),
+        )
+
+
+def _base64_field(fields: dict[str, str], name: str) -> bytes:
+    try:
+        return base64.b64decode(fields[name], validate=True)
+    except (binascii.Error, ValueError):
+        raise CredentialFormatError(f"credentials not valid: {name} is not base64") from None
+
+
+def _iterations_field(value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise CredentialFormatError("credentials not valid: iterations is not a number") from None
 
 
 def credential_from_password(

@@ -8,6 +8,7 @@ connection, a log line), and the broker keeps serving."""
 from __future__ import annotations
 
 import asyncio
+import json
 import ssl
 import subprocess
 import uuid
@@ -18,9 +19,11 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from broker.network.broker_client import BrokerClient, BrokerClientError
+from broker.network.sasl import SaslClientConfig
+from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import request_class
-from tests.integration.conftest import ClusterHandle, wait_until
+from tests.integration.conftest import ClusterHandle, wait_until, zk_session
 from tests.integration.secure_round_trips import (
     aiokafka_round_trip,
     confluent_round_trip,
@@ -275,3 +278,42 @@ def test_a_request_before_authentication_closes_the_connection(
         "a log line about the request before authentication",
     )
     _still_serves(sasl_cluster)
+
+
+def test_a_malformed_credential_is_reported_without_its_value(sasl_cluster: ClusterHandle) -> None:
+    """A credential znode Kafka's tools would not write: the brokers log that they ignore it
+    and DescribeUserScramCredentials answers an error, neither showing the stored keys."""
+    user = f"leaky-{uuid.uuid4().hex[:6]}"
+    secret = f"c2VjcmV0{uuid.uuid4().hex[:8]}"  # valid base64, as a stored key is
+    text = f"salt={secret},stored_key={secret},server_key={secret}"  # no iterations
+    config = {"version": 1, "config": {"SCRAM-SHA-256": text}}
+    notice = f"ignoring SCRAM-SHA-256 credential of user {user}"
+    before = _log_count(sasl_cluster, notice)
+    with zk_session(sasl_cluster) as zk:
+        zk.create(f"/config/users/{user}", json.dumps(config).encode(), makepath=True)
+        change = {"version": 2, "entity_path": f"users/{user}"}
+        zk.create("/config/changes/config_change_", json.dumps(change).encode(), sequence=True)
+    wait_until(
+        lambda: _log_count(sasl_cluster, notice) >= before + len(sasl_cluster.broker_ids),
+        TIMEOUT_S,
+        "every broker's log line about the ignored credential",
+    )
+
+    async def describe() -> Any:
+        host, port = _address(sasl_cluster, 1)
+        async with BrokerClient(
+            host,
+            port,
+            "test-sasl",
+            ssl_context=_tls_context(sasl_cluster),
+            sasl=SaslClientConfig("SCRAM-SHA-512", *ADMIN),
+        ) as client:
+            request_cls = request_class(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0)
+            request = adapter.build(request_cls, {"users": [{"name": user}]})
+            return await client.send(request)
+
+    (result,) = asyncio.run(describe()).results
+    assert result.error_code == ErrorCode.unknown_server_error
+    assert result.error_message.startswith("credentials not valid")
+    assert secret not in result.error_message
+    assert _log_count(sasl_cluster, secret) == 0
