@@ -11,7 +11,7 @@ from _cluster.layout import is_cluster_dir
 from _cluster.zk_view import silence_kazoo
 
 from .app import build_app
-from .security import CsrfGuard
+from .security import CsrfGuard, actions_allowed_on
 
 DEFAULT_DIR = ".cluster"
 DEFAULT_PORT = 8080
@@ -47,6 +47,13 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+    if args.allow_actions and not actions_allowed_on(args.host):
+        print(
+            f"scripts/lab: --allow-actions only on a loopback --host (not {args.host}): the "
+            "page hands its action token to whoever loads it",
+            file=sys.stderr,
+        )
+        return 2
     silence_kazoo()
     app = build_app(directory, args.allow_actions, args.host, CsrfGuard())
     shown = f"[{args.host}]" if ":" in args.host else args.host

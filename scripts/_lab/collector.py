@@ -25,6 +25,7 @@ from kazoo.retry import KazooRetry
 from . import prometheus, snapshot
 from .kafka_reader import KafkaWorker
 from .members import MemberPool
+from .security import is_secret_znode, redact_znode
 from .snapshot import JsonObject, KafkaObservations, ProcessView, ZnodeStat, ZookeeperServerView
 from .timeline import StateChangeTail
 
@@ -167,11 +168,13 @@ def read_znode(session: ZookeeperSession, path: str) -> JsonObject:
         text: str | None = data.decode("utf-8")
     except UnicodeDecodeError:
         text = None
+    secret = is_secret_znode(path)
     return {
         "path": path,
         "children": sorted(reader.children(path) or []),
-        "data": text,
-        "data_hex": data.hex() if text is None else None,
+        "data": redact_znode(text) if secret else text,
+        "data_hex": data.hex() if text is None and not secret else None,
+        "redacted": secret,
         "stat": stat.as_json(),
     }
 

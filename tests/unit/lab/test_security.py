@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "scripts"))
 
-from _lab.security import CsrfGuard, allowed_hosts
+from _lab.security import (
+    CsrfGuard,
+    actions_allowed_on,
+    allowed_hosts,
+    is_secret_znode,
+    redact_znode,
+)
 
 
 def test_the_token_is_accepted_and_nothing_else() -> None:
@@ -29,3 +36,23 @@ def test_loopback_names_only_unless_binding_everywhere() -> None:
     assert "10.0.0.5" in allowed_hosts("10.0.0.5")
     assert "evil.example" not in allowed_hosts("127.0.0.1")
     assert allowed_hosts("0.0.0.0") == ["*"]
+
+
+def test_actions_are_served_on_loopback_only() -> None:
+    assert actions_allowed_on("127.0.0.1") and actions_allowed_on("::1")
+    assert not actions_allowed_on("0.0.0.0")
+    assert not actions_allowed_on("10.0.0.5")
+
+
+def test_a_scram_users_credentials_are_never_shown() -> None:
+    stored = (
+        '{"version":1,"config":{"SCRAM-SHA-256":"salt=c2FsdA==,stored_key=a2V5,'
+        'server_key=c2s=,iterations=4096"}}'
+    )
+    assert is_secret_znode("/config/users/alice")
+    assert not is_secret_znode("/config/topics/t")
+    shown = redact_znode(stored)
+    assert json.loads(shown) == {"version": 1, "config": {"SCRAM-SHA-256": "[redacted]"}}
+    assert "c2FsdA" not in shown and "4096" not in shown
+    assert redact_znode("not json") == "[redacted]"
+    assert redact_znode(None) == "[redacted]"
