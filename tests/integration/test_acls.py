@@ -231,9 +231,16 @@ def test_deny_beats_allow(cluster: ClusterHandle, alice: tuple[str, str]) -> Non
     topic = _new_topic(cluster)
     _acls(cluster, "--add", "--allow-principal", f"User:{alice[0]}", "--operation", "Write",
           "--topic", topic)  # fmt: skip
+    wait_until(lambda: _produce(cluster, alice, topic) == 0, TIMEOUT_S, "the ALLOW in force")
     _acls(cluster, "--add", "--deny-principal", f"User:{alice[0]}", "--operation", "Write",
           "--topic", topic)  # fmt: skip
-    assert _produce(cluster, alice, topic) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    wait_until(
+        lambda: _produce(cluster, alice, topic) == KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        TIMEOUT_S,
+        "the DENY beside the ALLOW refuses alice",
+    )
+    listed = _acls(cluster, "--list", "--topic", topic)
+    assert "permissionType=ALLOW" in listed and "permissionType=DENY" in listed
 
 
 def test_a_prefixed_acl_applies_to_the_topics_it_prefixes(

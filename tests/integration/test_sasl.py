@@ -229,13 +229,14 @@ def test_a_wrong_password_is_refused_and_the_connection_closed(
         finally:
             await client.close()
 
+    before = _log_count(sasl_cluster, "Invalid username or password")
     handshake, answer, closed = asyncio.run(attempt())
     assert handshake.error_code == ErrorCode.none
     assert answer.error_code == ErrorCode.sasl_authentication_failed
     assert answer.error_message == "Authentication failed: Invalid username or password"
     assert closed
     wait_until(
-        lambda: _log_count(sasl_cluster, "Invalid username or password") > 0,
+        lambda: _log_count(sasl_cluster, "Invalid username or password") > before,
         10,
         "a log line about the failed authentication",
     )

@@ -79,6 +79,15 @@ class FakeZk:
         self.watches.setdefault(path, []).append(callback)
 
 
+async def _eventually(condition: Callable[[], bool], what: str, timeout_s: float = 10.0) -> None:
+    """Wait (yielding to the loop) until `condition` holds; fail after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+        await asyncio.sleep(0.01)
+
+
 READ = AclBinding(
     ResourcePattern(ResourceType.TOPIC, "t", PatternType.LITERAL),
     AccessControlEntry("User:alice", "*", Operation.READ, Permission.ALLOW),
@@ -103,17 +112,27 @@ def test_add_writes_kafkas_znodes_and_notifications_and_another_broker_follows()
         )
         assert "/kafka-acl-extended/prefixed/Topic/t-" in zk.nodes
         assert zk.nodes["/kafka-acl-changes/acl_changes_0000000000"][0] == b"Topic:t"
-        await asyncio.sleep(0.01)  # the follower's notification pass
-        assert follower.authorize("User:alice", "h", Operation.READ, ResourceType.TOPIC, "t")
-        assert follower.authorize("User:alice", "h", Operation.WRITE, ResourceType.TOPIC, "t-1")
+        await _eventually(
+            lambda: (
+                follower.authorize("User:alice", "h", Operation.READ, ResourceType.TOPIC, "t")
+                and follower.authorize(
+                    "User:alice", "h", Operation.WRITE, ResourceType.TOPIC, "t-1"
+                )
+            ),
+            "the follower's notification passes",
+        )
         everything = AclBindingFilter(
             ResourceType.ANY, None, PatternType.ANY, None, None, Operation.ANY, Permission.ANY
         )
         deleted = await follower.remove([everything])
         assert sorted(b.pattern.name for b in deleted[0]) == ["t", "t-"]
         assert "/kafka-acl/Topic/t" not in zk.nodes
-        await asyncio.sleep(0.01)
-        assert not writer.authorize("User:alice", "h", Operation.READ, ResourceType.TOPIC, "t")
+        await _eventually(
+            lambda: (
+                not writer.authorize("User:alice", "h", Operation.READ, ResourceType.TOPIC, "t")
+            ),
+            "the writer to follow the follower's removal",
+        )
 
     asyncio.run(run())
 
@@ -127,8 +146,7 @@ def test_expired_notifications_are_purged() -> None:
         zk.nodes[old] = (b"Topic:x", 0, 1000)  # created long before NOTIFICATION_EXPIRY_MS
         assert NOTIFICATION_EXPIRY_MS < 10**12
         await authorizer.add([READ])
-        await asyncio.sleep(0.01)
-        assert old not in zk.nodes
+        await _eventually(lambda: old not in zk.nodes, "the purge of the expired notification")
 
     asyncio.run(run())
 
@@ -151,15 +169,6 @@ class FlakyZk:
             self.failures.append(path)
             raise ConnectionLossError(path)
         return await self._zk.get_children(path)
-
-
-async def _eventually(condition: Callable[[], bool], what: str, timeout_s: float = 10.0) -> None:
-    """Wait (yielding to the loop) until `condition` holds; fail after `timeout_s`."""
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        await asyncio.sleep(0.01)
 
 
 def test_a_notification_pass_that_fails_is_retried_on_a_timer() -> None:
