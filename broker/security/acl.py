@@ -318,6 +318,8 @@ def allows_any(
     )
     if denied_everything:
         return False
+    if settings.allow_everyone_if_no_acl_found:
+        return True  # as Kafka: some resource of the type surely has no ACL
     return any(b.entry.permission == Permission.ALLOW for b in mine)
 
 

@@ -156,6 +156,17 @@ def test_write_on_some_topic_counts_for_idempotent_write() -> None:
     assert not allows_any(SETTINGS, acls, "User:bob", HOST, Operation.WRITE, TOPIC)
 
 
+def test_some_topic_is_writable_to_anyone_with_allow_everyone_if_no_acl_found() -> None:
+    """Kafka's authorizeByResourceType: with the flag on, only a literal `*` DENY refuses (an
+    idempotent producer is admitted although other principals' ACLs exist)."""
+    settings = AuthorizerSettings(frozenset(), allow_everyone_if_no_acl_found=True)
+    acls = [_acl("t", Operation.WRITE, principal="User:bob")]
+    assert allows_any(settings, acls, ALICE, HOST, Operation.WRITE, TOPIC)
+    denied = [*acls, _acl("*", Operation.WRITE, Permission.DENY)]
+    assert not allows_any(settings, denied, ALICE, HOST, Operation.WRITE, TOPIC)
+    assert not allows_any(SETTINGS, acls, ALICE, HOST, Operation.WRITE, TOPIC)
+
+
 def test_filter_matches_any_and_exact_fields() -> None:
     binding = _acl("t", Operation.READ)
     everything = AclBindingFilter(
