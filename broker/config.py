@@ -126,6 +126,18 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("sasl.enabled.mechanisms", _list, ["GSSAPI"]),
     ConfigDef("sasl.mechanism.inter.broker.protocol", _str, "GSSAPI"),
     ConfigDef("sasl.jaas.config", _str, None, type_name="PASSWORD"),
+    # Kafka's Kerberos (GSSAPI) and login-refresh (GSSAPI, OAUTHBEARER) settings: accepted,
+    # described and dynamically updatable as in Kafka, with no effect (no GSSAPI here).
+    ConfigDef("sasl.kerberos.service.name", _str, None, used=False),
+    ConfigDef("sasl.kerberos.kinit.cmd", _str, "/usr/bin/kinit", used=False),
+    ConfigDef("sasl.kerberos.ticket.renew.window.factor", float, 0.8, used=False),
+    ConfigDef("sasl.kerberos.ticket.renew.jitter", float, 0.05, used=False),
+    ConfigDef("sasl.kerberos.min.time.before.relogin", _int, 60000, used=False, type_name="LONG"),
+    ConfigDef("sasl.kerberos.principal.to.local.rules", _list, ["DEFAULT"], used=False),
+    ConfigDef("sasl.login.refresh.window.factor", float, 0.8, used=False),
+    ConfigDef("sasl.login.refresh.window.jitter", float, 0.05, used=False),
+    ConfigDef("sasl.login.refresh.min.period.seconds", _int, 60, used=False, type_name="SHORT"),
+    ConfigDef("sasl.login.refresh.buffer.seconds", _int, 300, used=False, type_name="SHORT"),
     # The authorizer (broker.security.authorizer); empty: every request is allowed.
     ConfigDef("authorizer.class.name", _str, "", type_name="STRING"),
     ConfigDef("super.users", _str, None, described=False),

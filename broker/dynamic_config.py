@@ -8,11 +8,14 @@ Every broker re-reads both znodes when notified (and at start-up, before opening
 and applies them at once. Precedence: per-broker dynamic > dynamic default > static
 (server.properties / --override) > Kafka's default.
 
-Only keys this broker really applies at runtime are dynamic here (`DYNAMIC_CONFIGS`: the
-broker-level defaults of topic configs, which Kafka's DynamicLogConfig updates, including the
-inert ones, min.insync.replicas, and per broker only advertised.listeners); the rest,
-including keys Kafka could update (thread counts, log cleaner and connection settings), answer
-INVALID_REQUEST "Cannot update these configs dynamically".
+Dynamic here (`DYNAMIC_CONFIGS`): the broker-level defaults of topic configs, which Kafka's
+DynamicLogConfig updates (including the inert ones) and min.insync.replicas; per broker only,
+advertised.listeners and the listeners' SSL and SASL settings (Kafka's DynamicListenerConfig),
+with the key and trust material only per listener (`listener.name.<listener>.ssl.keystore.
+location`...), which that listener then reloads. The rest, including keys Kafka could update
+(thread counts, log cleaner and connection settings), answer INVALID_REQUEST "Cannot update
+these configs dynamically". Password-typed keys are refused as Kafka refuses them without
+`password.encoder.secret`, which this broker does not have (DEVIATIONS.md, "Security").
 """
 
 from __future__ import annotations
@@ -20,12 +23,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
 
-from broker.config import CONFIG_DEFS, ConfigError, KafkaConfig, build_config
+from broker.config import CONFIG_DEFS, TLS_PROTOCOLS, ConfigError, KafkaConfig, build_config
+from broker.network import tls
 from controller.topic_config_defs import DYNAMIC_SERVER_DEFAULTS
 from zk.client import ZkClient
 from zk.errors import NodeExistsError, NoNodeError, ZkError
@@ -47,12 +52,61 @@ DEFAULT_ENTITY = "<default>"  # ZooKeeper's name for the cluster-wide default ("
 # log.message.downconversion.enable) and storing them is all there is to apply, as Kafka's
 # DynamicLogConfig updates them too.
 DYNAMIC_CONFIGS = DYNAMIC_SERVER_DEFAULTS
+# Key and trust material (Kafka's SslConfigs.RECONFIGURABLE_CONFIGS): only with a listener
+# prefix; the listener then accepts new connections with the new material.
+SSL_STORE_CONFIGS = tls.RECONFIGURABLE_CONFIGS
+# The SSL and SASL keys of Kafka 3.9's DynamicListenerConfig.ReconfigurableConfigs (not
+# principal.builder.class: no Java classes here). Kafka applies them to listeners added later
+# and leaves existing ones as they are; listeners are not added at runtime here, so storing
+# them is all there is to do. The Kerberos and login-refresh keys have no effect anyway.
+LISTENER_SECURITY_CONFIGS = frozenset(
+    {
+        "ssl.protocol",
+        "ssl.provider",
+        "ssl.cipher.suites",
+        "ssl.enabled.protocols",
+        "ssl.keystore.type",
+        "ssl.keystore.location",
+        "ssl.keystore.password",
+        "ssl.key.password",
+        "ssl.truststore.type",
+        "ssl.truststore.location",
+        "ssl.truststore.password",
+        "ssl.keymanager.algorithm",
+        "ssl.trustmanager.algorithm",
+        "ssl.endpoint.identification.algorithm",
+        "ssl.secure.random.implementation",
+        "ssl.client.auth",
+        "ssl.engine.factory.class",
+        "sasl.mechanism.inter.broker.protocol",
+        "sasl.jaas.config",
+        "sasl.enabled.mechanisms",
+        "sasl.kerberos.service.name",
+        "sasl.kerberos.kinit.cmd",
+        "sasl.kerberos.ticket.renew.window.factor",
+        "sasl.kerberos.ticket.renew.jitter",
+        "sasl.kerberos.min.time.before.relogin",
+        "sasl.kerberos.principal.to.local.rules",
+        "sasl.login.refresh.window.factor",
+        "sasl.login.refresh.window.jitter",
+        "sasl.login.refresh.min.period.seconds",
+        "sasl.login.refresh.buffer.seconds",
+    }
+)
 # Dynamic only per broker (Kafka's DynamicBrokerConfig.PerBrokerConfigs): a cluster-wide
-# default of these is refused. A new advertised.listeners is written to /brokers/ids/<id>.
-PER_BROKER_CONFIGS = frozenset({"advertised.listeners"})
+# default of these, or of any listener-prefixed key, is refused. A new advertised.listeners is
+# written to /brokers/ids/<id>.
+PER_BROKER_CONFIGS = (
+    frozenset({"advertised.listeners"}) | LISTENER_SECURITY_CONFIGS | SSL_STORE_CONFIGS
+)
 DYNAMIC_CONFIGS = DYNAMIC_CONFIGS | PER_BROKER_CONFIGS
 if DYNAMIC_CONFIGS - set(CONFIG_DEFS):
     raise ImportError(f"not broker configs: {sorted(DYNAMIC_CONFIGS - set(CONFIG_DEFS))}")
+# Kafka's DynamicPasswordConfigs: stored encrypted with password.encoder.secret.
+_PASSWORD_CONFIGS = frozenset(
+    name for name in DYNAMIC_CONFIGS if CONFIG_DEFS[name].config_type == "PASSWORD"
+)
+_LISTENER_PREFIX = re.compile(r"^listener\.name\.[^.]*\..+$")
 RELOAD_RETRY_S = 1.0  # after ZooKeeper failed a reload; nothing else would trigger another
 
 
@@ -81,20 +135,80 @@ def effective_config(static: KafkaConfig, overrides: DynamicOverrides) -> KafkaC
     )
 
 
-def check_update(static: KafkaConfig, overrides: DynamicOverrides, per_broker: bool) -> None:
-    """Kafka's DynamicBrokerConfig.validate: only dynamic keys, values of the right type.
+def check_update(
+    static: KafkaConfig,
+    overrides: DynamicOverrides,
+    per_broker: bool,
+    before: DynamicOverrides | None = None,
+) -> None:
+    """Kafka's DynamicBrokerConfig.validate: only dynamic keys, the key and trust material only
+    per listener, values of the right type, per-broker keys only per broker; then, per broker,
+    what its listeners would refuse to reconfigure (`before`: the layers now in force).
     Raises ConfigError with Kafka's message."""
     changed = overrides.broker if per_broker else overrides.default
-    not_dynamic = sorted(set(changed) - DYNAMIC_CONFIGS)
-    if not_dynamic:
-        raise ConfigError(f"Cannot update these configs dynamically: Set({', '.join(not_dynamic)})")
-    broker_only = sorted(set(changed) & PER_BROKER_CONFIGS)
-    if broker_only and not per_broker:
-        raise ConfigError(
-            "Cannot update these configs at default cluster level, broker id must be specified:"
-            f" {','.join(broker_only)}"
+    plain = {name for name in changed if _LISTENER_PREFIX.match(name) is None}
+    _refuse("Cannot update these configs dynamically", plain - DYNAMIC_CONFIGS)
+    _refuse(
+        "These security configs can be dynamically updated only per-listener using the"
+        " listener prefix",
+        plain & SSL_STORE_CONFIGS,
+    )
+    after = effective_config(static, overrides)
+    if not per_broker:
+        _refuse(
+            "Cannot update these configs at default cluster level, broker id must be specified",
+            (plain & PER_BROKER_CONFIGS) | (set(changed) - plain),
         )
-    effective_config(static, overrides)
+        return
+    try:
+        _check_listeners(effective_config(static, before or DynamicOverrides()), after)
+    except ConfigError as error:
+        # Kafka's processReconfiguration says no more to the client; the reason is logged.
+        log.info("refusing a dynamic broker config update: %s", error)
+        raise ConfigError("Invalid dynamic configuration") from None
+
+
+def _refuse(message: str, names: set[str]) -> None:
+    if names:
+        raise ConfigError(f"{message}: Set({', '.join(sorted(names))})")
+
+
+def check_passwords(changed: Mapping[str, str], per_broker: bool) -> None:
+    """Kafka's toPersistentProps: a password-typed key is stored encrypted with
+    password.encoder.secret, which this broker does not have, so it is refused as Kafka
+    refuses it without one."""
+    if not any(name.endswith(tuple(_PASSWORD_CONFIGS)) for name in changed):
+        return
+    if not per_broker:
+        raise ConfigError("Password config can be defined only at broker level")
+    raise ConfigError("Password encoder secret not configured")
+
+
+def _check_listeners(before: KafkaConfig, after: KafkaConfig) -> None:
+    """Kafka's DynamicListenerConfig and SslFactory checks for this broker's listeners: only
+    their key and trust material may change, and a new keystore keeps the certificate's
+    subject and subject alternative names."""
+    for endpoint in before.listeners:
+        name = endpoint.listener_name
+        if _fixed_settings(before, name) != _fixed_settings(after, name):
+            raise ConfigError(
+                f"Configs cannot be updated dynamically for existing listener {name},"
+                " restart broker or create a new listener for update"
+            )
+        if before.security_protocol(name) not in TLS_PROTOCOLS:
+            continue
+        old, new = tls.keystore_identity(before, name), tls.keystore_identity(after, name)
+        if old is not None and new is not None and old != new:
+            raise ConfigError(
+                f"listener {name}: Keystore DistinguishedName or SubjectAltNames do not match:"
+                f" existing={{DN={old[0]}, SAN={list(old[1])}}},"
+                f" new={{DN={new[0]}, SAN={list(new[1])}}}"
+            )
+
+
+def _fixed_settings(config: KafkaConfig, listener_name: str) -> dict[str, object]:
+    overrides = config.listener_overrides.get(listener_name.lower(), {})
+    return {key: value for key, value in overrides.items() if key not in SSL_STORE_CONFIGS}
 
 
 def _decode(found: tuple[bytes, object] | None, path: str) -> dict[str, str]:
@@ -157,7 +271,9 @@ async def alter_broker_config(
     else:
         overrides = DynamicOverrides(updated, current.broker)
     try:
-        check_update(static, overrides, per_broker)
+        check_update(static, overrides, per_broker, current)
+        if not validate_only:
+            check_passwords(updated, per_broker)
     except ConfigError as error:
         resource = f"ConfigResource(type=BROKER, name='{resource_name}')"
         return ErrorCode.invalid_request, f"Invalid config value for resource {resource}: {error}"

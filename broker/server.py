@@ -363,9 +363,12 @@ class KafkaServer:
     def _apply_config(self, config: KafkaConfig) -> None:
         """Dynamic broker configs changed: later reads of `self.config` see them; every log
         takes the new defaults on the reconcile pass (topic overrides still win); new
-        advertised listeners are written to this broker's registration."""
+        advertised listeners are written to this broker's registration; listeners reload new
+        key and trust material."""
         re_register = config.advertised_listeners != self.config.advertised_listeners
         self.config = config
+        for listener in self.listeners:
+            listener.reconfigure(config)
         if re_register and self.broker_epoch >= 0:
             task = asyncio.get_running_loop().create_task(
                 self._update_registration(), name="update-registration"

@@ -5,6 +5,8 @@ topics are answered (as in Kafka); an unknown id answers UNKNOWN_TOPIC_ID with a
 A missing topic is created when `auto.create.topics.enable` and the request allow it (v4+);
 the answer for it is LEADER_NOT_AVAILABLE until its leaders are elected, as in Kafka. A topic
 (or added partition) counts as present once this broker has read its partition state.
+v8+ answers the operations the principal may perform on each topic and (to v10) the cluster
+when asked (broker.handlers.authorized_operations).
 """
 
 from __future__ import annotations
@@ -15,11 +17,17 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.handlers.authorization import may_create_topic, may_describe_topic
+from broker.handlers.authorized_operations import (
+    OMITTED,
+    authorized_operations,
+    cluster_authorized_operations,
+)
 from broker.metadata_cache import MetadataCache
 from broker.network.context import RequestContext
 from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
+from broker.security.acl import ResourceType
 from broker.topics import auto_create_topic
 from controller.assignment import validate_topic_name
 from controller.errors import ApiError
@@ -43,15 +51,34 @@ async def handle(context: RequestContext, request: Any) -> Any:
                 topics.append(_encode_topic(topic_cls, entry, []))
             continue
         entry, partitions = await _topic(context, cache, name, allow_auto_create, topic_cls)
+        if _asks(context, request, "include_topic_authorized_operations") and (
+            entry["error_code"] != ErrorCode.topic_authorization_failed
+        ):
+            entry["topic_authorized_operations"] = authorized_operations(
+                context, ResourceType.TOPIC, name
+            )
         topics.append(_encode_topic(topic_cls, entry, partitions))
+    cluster_operations = OMITTED
+    if context.api_version <= LAST_CLUSTER_OPERATIONS_VERSION and _asks(
+        context, request, "include_cluster_authorized_operations"
+    ):
+        cluster_operations = cluster_authorized_operations(context)
     values = {
         "throttle_time": 0,
         "brokers": _brokers(cache, context.listener_name),
         "cluster_id": context.server.cluster_id,
         "controller_id": cache.controller_id,
-        "cluster_authorized_operations": -2147483648,
+        "cluster_authorized_operations": cluster_operations,
     }
     return adapter.Encoded(adapter.encode_with_array(cls, values, "topics", topics))
+
+
+def _asks(context: RequestContext, request: Any, flag: str) -> bool:
+    """Metadata v8+ asks for authorized operations with these flags (Kafka ignores them
+    before v8)."""
+    return context.api_version >= AUTHORIZED_OPERATIONS_VERSION and bool(
+        getattr(request, flag, False)
+    )
 
 
 def _encode_topic(topic_cls: type, entry: dict[str, Any], partitions: list[bytes]) -> bytes:
@@ -106,6 +133,8 @@ def _requested_topics(context: RequestContext, request: Any) -> list[str] | None
 
 
 TOPIC_ID_VERSION = 12
+AUTHORIZED_OPERATIONS_VERSION = 8
+LAST_CLUSTER_OPERATIONS_VERSION = 10  # v11+ leaves the cluster's to DescribeCluster
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
@@ -161,5 +190,5 @@ def _topic_entry(name: str | None, error: ErrorCode, topic_id: Any) -> dict[str,
         "name": name,
         "topic_id": topic_id,
         "is_internal": name in INTERNAL_TOPICS,
-        "topic_authorized_operations": -2147483648,
+        "topic_authorized_operations": OMITTED,
     }

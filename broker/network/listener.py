@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from typing import TYPE_CHECKING
 
 from broker.network import tls
@@ -22,7 +23,7 @@ from broker.network.connection import Connection
 from broker.network.quotas import ConnectionQuotas
 
 if TYPE_CHECKING:
-    from broker.config import Endpoint
+    from broker.config import Endpoint, KafkaConfig
     from broker.server import KafkaServer
 
 log = logging.getLogger(__name__)
@@ -40,12 +41,41 @@ class Listener:
         self._connections: set[asyncio.Task[None]] = set()
         protocol = server.config.security_protocol(endpoint.listener_name)
         self._protocol = protocol
-        self._ssl = (
-            tls.server_context(server.config, endpoint.listener_name)
-            if protocol in ("SSL", "SASL_SSL")
-            else None
-        )
+        self._ssl: ssl.SSLContext | None = None
+        if protocol in ("SSL", "SASL_SSL"):
+            self._ssl = tls.server_context(server.config, endpoint.listener_name)
+            # asyncio keeps the context it was given; each handshake switches to the current
+            # one, so that reloaded key and trust material serve new connections.
+            self._ssl.sni_callback = self._use_current_context
+        self._current_ssl = self._ssl
+        self._stores = self._store_settings(server.config)
         self._sasl = server.sasl_listeners.get(endpoint.listener_name)
+
+    def _store_settings(self, config: KafkaConfig) -> dict[str, object]:
+        return {
+            key: config.for_listener(self._endpoint.listener_name, key)
+            for key in tls.RECONFIGURABLE_CONFIGS
+        }
+
+    def _use_current_context(
+        self, ssl_object: ssl.SSLObject, server_name: str | None, context: ssl.SSLContext
+    ) -> None:
+        if self._current_ssl is not None and self._current_ssl is not context:
+            ssl_object.context = self._current_ssl
+
+    def reconfigure(self, config: KafkaConfig) -> None:
+        """Dynamic broker configs changed: new key or trust material (Kafka's SslFactory
+        reconfiguration) serves the connections accepted from now on."""
+        stores = self._store_settings(config)
+        if self._ssl is None or stores == self._stores:
+            return
+        try:
+            context = tls.server_context(config, self._endpoint.listener_name)
+        except tls.TlsConfigError as error:
+            log.error("listener %s keeps its TLS material: %s", self._endpoint, error)
+            return
+        self._current_ssl, self._stores = context, stores
+        log.info("listener %s reloaded its keystore and truststore", self._endpoint)
 
     async def start(self) -> None:
         host = self._endpoint.host or None

@@ -36,6 +36,22 @@ _CLIENT_AUTH = {
     "required": ssl.CERT_REQUIRED,
 }
 _TLS_VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
+# Kafka's SslConfigs.RECONFIGURABLE_CONFIGS: the key and trust material, which a listener
+# reloads when they change dynamically (broker.dynamic_config).
+RECONFIGURABLE_CONFIGS = frozenset(
+    {
+        "ssl.keystore.type",
+        "ssl.keystore.location",
+        "ssl.keystore.password",
+        "ssl.key.password",
+        "ssl.truststore.type",
+        "ssl.truststore.location",
+        "ssl.truststore.password",
+        "ssl.keystore.certificate.chain",
+        "ssl.keystore.key",
+        "ssl.truststore.certificates",
+    }
+)
 
 
 class _LoggedHandshake(ssl.SSLObject):
@@ -94,6 +110,33 @@ def principal(ssl_object: ssl.SSLObject | ssl.SSLSocket | None) -> str:
     if not der:
         return ANONYMOUS
     return "User:" + x509.load_der_x509_certificate(der).subject.rfc4514_string()
+
+
+def keystore_identity(
+    config: KafkaConfig, listener_name: str
+) -> tuple[str, tuple[str, ...]] | None:
+    """The subject (RFC 2253) and subject alternative names of the listener's own certificate
+    (the first of its keystore's chain), or None without a readable keystore."""
+    location = config.for_listener(listener_name, "ssl.keystore.location")
+    try:
+        text = Path(location).read_bytes() if location else None
+    except OSError:
+        return None
+    if text is None:
+        chain = config.for_listener(listener_name, "ssl.keystore.certificate.chain")
+        text = str(chain).encode() if chain else None
+    if text is None:
+        return None
+    try:
+        certificate = x509.load_pem_x509_certificates(text)[0]
+    except ValueError:
+        return None
+    try:
+        names = certificate.extensions.get_extension_for_class(x509.SubjectAlternativeName)
+        alternatives = tuple(str(name.value) for name in names.value)
+    except x509.ExtensionNotFound:
+        alternatives = ()
+    return certificate.subject.rfc4514_string(), alternatives
 
 
 def _apply_common(context: ssl.SSLContext, config: KafkaConfig, listener_name: str) -> None:

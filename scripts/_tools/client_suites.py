@@ -3,7 +3,7 @@
     scripts/client_suites [--suite kafka-python|rdkafka] [--cache-dir DIR] [--with-clients]
                           [--brokers 3] [--kafka-defaults] [--set KEY=VALUE ...] [--dir DIR]
                           [--keep-cluster] [--timeout-s S] [-k/--tests SELECTION] [--quick]
-                          [--log-dir DIR] [--impl ours|kafka]
+                          [--timeout-multiplier X] [--log-dir DIR] [--impl ours|kafka]
 
 Starts a cluster (3 brokers) with `scripts/cluster up` in its own directory on free ports
 (`--impl kafka`: Apache Kafka 3.9 from `make reference`, to see what fails against Kafka itself),
@@ -26,10 +26,12 @@ with id 0; a few tests rely on that (see --brokers).
 and built once into --cache-dir; see client_suites_rdkafka.py). `--tests 0103,0129` picks test
 numbers (default: issue 15's transaction tests and a broad broker-facing set; `all` for every
 numbered test), --timeout-s bounds each test number (default 900), --quick turns on the runner's
-quick mode. Each test number's output is kept in `<--log-dir>/rdkafka-suite-<number>.log`
-(default /tmp), and under each failed test the report repeats the failure lines of that log. The
-brokers get librdkafka's "default" test scenario: 4 partitions and replication factor 3 for
-auto-created topics.
+quick mode, --timeout-multiplier stretches the tests' own time bounds (a loaded machine). Each
+test number's output is kept in `<--log-dir>/rdkafka-suite-<number>.log` (default /tmp), and
+under each failed test the report repeats the failure lines of that log. The
+brokers get librdkafka's "default" test scenario (4 partitions and replication factor 3 for
+auto-created topics) and, as librdkafka's test clusters have, the ACL authorizer (with
+`allow.everyone.if.no.acl.found=true`).
 
 --kafka-defaults leaves the suite's broker settings out; --set adds or replaces broker settings.
 A manual, reporting tool: it needs PyPI or npm, so it is not part of `make test`. Exits 0 when
@@ -84,8 +86,16 @@ DEFAULT_TEST_TIMEOUT_S = 120
 # Per librdkafka test number: 0103 alone runs a dozen transactional sub-tests.
 DEFAULT_RDKAFKA_TIMEOUT_S = 900
 DEFAULT_LOG_DIR = Path("/tmp")
-# librdkafka's tests/scenarios/default.json (its trivup clusters' "default" scenario).
-RDKAFKA_SCENARIO = {"auto.create.topics.enable": "true", "num.partitions": "4"}
+# librdkafka's tests/scenarios/default.json (its trivup clusters' "default" scenario), and the
+# ACL authorizer trivup's ZooKeeper-mode brokers run with: 0081's ACL cases and the kafka-acls
+# calls of 0109, 0115 and 0119 need one. Everyone may do anything no ACL names, as the tests'
+# anonymous clients expect.
+RDKAFKA_SCENARIO = {
+    "auto.create.topics.enable": "true",
+    "num.partitions": "4",
+    "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+    "allow.everyone.if.no.acl.found": "true",
+}
 RDKAFKA_REPLICATION_FACTOR = 3
 # The whole pytest run; a hung client must not keep the cluster up forever.
 SUITE_TIMEOUT_S = 3600.0
@@ -144,6 +154,12 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="pytest -k expression; rdkafka: test numbers, e.g. 0103,0129 (or `all`)",
     )
     parser.add_argument("--quick", action="store_true", help="rdkafka: the runner's quick mode")
+    parser.add_argument(
+        "--timeout-multiplier",
+        type=float,
+        default=1.0,
+        help="rdkafka: stretches the tests' own time bounds (test.timeout.multiplier)",
+    )
     parser.add_argument(
         "--log-dir", type=Path, default=DEFAULT_LOG_DIR, help="rdkafka: where its logs go"
     )
@@ -307,7 +323,7 @@ def _run_rdkafka(
 ) -> list[Outcome]:
     bootstrap = ",".join(f"127.0.0.1:{port_base + i}" for i in range(options.brokers))
     test_conf = work_dir / "test.conf"
-    rdkafka.write_test_conf(test_conf, bootstrap)
+    rdkafka.write_test_conf(test_conf, bootstrap, options.timeout_multiplier)
     kafka_path = rdkafka.kafka_path_stand_in(ROOT, work_dir)
     env = rdkafka.runner_env(tests_dir, test_conf, kafka_path, bootstrap)
     timeout_s = options.timeout_s or DEFAULT_RDKAFKA_TIMEOUT_S

@@ -211,7 +211,7 @@ def test_advertised_listeners_change_per_broker_and_reach_the_registration(
         fields = {"resources": [resource], "validate_only": False}
         (refused,) = client.request(INCREMENTAL_ALTER_CONFIGS, 0, fields).responses
     assert int(refused.error_code) == INVALID_REQUEST
-    assert "broker id must be specified: advertised.listeners" in (refused.error_message or "")
+    assert "broker id must be specified: Set(advertised.listeners)" in (refused.error_message or "")
     with pytest.raises(KafkaException, match="listeners does not define"):
         _set(admin, "2", "advertised.listeners", f"OTHER://localhost:{port}")
 
@@ -236,3 +236,30 @@ def test_advertised_listeners_change_per_broker_and_reach_the_registration(
         TIMEOUT_S,
         "broker 2's registration back to its static listener",
     )
+
+
+def test_listener_security_configs_are_dynamic_per_broker(
+    admin: AdminClient, zk: KazooClient
+) -> None:
+    """librdkafka's 0081_admin sets sasl.kerberos.min.time.before.relogin on a broker with
+    AlterConfigs: dynamic per broker in Kafka (a listener config), stored in
+    /config/brokers/<id>, without effect here (no GSSAPI)."""
+    key = "sasl.kerberos.min.time.before.relogin"
+    assert not _describe(admin, 3)[key].is_read_only
+    resource = ConfigResource(ConfigResource.Type.BROKER, "3", set_config={key: "58000"})
+    admin.alter_configs([resource])[resource].result(TIMEOUT_S)
+    try:
+        assert json.loads(zk.get("/config/brokers/3")[0])["config"] == {key: "58000"}
+        wait_until(
+            lambda: _describe(admin, 3)[key].value == "58000",
+            TIMEOUT_S,
+            f"broker 3 describing its dynamic {key}",
+        )
+        assert ConfigSource(_describe(admin, 3)[key].source) == ConfigSource.DYNAMIC_BROKER_CONFIG
+        with pytest.raises(KafkaException, match="only per-listener using the listener prefix"):
+            _set(admin, "3", "ssl.keystore.location", "/tmp/keystore.pem")
+        with pytest.raises(KafkaException, match="Password encoder secret not configured"):
+            _set(admin, "3", "listener.name.plaintext.ssl.keystore.password", "secret")
+    finally:
+        cleared = ConfigResource(ConfigResource.Type.BROKER, "3", set_config={})
+        admin.alter_configs([cleared])[cleared].result(TIMEOUT_S)

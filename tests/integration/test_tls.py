@@ -7,6 +7,7 @@ broker keeps serving."""
 
 from __future__ import annotations
 
+import socket
 import ssl
 import subprocess
 import uuid
@@ -180,5 +181,72 @@ def test_a_plaintext_client_is_refused_and_the_broker_serves_on(
         lambda: _handshake_failures(tls_cluster) > before,
         TIMEOUT_S,
         f"a '{HANDSHAKE_FAILED}' line in a broker log",
+    )
+    test_replicas_follow_their_leaders_over_tls(tls_cluster)
+
+
+def _served_certificate(cluster: ClusterHandle, broker_id: int) -> bytes:
+    """The certificate a broker shows a new connection (not verified: the test compares it)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    context.load_cert_chain(_client_pem(cluster))
+    address = ("127.0.0.1", cluster.broker_port(broker_id))
+    with (
+        socket.create_connection(address, timeout=TIMEOUT_S) as raw,
+        context.wrap_socket(raw) as tls_socket,
+    ):
+        served = tls_socket.getpeercert(binary_form=True)
+    if served is None:
+        raise AssertionError(f"broker {broker_id} showed no certificate")
+    return served
+
+
+def _pem_certificate_der(path: Path) -> bytes:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
+    certificate = x509.load_pem_x509_certificates(path.read_bytes())[0]
+    return certificate.public_bytes(serialization.Encoding.DER)
+
+
+def test_a_listener_reloads_a_new_keystore_set_dynamically(
+    tls_cluster: ClusterHandle, tmp_path: Path
+) -> None:
+    """Kafka's certificate rotation: `listener.name.ssl.ssl.keystore.location` altered per
+    broker; new connections get the new certificate (same subject and names), and a keystore
+    whose certificate names another subject is refused."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+
+    from scripts._cluster import tls_material
+
+    tls_material.make(tmp_path, [1, 2])
+    admin = AdminClient(_librdkafka_tls(tls_cluster))
+    key = "listener.name.ssl.ssl.keystore.location"
+
+    def alter(value: str | None) -> None:
+        operation = AlterConfigOpType.SET if value is not None else AlterConfigOpType.DELETE
+        entry = ConfigEntry(key, value, incremental_operation=operation)
+        resource = ConfigResource(ConfigResource.Type.BROKER, "1", incremental_configs=[entry])
+        admin.incremental_alter_configs([resource])[resource].result(TIMEOUT_S)
+
+    with pytest.raises(KafkaException, match="Invalid dynamic configuration"):
+        alter(str(tls_material.broker_keystore(tmp_path, 2)))
+    new_keystore = tls_material.broker_keystore(tmp_path, 1)
+    alter(str(new_keystore))
+    try:
+        wait_until(
+            lambda: _served_certificate(tls_cluster, 1) == _pem_certificate_der(new_keystore),
+            TIMEOUT_S,
+            "broker 1 serving the certificate of its new keystore",
+        )
+    finally:
+        alter(None)
+    original = tls_cluster.dir / "tls" / "broker-1.pem"
+    wait_until(
+        lambda: _served_certificate(tls_cluster, 1) == _pem_certificate_der(original),
+        TIMEOUT_S,
+        "broker 1 serving its static keystore's certificate again",
     )
     test_replicas_follow_their_leaders_over_tls(tls_cluster)

@@ -108,15 +108,21 @@ KNOWN_DIFFERENCES = (
     Known(
         "broker",
         "only in kafka",
-        "security: no GSSAPI or OAUTHBEARER, no SASL callback or login classes, no principal"
-        " builder, no delegation tokens, no ZooKeeper TLS or ACLs (DEVIATIONS: Configuration,"
-        " Security), and the TLS keys Kafka 3.9 has beyond ours",
+        "security: no GSSAPI or OAUTHBEARER (the Kerberos and login-refresh keys are accepted,"
+        " inert), no SASL callback or login classes, no principal builder, no delegation"
+        " tokens, no ZooKeeper TLS or ACLs (DEVIATIONS: Configuration, Security), and the TLS"
+        " keys Kafka 3.9 has beyond ours",
         names="principal.builder.class security.providers"
         " connections.max.reauth.ms connection.failed.authentication.delay.ms"
-        " zookeeper.set.acl zookeeper.clientCnxnSocket ssl.allow.dn.changes"
+        " zookeeper.clientCnxnSocket ssl.allow.dn.changes"
         " ssl.allow.san.changes",
         prefixes=("sasl.", "zookeeper.ssl.", "delegation.token.", "password.encoder."),
-        excepted="sasl.enabled.mechanisms sasl.jaas.config sasl.mechanism.inter.broker.protocol",
+        excepted="sasl.enabled.mechanisms sasl.jaas.config sasl.mechanism.inter.broker.protocol"
+        " sasl.kerberos.service.name sasl.kerberos.kinit.cmd"
+        " sasl.kerberos.ticket.renew.window.factor sasl.kerberos.ticket.renew.jitter"
+        " sasl.kerberos.min.time.before.relogin sasl.kerberos.principal.to.local.rules"
+        " sasl.login.refresh.window.factor sasl.login.refresh.window.jitter"
+        " sasl.login.refresh.min.period.seconds sasl.login.refresh.buffer.seconds",
     ),
     Known(
         "broker",
@@ -196,25 +202,6 @@ KNOWN_DIFFERENCES = (
         " log.cleaner.io.max.bytes.per.second log.cleaner.threads max.connections"
         " max.connections.per.ip max.connections.per.ip.overrides"
         " unclean.leader.election.enable",
-    ),
-    Known(
-        "broker",
-        "read_only",
-        "TLS keys Kafka reloads on a dynamic update; ours need a restart (DEVIATIONS: Security)",
-        names="ssl.cipher.suites ssl.client.auth ssl.enabled.protocols"
-        " ssl.endpoint.identification.algorithm ssl.engine.factory.class ssl.key.password"
-        " ssl.keymanager.algorithm ssl.keystore.certificate.chain ssl.keystore.key"
-        " ssl.keystore.location ssl.keystore.password ssl.keystore.type ssl.protocol"
-        " ssl.provider ssl.secure.random.implementation ssl.trustmanager.algorithm"
-        " ssl.truststore.certificates ssl.truststore.location ssl.truststore.password"
-        " ssl.truststore.type",
-    ),
-    Known(
-        "broker",
-        "read_only",
-        "SASL settings Kafka reloads on a dynamic update; ours need a restart"
-        " (DEVIATIONS: Security)",
-        names="sasl.enabled.mechanisms sasl.jaas.config sasl.mechanism.inter.broker.protocol",
     ),
     Known(
         "topic",

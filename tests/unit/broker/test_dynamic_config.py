@@ -1,6 +1,8 @@
+from pathlib import Path
+
 import pytest
 
-from broker.config import ConfigError, build_config
+from broker.config import ConfigError, KafkaConfig, build_config
 from broker.config_entries import (
     DEFAULT_CONFIG_SOURCE,
     DYNAMIC_BROKER_CONFIG_SOURCE,
@@ -10,7 +12,13 @@ from broker.config_entries import (
     cluster_default_entries,
     topic_entries,
 )
-from broker.dynamic_config import DynamicOverrides, check_update, effective_config
+from broker.dynamic_config import (
+    DynamicOverrides,
+    check_passwords,
+    check_update,
+    effective_config,
+)
+from scripts._cluster import tls_material
 
 STATIC = build_config({"broker.id": "1", "zookeeper.connect": "h:1", "log.retention.hours": "2"})
 
@@ -78,3 +86,80 @@ def test_topic_defaults_come_from_the_dynamic_layers() -> None:
     entries = {e.name: e for e in topic_entries(STATIC, {}, overrides)}
     segment = entries["segment.bytes"]
     assert (segment.value, segment.source) == ("4096", DYNAMIC_DEFAULT_BROKER_CONFIG_SOURCE)
+
+
+def test_listener_security_configs_are_dynamic_per_broker_only() -> None:
+    kerberos = {"sasl.kerberos.min.time.before.relogin": "58000"}
+    check_update(STATIC, DynamicOverrides(broker=kerberos), True)
+    assert (
+        effective_config(STATIC, DynamicOverrides(broker=kerberos))[
+            "sasl.kerberos.min.time.before.relogin"
+        ]
+        == 58000
+    )
+    with pytest.raises(ConfigError, match=r"broker id must be specified: Set\(sasl.kerberos"):
+        check_update(STATIC, DynamicOverrides(default=kerberos), False)
+    prefixed = {"listener.name.plaintext.ssl.keystore.type": "PEM"}
+    with pytest.raises(ConfigError, match=r"broker id must be specified: Set\(listener.name"):
+        check_update(STATIC, DynamicOverrides(default=prefixed), False)
+    entries = {e.name: e for e in broker_entries(effective_config(STATIC, DynamicOverrides()))}
+    relogin = entries["sasl.kerberos.min.time.before.relogin"]
+    assert (relogin.value, relogin.read_only) == ("60000", False)
+
+
+def test_key_and_trust_material_is_dynamic_only_per_listener() -> None:
+    with pytest.raises(ConfigError, match=r"only per-listener using the listener prefix: Set\("):
+        check_update(STATIC, DynamicOverrides(broker={"ssl.keystore.location": "/k.pem"}), True)
+
+
+def test_other_listener_settings_of_an_existing_listener_cannot_change() -> None:
+    changed = {"listener.name.plaintext.sasl.enabled.mechanisms": "PLAIN"}
+    with pytest.raises(ConfigError, match="^Invalid dynamic configuration$"):
+        check_update(STATIC, DynamicOverrides(broker=changed), True)
+    # A listener the broker does not have yet may be configured ahead of time.
+    ahead = {"listener.name.external.sasl.enabled.mechanisms": "PLAIN"}
+    check_update(STATIC, DynamicOverrides(broker=ahead), True)
+
+
+def test_password_configs_need_the_encoder_secret_kafka_would_use() -> None:
+    check_passwords({"sasl.kerberos.kinit.cmd": "kinit"}, True)
+    with pytest.raises(ConfigError, match="^Password encoder secret not configured$"):
+        check_passwords({"listener.name.ssl.ssl.keystore.password": "secret"}, True)
+    with pytest.raises(ConfigError, match="^Password config can be defined only at broker"):
+        check_passwords({"sasl.jaas.config": "x"}, False)
+
+
+@pytest.fixture(scope="module")
+def two_keystores(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    first, second = tmp_path_factory.mktemp("first"), tmp_path_factory.mktemp("second")
+    tls_material.make(first, [1])
+    tls_material.make(second, [1, 2])
+    return first, second
+
+
+def _ssl_static(material: Path) -> KafkaConfig:
+    return build_config(
+        {
+            "broker.id": "1",
+            "zookeeper.connect": "h:1",
+            "listeners": "SSL://127.0.0.1:9093",
+            "security.inter.broker.protocol": "SSL",
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": str(tls_material.broker_keystore(material, 1)),
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": str(tls_material.truststore(material)),
+        }
+    )
+
+
+def test_a_new_keystore_must_keep_the_certificate_names(two_keystores: tuple[Path, Path]) -> None:
+    first, second = two_keystores
+    static = _ssl_static(first)
+    key = "listener.name.ssl.ssl.keystore.location"
+    same_names = {key: str(tls_material.broker_keystore(second, 1))}
+    check_update(static, DynamicOverrides(broker=same_names), True)
+    other_names = {key: str(tls_material.broker_keystore(second, 2))}
+    with pytest.raises(ConfigError, match="^Invalid dynamic configuration$"):
+        check_update(static, DynamicOverrides(broker=other_names), True)
+    with pytest.raises(ConfigError, match="cannot load the keystore"):
+        check_update(static, DynamicOverrides(broker={key: str(first / "missing.pem")}), True)

@@ -1,0 +1,144 @@
+"""Authorized operations (KIP-430) through confluent-kafka's admin client on a SASL cluster
+with the ACL authorizer: DescribeTopics and DescribeCluster (Metadata v8+ with the include
+flags) and DescribeConsumerGroups (DescribeGroups v3+) answer the operations the principal may
+perform, as Kafka's AuthHelper.authorizedOperations computes them: the super user every
+operation the resource type supports, a user what its ACLs allow (Read implies Describe), and
+on the cluster nothing to a user that may not describe it."""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.conftest import ClusterHandle
+
+TIMEOUT_S = 60
+ADMIN = ("admin", "admin-secret")
+REPO_ROOT = Path(__file__).resolve().parents[2]
+AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
+
+
+@pytest.fixture(scope="module")
+def cluster(make_cluster_module: Any) -> ClusterHandle:
+    handle: ClusterHandle = make_cluster_module(
+        brokers=1,
+        security="sasl_plaintext",
+        overrides={"authorizer.class.name": AUTHORIZER, "offsets.topic.replication.factor": "1"},
+    )
+    return handle
+
+
+def _tool(cluster: ClusterHandle, name: str, *args: str) -> None:
+    command = [str(REPO_ROOT / ".venv" / "bin" / name), "--bootstrap-server", cluster.bootstrap]
+    command += ["--command-config", str(cluster.dir / "client.properties"), *args]
+    result = subprocess.run(
+        command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=TIMEOUT_S, check=False
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def _admin(cluster: ClusterHandle, user: tuple[str, str]) -> Any:
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.username": user[0],
+            "sasl.password": user[1],
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def bob(cluster: ClusterHandle) -> tuple[str, str]:
+    """A SCRAM user allowed to read one topic and one group, nothing else."""
+    user = (f"bob-{uuid.uuid4().hex[:6]}", "bob-secret")
+    _tool(
+        cluster,
+        "kafka-configs",
+        *("--alter", "--add-config", f"SCRAM-SHA-512=[password={user[1]}]"),
+        *("--entity-type", "users", "--entity-name", user[0]),
+    )
+    return user
+
+
+def _operation_names(operations: Any) -> set[str]:
+    return {operation.name for operation in operations or ()}
+
+
+TOPIC_OPERATIONS = {
+    "READ",
+    "WRITE",
+    "CREATE",
+    "DESCRIBE",
+    "DELETE",
+    "ALTER",
+    "DESCRIBE_CONFIGS",
+    "ALTER_CONFIGS",
+}
+CLUSTER_OPERATIONS = {
+    "CREATE",
+    "CLUSTER_ACTION",
+    "DESCRIBE_CONFIGS",
+    "ALTER_CONFIGS",
+    "IDEMPOTENT_WRITE",
+    "ALTER",
+    "DESCRIBE",
+}
+
+
+def test_topics_answer_what_the_principal_may_do(
+    cluster: ClusterHandle, bob: tuple[str, str]
+) -> None:
+    from confluent_kafka import TopicCollection
+    from confluent_kafka.admin import NewTopic
+
+    topic = f"ops-{uuid.uuid4().hex[:8]}"
+    admin = _admin(cluster, ADMIN)
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(TIMEOUT_S)
+    _tool(cluster, "kafka-acls", "--add", "--allow-principal", f"User:{bob[0]}",
+          "--operation", "Read", "--topic", topic)  # fmt: skip
+
+    def described(user: tuple[str, str]) -> set[str]:
+        client = _admin(cluster, user)  # alive until its future is done
+        futures = client.describe_topics(
+            TopicCollection([topic]), include_authorized_operations=True
+        )
+        return _operation_names(futures[topic].result(TIMEOUT_S).authorized_operations)
+
+    assert described(ADMIN) == TOPIC_OPERATIONS
+    assert described(bob) == {"READ", "DESCRIBE"}
+
+
+def test_the_cluster_answers_nothing_to_a_principal_that_may_not_describe_it(
+    cluster: ClusterHandle, bob: tuple[str, str]
+) -> None:
+    def described(user: tuple[str, str]) -> set[str]:
+        client = _admin(cluster, user)
+        future = client.describe_cluster(include_authorized_operations=True)
+        return _operation_names(future.result(TIMEOUT_S).authorized_operations)
+
+    assert described(ADMIN) == CLUSTER_OPERATIONS
+    assert described(bob) == set()
+
+
+def test_groups_answer_what_the_principal_may_do(
+    cluster: ClusterHandle, bob: tuple[str, str]
+) -> None:
+    group = f"ops-group-{uuid.uuid4().hex[:8]}"
+    _tool(cluster, "kafka-acls", "--add", "--allow-principal", f"User:{bob[0]}",
+          "--operation", "Read", "--group", group)  # fmt: skip
+
+    def described(user: tuple[str, str]) -> set[str]:
+        client = _admin(cluster, user)
+        futures = client.describe_consumer_groups([group], include_authorized_operations=True)
+        return _operation_names(futures[group].result(TIMEOUT_S).authorized_operations)
+
+    assert described(ADMIN) == {"READ", "DESCRIBE", "DELETE"}
+    assert described(bob) == {"READ", "DESCRIBE"}
