@@ -105,9 +105,26 @@ def _create_topic(
     admin.create_topics([new_topic])[topic].result(TIMEOUT_S)
 
 
+def _wait_for_controller(cluster: ClusterHandle) -> None:
+    """Until Metadata names the controller: a broker just registered may not know it yet, and
+    librdkafka's admin client would wait for its next metadata refresh (minutes)."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    def known() -> bool:
+        try:
+            metadata = AdminClient(_librdkafka(cluster)).list_topics(timeout=10)
+        except KafkaException:  # its listener not open yet
+            return False
+        return metadata.controller_id >= 0
+
+    wait_until(known, TIMEOUT_S, "the cluster's Metadata to name a controller")
+
+
 def _scenario(cluster: ClusterHandle) -> None:
     """What leaves a znode of each kind: a topic with a config, a SCRAM user, a literal and a
     prefixed ACL, and a consumer group (so __consumer_offsets)."""
+    _wait_for_controller(cluster)
     _create_topic(cluster, TOPIC, PARTITIONS, {"retention.ms": "86400000"})
     _tool(
         cluster,
