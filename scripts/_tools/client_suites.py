@@ -1,6 +1,7 @@
 """Run a client's own integration tests against a cluster of ours.
 
-    scripts/client_suites [--suite kafka-python|rdkafka] [--cache-dir DIR] [--with-clients]
+    scripts/client_suites [--suite kafka-python|kafka-python-sasl|rdkafka] [--cache-dir DIR]
+                          [--with-clients]
                           [--brokers 3] [--kafka-defaults] [--set KEY=VALUE ...] [--dir DIR]
                           [--keep-cluster] [--timeout-s S] [-k/--tests SELECTION] [--quick]
                           [--timeout-multiplier X] [--log-dir DIR] [--impl ours|kafka]
@@ -18,9 +19,15 @@ cluster through kafka-python's variables (`KAFKA_VERSION=3.9.0`, the release who
 advertise, and `KAFKA_URI`); -k is pytest's, --timeout-s bounds each test (default 120). The
 brokers get the settings of kafka-python's own broker fixture that its tests rely on
 (`group.min.session.timeout.ms=1000`, `group.initial.rebalance.delay.ms=0`,
-`num.partitions=4`): its tests use 3 s session timeouts, which Kafka's default minimum (6 s)
-refuses, and partitions of auto-created topics beyond the first. The fixture runs one broker
-with id 0; a few tests rely on that (see --brokers).
+`num.partitions=4`, the ACL authorizer with `allow.everyone.if.no.acl.found=true`): its tests
+use 3 s session timeouts, which Kafka's default minimum (6 s) refuses, partitions of
+auto-created topics beyond the first, and ACLs. The fixture runs one broker with id 0; a few
+tests rely on that (see --brokers).
+
+`--suite kafka-python-sasl` runs its `test/integration/test_sasl_integration.py` (PLAIN,
+SCRAM-SHA-256, SCRAM-SHA-512) against a SASL_PLAINTEXT cluster (`up --security
+sasl_plaintext`); that module skips itself on an external broker, so a plugin stands its
+broker fixture on our cluster instead (see client_suites_sasl.py).
 
 `--suite rdkafka` runs librdkafka's own test suite (its `tests/test-runner`, fetched with npm
 and built once into --cache-dir; see client_suites_rdkafka.py). `--tests 0103,0129` picks test
@@ -55,6 +62,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import client_suites_rdkafka as rdkafka
+from . import client_suites_sasl as sasl
 from .client_suites_sdist import SdistError, ensure_sdist, installed_version
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,6 +84,10 @@ FIXTURE_OVERRIDES = {
     # Its KafkaFixture's `partitions=4`: tests rely on auto-created topics having partition 1
     # (test_transactional_producer_offsets commits an offset for it).
     "num.partitions": "4",
+    # Its KafkaFixture._acl_config for Kafka 2.4-3.x: test_create_describe_delete_acls needs an
+    # authorizer; everyone may do what no ACL names.
+    "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+    "allow.everyone.if.no.acl.found": "true",
 }
 # Same ranges as the integration tests: below Linux's ephemeral ports (32768+).
 BROKER_PORT_RANGE = (10000, 19000)
@@ -120,8 +132,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if options.suite == "rdkafka":
             return _run_rdkafka_suite(options)
+        if options.suite == "kafka-python-sasl":
+            return _run_kafka_python_sasl_suite(options)
         return _run_kafka_python_suite(options)
-    except (SdistError, rdkafka.RdkafkaError, RunError) as error:
+    except (SdistError, rdkafka.RdkafkaError, sasl.SaslSuiteError, RunError) as error:
         print(f"client_suites: {error}", file=sys.stderr)
         return EXIT_NOT_RUN
 
@@ -132,7 +146,10 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         description="Run kafka-python's integration tests or librdkafka's test suite.",
     )
     parser.add_argument(
-        "--suite", choices=("kafka-python", "rdkafka"), default="kafka-python", help="whose tests"
+        "--suite",
+        choices=("kafka-python", "kafka-python-sasl", "rdkafka"),
+        default="kafka-python",
+        help="whose tests",
     )
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
     parser.add_argument("--with-clients", action="store_true", help="consumer/producer modules")
@@ -181,9 +198,39 @@ def _run_kafka_python_suite(options: argparse.Namespace) -> int:
     timeout_s = options.timeout_s or DEFAULT_TEST_TIMEOUT_S
 
     def run(port_base: int, work_dir: Path) -> list[Outcome]:
-        return _run_pytest(options, tree, port_base, work_dir, timeout_s)
+        modules = [ADMIN_MODULE, *(CLIENT_MODULES if options.with_clients else ())]
+        env = {"KAFKA_URI": f"PLAINTEXT://127.0.0.1:{port_base}"}
+        return _run_pytest(options, tree, modules, env, work_dir, timeout_s)
 
     return _run_with_cluster(options, FIXTURE_OVERRIDES, run)
+
+
+def _run_kafka_python_sasl_suite(options: argparse.Namespace) -> int:
+    tree = ensure_sdist(options.cache_dir, installed_version())
+    sasl.prepare(tree)
+    timeout_s = options.timeout_s or DEFAULT_TEST_TIMEOUT_S
+    settings = {**FIXTURE_OVERRIDES, **sasl.broker_settings()}
+
+    def run(port_base: int, work_dir: Path) -> list[Outcome]:
+        directory = options.dir or work_dir / "cluster"
+        bootstrap = f"127.0.0.1:{port_base}"
+        tool = ROOT / ".venv" / "bin" / "kafka-configs"
+        sasl.add_scram_user(tool, bootstrap, directory / "client.properties")
+        # No KAFKA_URI: the module would skip itself (see client_suites_sasl).
+        env = {sasl.BOOTSTRAP_VARIABLE: bootstrap}
+        kafka_root = rdkafka.kafka_path_stand_in(ROOT, work_dir)
+        return _run_pytest(
+            options,
+            tree,
+            [sasl.SASL_MODULE],
+            env,
+            work_dir,
+            timeout_s,
+            kafka_root,
+            sasl.PLUGIN_MODULE,
+        )
+
+    return _run_with_cluster(options, settings, run, sasl.SECURITY)
 
 
 def _run_rdkafka_suite(options: argparse.Namespace) -> int:
@@ -202,6 +249,7 @@ def _run_with_cluster(
     options: argparse.Namespace,
     suite_settings: dict[str, str],
     run: Callable[[int, Path], list[Outcome]],
+    security: str = "plaintext",
 ) -> int:
     work_dir = Path(tempfile.mkdtemp(prefix="client-suites-"))
     directory = options.dir or work_dir / "cluster"
@@ -209,7 +257,7 @@ def _run_with_cluster(
     zk_port_base = _pick_base(ZOOKEEPER_PORT_RANGE, 1)
     up = ["up", "--dir", str(directory), "--brokers", str(options.brokers)]
     up += ["--port-base", str(port_base), "--zk-port-base", str(zk_port_base)]
-    up += ["--impl", options.impl]
+    up += ["--impl", options.impl, "--security", security]
     settings = {} if options.kafka_defaults else dict(suite_settings)
     settings.update(options.set)
     for key, value in settings.items():
@@ -260,28 +308,34 @@ def _launcher(*args: str) -> str:
 
 
 def _run_pytest(
-    options: argparse.Namespace, tree: Path, port_base: int, work_dir: Path, timeout_s: int
+    options: argparse.Namespace,
+    tree: Path,
+    modules: list[str],
+    variables: dict[str, str],
+    work_dir: Path,
+    timeout_s: int,
+    kafka_root: Path | None = None,
+    plugin: str | None = None,
 ) -> list[Outcome]:
-    modules = [ADMIN_MODULE, *(CLIENT_MODULES if options.with_clients else ())]
     report = work_dir / "junit.xml"
-    # The fixtures insist that a Kafka installation directory exists, though they never use it
-    # against an external broker.
-    kafka_root = work_dir / "kafka-root"
-    kafka_root.mkdir(exist_ok=True)
+    if kafka_root is None:
+        # The fixtures insist that a Kafka installation directory exists, though they never
+        # use it against an external broker.
+        kafka_root = work_dir / "kafka-root"
+        kafka_root.mkdir(exist_ok=True)
     env = dict(os.environ)
     # Not ZOOKEEPER_URI: kafka-python 3.0's KafkaFixture.instance then takes ZooKeeper's host and
     # port as the broker's. Against an external broker its fixtures never need ZooKeeper.
-    env.pop("ZOOKEEPER_URI", None)
-    env.update(
-        KAFKA_VERSION=KAFKA_VERSION,
-        KAFKA_URI=f"PLAINTEXT://127.0.0.1:{port_base}",
-        KAFKA_ROOT=str(kafka_root),
-    )
+    for name in ("ZOOKEEPER_URI", "KAFKA_URI", sasl.BOOTSTRAP_VARIABLE):
+        env.pop(name, None)
+    env.update(KAFKA_VERSION=KAFKA_VERSION, KAFKA_ROOT=str(kafka_root), **variables)
     # `addopts=` drops the sdist's --durations; the per-test timeout is ours.
     command = [sys.executable, "-m", "pytest", "-o", "addopts=", "-p", "no:cacheprovider"]
+    command += ["-p", plugin] if plugin else []
     command += ["-q", f"--timeout={timeout_s}", "--timeout-method=thread"]
     command += [f"--junitxml={report}", *(["-k", options.keyword] if options.keyword else [])]
-    print(f"running {' '.join(modules)} against 127.0.0.1:{port_base} ({options.brokers} brokers)")
+    cluster = variables.get("KAFKA_URI") or variables.get(sasl.BOOTSTRAP_VARIABLE)
+    print(f"running {' '.join(modules)} against {cluster} ({options.brokers} brokers)")
     try:
         subprocess.run(
             [*command, *modules], cwd=tree, env=env, timeout=SUITE_TIMEOUT_S, check=False
