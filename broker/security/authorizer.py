@@ -125,8 +125,11 @@ class AclAuthorizer:
     # -- start-up and notifications -------------------------------------------------------
 
     async def start(self) -> None:
+        # Kafka's createAclPaths: each store's root and a znode per resource type under it.
         for prefixed in (False, True):
             await self._zk.ensure_path(AclZNode.root(prefixed))
+            for type_name in RESOURCE_TYPE_NAMES.values():
+                await self._zk.ensure_path(f"{AclZNode.root(prefixed)}/{type_name}")
             await self._zk.ensure_path(AclChangeNotificationZNode.path(prefixed))
         for listener in self.change_listeners:
             await listener.start()

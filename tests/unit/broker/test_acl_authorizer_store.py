@@ -137,6 +137,21 @@ def test_add_writes_kafkas_znodes_and_notifications_and_another_broker_follows()
     asyncio.run(run())
 
 
+def test_start_creates_kafkas_acl_paths() -> None:
+    """As Kafka's createAclPaths: both stores' roots, a znode per resource type under each,
+    and both change directories, before any ACL exists."""
+
+    async def run() -> None:
+        zk = FakeZk()
+        await AclAuthorizer(zk, AuthorizerSettings()).start()  # type: ignore[arg-type]
+        types = ["Cluster", "DelegationToken", "Group", "Topic", "TransactionalId", "User"]
+        for root in ("/kafka-acl", "/kafka-acl-extended/prefixed"):
+            assert await zk.get_children(root) == types
+        assert "/kafka-acl-changes" in zk.nodes and "/kafka-acl-extended-changes" in zk.nodes
+
+    asyncio.run(run())
+
+
 def test_expired_notifications_are_purged() -> None:
     async def run() -> None:
         zk = FakeZk()
