@@ -4,7 +4,7 @@ Like Kafka, a connection over `max.connections.per.ip` is closed at once with a 
 `max.connections` Kafka's acceptor stops accepting until a slot frees; here the new connection
 is closed instead (see DEVIATIONS.md), which bounds memory the same way.
 
-An SSL listener completes the TLS handshake before the connection counts (a client that fails
+An SSL listener counts the connection first, then runs the TLS handshake (a client that fails
 it, such as a plaintext client, is closed, and `broker.network.tls` logs why); the client's
 certificate, if it shows one, names the connection's principal. A SASL_SSL listener does the
 same TLS first; on SASL_PLAINTEXT and SASL_SSL the connection then authenticates with SASL
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import ssl
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,8 @@ log = logging.getLogger(__name__)
 # Kafka's socket.connection.setup.timeout.ms is the client's; a server bounds the handshake
 # so that a silent client does not hold a half-open TLS connection.
 TLS_HANDSHAKE_TIMEOUT_S = 10.0
+BACKLOG = 512
+ACCEPT_RETRY_S = 0.1
 
 
 class Listener:
@@ -37,7 +40,8 @@ class Listener:
         self._server = server
         self._endpoint = endpoint
         self._quotas = quotas
-        self._asyncio_server: asyncio.Server | None = None
+        self._sockets: list[socket.socket] = []
+        self._acceptors: list[asyncio.Task[None]] = []
         self._connections: set[asyncio.Task[None]] = set()
         protocol = server.config.security_protocol(endpoint.listener_name)
         self._protocol = protocol
@@ -78,31 +82,43 @@ class Listener:
         log.info("listener %s reloaded its keystore and truststore", self._endpoint)
 
     async def start(self) -> None:
+        """Listen, and accept on each socket: Kafka's Acceptor, which counts a connection
+        against the quotas as it is accepted, before any byte (a TLS handshake included)."""
         host = self._endpoint.host or None
-        self._asyncio_server = await asyncio.start_server(
-            self._on_client,
-            host,
-            self._endpoint.port,
-            reuse_address=True,
-            backlog=512,
-            ssl=self._ssl,
-            ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT_S if self._ssl is not None else None,
-        )
+        loop = asyncio.get_running_loop()
+        self._sockets = _listening_sockets(host, self._endpoint.port)
+        self._acceptors = [
+            loop.create_task(self._accept(sock), name=f"accept {self._endpoint}")
+            for sock in self._sockets
+        ]
         log.info("listening on %s (%s)", self._endpoint, self._protocol)
 
-    async def _on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        peer = writer.get_extra_info("peername") or ("?", 0)
-        host = str(peer[0])
-        refusal = self._quotas.try_acquire(host)
-        if refusal is not None:
-            log.warning("refusing connection from %s:%s: %s", host, peer[1], refusal)
-            writer.close()
-            return
-        task = asyncio.current_task()
-        if task is None:
-            raise RuntimeError("asyncio.start_server runs each client callback in a task")
-        self._connections.add(task)
+    async def _accept(self, sock: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                connection, peer = await loop.sock_accept(sock)
+            except OSError as error:  # out of file descriptors, for one: try again soon
+                log.error("accepting on %s failed: %s", self._endpoint, error)
+                await asyncio.sleep(ACCEPT_RETRY_S)
+                continue
+            host = str(peer[0])
+            refusal = self._quotas.try_acquire(host)
+            if refusal is not None:
+                log.warning("refusing connection from %s:%s: %s", host, peer[1], refusal)
+                connection.close()
+                continue
+            task = loop.create_task(self._on_client(connection, host), name=f"client {host}")
+            self._connections.add(task)
+            task.add_done_callback(self._connections.discard)
+
+    async def _on_client(self, connection: socket.socket, host: str) -> None:
+        writer: asyncio.StreamWriter | None = None
         try:
+            opened = await self._open(connection)
+            if opened is None:
+                return
+            reader, writer = opened
             principal = tls.principal(writer.get_extra_info("ssl_object"))
             await Connection(
                 self._server, self._endpoint.listener_name, reader, writer, principal, self._sasl
@@ -110,15 +126,59 @@ class Listener:
         except asyncio.CancelledError:
             # Shutdown cancels connections mid-request (an acks=all produce may be waiting);
             # ending the task normally keeps asyncio from logging it as a failure.
-            writer.close()
+            if writer is not None:
+                writer.close()
         finally:
-            self._connections.discard(task)
             self._quotas.release(host)
 
+    async def _open(
+        self, connection: socket.socket
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
+        """The connection as streams; over TLS once the handshake is done (a failed one is
+        logged by `tls`; one that never completes is dropped after TLS_HANDSHAKE_TIMEOUT_S)."""
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader()
+        protocol = asyncio.StreamReaderProtocol(reader)
+        try:
+            transport, _ = await loop.connect_accepted_socket(
+                lambda: protocol,
+                connection,
+                ssl=self._ssl,
+                ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT_S if self._ssl is not None else None,
+            )
+        except (OSError, TimeoutError):  # ssl.SSLError is an OSError
+            connection.close()
+            return None
+        return reader, asyncio.StreamWriter(transport, protocol, reader, loop)
+
     async def stop(self) -> None:
-        if self._asyncio_server is not None:
-            self._asyncio_server.close()
+        for acceptor in self._acceptors:
+            acceptor.cancel()
+        for sock in self._sockets:
+            sock.close()
         for task in list(self._connections):
             task.cancel()
         if self._connections:
             await asyncio.wait(self._connections, timeout=5)
+
+
+def _listening_sockets(host: str | None, port: int) -> list[socket.socket]:
+    """Bound, listening, non-blocking sockets for `host` (None: every address, IPv4 and
+    IPv6 apart), as asyncio's create_server makes them."""
+    found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    sockets = []
+    try:
+        for family, kind, proto, _, address in dict.fromkeys(found):
+            sock = socket.socket(family, kind, proto)
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind(address)
+            sock.listen(BACKLOG)
+            sock.setblocking(False)
+    except OSError:
+        for sock in sockets:
+            sock.close()
+        raise
+    return sockets

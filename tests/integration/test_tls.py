@@ -250,3 +250,37 @@ def test_a_listener_reloads_a_new_keystore_set_dynamically(
         "broker 1 serving its static keystore's certificate again",
     )
     test_replicas_follow_their_leaders_over_tls(tls_cluster)
+
+
+PER_IP_LIMIT = 4
+
+
+def test_pending_tls_handshakes_count_against_the_per_ip_limit(make_cluster: Any) -> None:
+    """Kafka counts a connection at accept: clients that connect and never finish the TLS
+    handshake fill `max.connections.per.ip` (the next connection is closed with Kafka's log
+    line, before any handshake), and their slots come back when they close."""
+    from confluent_kafka.admin import AdminClient
+
+    cluster: ClusterHandle = make_cluster(
+        brokers=1,
+        security="ssl",
+        overrides={"ssl.client.auth": "required", "max.connections.per.ip": str(PER_IP_LIMIT)},
+    )
+    reached = f"max.connections.per.ip={PER_IP_LIMIT} reached"
+    address = ("127.0.0.1", cluster.broker_port(1))
+    silent = [socket.create_connection(address, timeout=TIMEOUT_S) for _ in range(PER_IP_LIMIT + 1)]
+    try:
+        wait_until(
+            lambda: reached in cluster.broker_log(1).read_text(errors="replace"),
+            TIMEOUT_S,
+            f"'{reached}' with {PER_IP_LIMIT + 1} handshakes pending",
+        )
+    finally:
+        for connection in silent:
+            connection.close()
+    admin = AdminClient({**_librdkafka_tls(cluster), "socket.timeout.ms": "5000"})
+    wait_until(
+        lambda: bool(admin.list_topics(timeout=5).brokers),
+        TIMEOUT_S,
+        "a TLS client served once the silent connections closed",
+    )
