@@ -3,7 +3,7 @@ the log holds exactly what was acknowledged.
 
     scripts/fuzz --bootstrap HOST:PORT,... [--dir CLUSTER_DIR] [--frames N] [--seed S]
                  [--corpus FILE | --record-corpus FILE] [--concurrency C] [--max-seconds S]
-                 [--frame-timeout-ms MS] [--report-json FILE]
+                 [--frame-timeout-ms MS] [--report-json FILE] [--command-config FILE]
 
 1. Corpus: the request frames real clients (kafka-python, confluent-kafka, kcat) send for every
    API the brokers advertise, recorded through a proxy (or loaded with --corpus; --record-corpus
@@ -18,6 +18,13 @@ the log holds exactly what was acknowledged.
    where it ended before the run, so runs can repeat on one cluster). Every broker must be alive
    (--dir: same pid as before), registered and answering. With --dir, ERROR lines the broker
    logs gained are shown.
+
+With --command-config (Kafka client properties: the `client.properties` of `scripts/cluster up
+--security ...`) every connection uses the cluster's TLS and SASL. On a SASL listener the
+firing has two phases, each with half the frames and half the time: frames before
+authentication (TLS only, the mutated frame first: the broker may take only ApiVersions and the
+SASL requests) and frames after the fuzzer's own login. Recording needs a plaintext listener
+(the recording proxy reads the clients' frames), so a secured run takes a --corpus.
 
 Prints a summary (frames/s, outcomes, per-API counts, crashes, acked/lost/extra) and exits 1 on
 a broker death, an unhealthy broker, a lost or extra record, a response that is not a Kafka
@@ -57,9 +64,10 @@ from .fuzz_check import (
     process_status,
     read_back,
 )
-from .fuzz_fire import REFUSED, FireOptions, Tally, fire, fire_one
+from .fuzz_fire import CONNECT_TIMEOUT_S, REFUSED, FireOptions, Tally, fire, fire_one
 from .fuzz_mutate import CorpusFrame, Mutator, analyse, frame, load_corpus, save_corpus
 from .fuzz_record import record
+from .fuzz_security import ClientSecurity, SecurityConfigError
 
 # The witness topic. Its name length differs from every recorded topic name (checked), so no
 # bit flip of a recorded DeleteTopics/CreateTopics/AlterConfigs frame can name it.
@@ -84,9 +92,16 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--max-seconds", type=float, default=3600.0, help="bounds the firing")
     parser.add_argument("--frame-timeout-ms", type=int, default=2000)
     parser.add_argument("--report-json", type=Path)
+    parser.add_argument("--command-config", help="Kafka client properties (TLS, SASL)")
     args = parser.parse_args(argv)
     if args.frames < 0 or args.concurrency < 1 or args.frame_timeout_ms < 1:
         parser.error("--frames must be >= 0, --concurrency and --frame-timeout-ms >= 1")
+    try:
+        args.security = ClientSecurity.load(args.command_config)
+    except (SecurityConfigError, OSError) as error:
+        parser.error(str(error))
+    if args.security.protocol != "PLAINTEXT" and args.corpus is None:
+        parser.error("recording needs a plaintext listener: pass --corpus with --command-config")
     return args
 
 
@@ -141,26 +156,51 @@ async def _fire_all(
     args: argparse.Namespace,
     addresses: list[str],
     seed: int,
-) -> tuple[Tally, str]:
+) -> tuple[dict[str, Tally], str]:
+    """Each phase's tally (see _phases), and what became of the historic first frame."""
     names = _api_names()
     timeout_s = args.frame_timeout_ms / 1000
-    tally = Tally()
-    first = await fire_one(addresses[0], frame(KILLER_PAYLOAD), timeout_s)
+    security: ClientSecurity = args.security
+    phases = _phases(security)
+    tallies = {name: Tally() for name, _ in phases}
+    logged_in = functools.partial(security.open, authenticate=True, timeout_s=CONNECT_TIMEOUT_S)
+    first = await fire_one(addresses[0], frame(KILLER_PAYLOAD), timeout_s, logged_in)
+    last = tallies[phases[-1][0]]
     if first == REFUSED:
-        tally.refused += 1
+        last.refused += 1
     else:
-        tally.add(names[METADATA], "historic 18-byte frame", first)
-    options = FireOptions(
-        addresses=addresses,
-        concurrency=args.concurrency,
-        frame_timeout_s=timeout_s,
-        deadline=time.monotonic() + args.max_seconds,
-        api_name=lambda key: "random" if key is None else names.get(key, f"api {key}"),
-        progress=_say,
-    )
-    mutator = Mutator(frames, versions, seed)
-    await fire(mutator.next, max(args.frames - 1, 0), options, tally)
-    return tally, first
+        last.add(names[METADATA], "historic 18-byte frame", first)
+    budget = max(args.frames - 1, 0)
+    for index, (name, authenticate) in enumerate(phases):
+        share = budget // len(phases) + (budget % len(phases) if index == len(phases) - 1 else 0)
+        if len(phases) > 1:
+            _say(f"{name}: up to {share} frames")
+        options = FireOptions(
+            addresses=addresses,
+            concurrency=args.concurrency,
+            frame_timeout_s=timeout_s,
+            deadline=time.monotonic() + args.max_seconds / len(phases),
+            api_name=lambda key: "random" if key is None else names.get(key, f"api {key}"),
+            progress=_say,
+            open=functools.partial(
+                security.open, authenticate=authenticate, timeout_s=CONNECT_TIMEOUT_S
+            ),
+        )
+        mutator = Mutator(frames, versions, seed + index)
+        await fire(mutator.next, share, options, tallies[name])
+    return tallies, first
+
+
+BEFORE_AUTHENTICATION = "before authentication"
+AFTER_AUTHENTICATION = "after authentication"
+
+
+def _phases(security: ClientSecurity) -> list[tuple[str, bool]]:
+    """(name, log in first) per firing phase: on a SASL listener, frames before and after
+    authentication; otherwise one phase named after the protocol."""
+    if security.authenticates:
+        return [(BEFORE_AUTHENTICATION, False), (AFTER_AUTHENTICATION, True)]
+    return [(security.protocol.lower(), False)]
 
 
 def _compare(
@@ -199,6 +239,10 @@ def _print_summary(report: dict[str, Any]) -> None:
         f"answered {outcomes['answered']}  closed {outcomes['closed']}  stalled"
         f" {outcomes['stalled']}  refused {report['refused']}  first frame: {report['first_frame']}"
     )
+    if len(report["phases"]) > 1:
+        for name, phase in report["phases"].items():
+            counts = "  ".join(f"{o} {n}" for o, n in phase["outcomes"].items())
+            print(f"{name}: frames {phase['frames']}  {counts}  refused {phase['refused']}")
     print(f"{'api':<26}{'frames':>8}{'answered':>10}{'closed':>9}{'stalled':>9}")
     for api, row in sorted(report["per_api"].items()):
         total = sum(row.values())
@@ -258,7 +302,11 @@ def _corpus_report(
     }
 
 
-def _fire_report(tally: Tally, first: str, seconds: float) -> dict[str, Any]:
+def _fire_report(tallies: dict[str, Tally], first: str, seconds: float) -> dict[str, Any]:
+    """The totals, and per phase its frames, outcomes and refused connections."""
+    tally = Tally()
+    for phase in tallies.values():
+        tally = tally.merged(phase)
     return {
         "frames": tally.frames,
         "seconds": round(seconds, 2),
@@ -269,6 +317,10 @@ def _fire_report(tally: Tally, first: str, seconds: float) -> dict[str, Any]:
         "garbled_responses": tally.garbled,
         "per_api": tally.per_api,
         "per_operation": tally.per_operation,
+        "phases": {
+            name: {"frames": t.frames, "outcomes": t.outcomes, "refused": t.refused}
+            for name, t in tallies.items()
+        },
     }
 
 
@@ -289,22 +341,23 @@ def _fire_and_check(
     args: argparse.Namespace, frames: list[CorpusFrame], cluster: Cluster, seed: int
 ) -> dict[str, Any]:
     """Fire while the witness producer writes; then broker health and the witness records."""
-    create_acked_topic(args.bootstrap, ACKED_TOPIC)
-    start_offsets = end_offsets(args.bootstrap, ACKED_TOPIC)
-    writer = AckedWriter(args.bootstrap, ACKED_TOPIC)
+    security: ClientSecurity = args.security
+    create_acked_topic(args.bootstrap, ACKED_TOPIC, security)
+    start_offsets = end_offsets(args.bootstrap, ACKED_TOPIC, security)
+    writer = AckedWriter(args.bootstrap, ACKED_TOPIC, security)
     writer.start()
     log_start = log_positions(args.dir, list(cluster.brokers))
     _say(f"firing up to {args.frames} frames (seed {seed}) at {len(cluster.brokers)} brokers")
     started = time.monotonic()
     addresses = [cluster.brokers[i] for i in sorted(cluster.brokers)]
-    tally, first = asyncio.run(_fire_all(frames, cluster.versions, args, addresses, seed))
+    tallies, first = asyncio.run(_fire_all(frames, cluster.versions, args, addresses, seed))
     seconds = time.monotonic() - started
     writer.stop()
     _say("checking brokers and acknowledged records")
-    health = broker_health(cluster.brokers, args.dir, cluster.pids)
-    stored, complete = read_back(args.bootstrap, ACKED_TOPIC, start_offsets)
+    health = broker_health(cluster.brokers, args.dir, cluster.pids, security)
+    stored, complete = read_back(args.bootstrap, ACKED_TOPIC, start_offsets, security)
     return {
-        **_fire_report(tally, first, seconds),
+        **_fire_report(tallies, first, seconds),
         **_health_report(health),
         **_records_report(writer, stored),
         "read_back_complete": complete,
@@ -313,7 +366,7 @@ def _fire_and_check(
 
 
 def _discover(args: argparse.Namespace) -> Cluster:
-    versions, brokers = first_answer(args.bootstrap.split(","))
+    versions, brokers = first_answer(args.bootstrap.split(","), args.security)
     pids = process_status(args.dir) if args.dir else {}
     if args.dir and not pids:
         _say(f"scripts/cluster status --dir {args.dir} lists no broker: process checks are off")

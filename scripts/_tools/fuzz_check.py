@@ -16,7 +16,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
@@ -25,6 +25,9 @@ from kio.serial import entity_reader
 from broker.protocol import adapter
 from broker.protocol.header import skip_tagged_fields
 from broker.protocol.registry import is_flexible, request_class, response_class
+
+if TYPE_CHECKING:
+    from .fuzz_security import ClientSecurity
 
 ROOT = Path(__file__).resolve().parents[2]
 API_VERSIONS, METADATA = 18, 3
@@ -71,14 +74,8 @@ def _read_exactly(sock: socket.socket, size: int) -> bytes:
     return bytes(chunks)
 
 
-def request(address: str, api_key: int, version: int, fields: dict[str, Any]) -> Any:
-    """One request on a fresh connection; the decoded kio response."""
-    host, port = address.rsplit(":", 1)
-    payload = encode_request(api_key, version, 1, fields, b"fuzz-check")
-    with socket.create_connection((host, int(port)), timeout=REQUEST_TIMEOUT_S) as sock:
-        sock.sendall(struct.pack(">i", len(payload)) + payload)
-        (size,) = struct.unpack(">i", _read_exactly(sock, 4))
-        response = _read_exactly(sock, size)
+def decode_response(api_key: int, version: int, response: bytes) -> Any:
+    """A response payload (after its size prefix) as a kio entity."""
     offset = 4  # correlation id
     if is_flexible(api_key, version) and api_key != API_VERSIONS:
         offset = skip_tagged_fields(response, offset)
@@ -87,24 +84,51 @@ def request(address: str, api_key: int, version: int, fields: dict[str, Any]) ->
     return entity
 
 
-def api_version_ranges(address: str) -> dict[int, tuple[int, int]]:
+def _open(address: str, security: ClientSecurity | None) -> socket.socket:
+    if security is not None:
+        return security.open_sync(address, REQUEST_TIMEOUT_S)
+    host, port = address.rsplit(":", 1)
+    return socket.create_connection((host, int(port)), timeout=REQUEST_TIMEOUT_S)
+
+
+def request(
+    address: str,
+    api_key: int,
+    version: int,
+    fields: dict[str, Any],
+    security: ClientSecurity | None = None,
+) -> Any:
+    """One request on a fresh connection (logged in, with `security`); the decoded response."""
+    payload = encode_request(api_key, version, 1, fields, b"fuzz-check")
+    with _open(address, security) as sock:
+        sock.sendall(struct.pack(">i", len(payload)) + payload)
+        (size,) = struct.unpack(">i", _read_exactly(sock, 4))
+        response = _read_exactly(sock, size)
+    return decode_response(api_key, version, response)
+
+
+def api_version_ranges(
+    address: str, security: ClientSecurity | None = None
+) -> dict[int, tuple[int, int]]:
     fields = {"client_software_name": "fuzz", "client_software_version": "1"}
-    response = request(address, API_VERSIONS, PROBE_VERSION, fields)
+    response = request(address, API_VERSIONS, PROBE_VERSION, fields, security)
     return {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in response.api_keys}
 
 
-def registered_brokers(address: str) -> dict[int, str]:
+def registered_brokers(address: str, security: ClientSecurity | None = None) -> dict[int, str]:
     """node id -> "host:port", as this broker's metadata lists them."""
-    response = request(address, METADATA, METADATA_VERSION, {"topics": []})
+    response = request(address, METADATA, METADATA_VERSION, {"topics": []}, security)
     return {int(b.node_id): f"{b.host}:{b.port}" for b in response.brokers}
 
 
-def first_answer(addresses: list[str]) -> tuple[dict[int, tuple[int, int]], dict[int, str]]:
+def first_answer(
+    addresses: list[str], security: ClientSecurity | None = None
+) -> tuple[dict[int, tuple[int, int]], dict[int, str]]:
     """Advertised API ranges and registered brokers, from the first broker that answers."""
     errors = []
     for address in addresses:
         try:
-            return api_version_ranges(address), registered_brokers(address)
+            return api_version_ranges(address, security), registered_brokers(address, security)
         except (OSError, ValueError) as error:
             errors.append(f"{address}: {error!r}")
     raise SystemExit("fuzz: no bootstrap broker answered: " + "; ".join(errors))
@@ -113,8 +137,17 @@ def first_answer(addresses: list[str]) -> tuple[dict[int, tuple[int, int]], dict
 # ---- acknowledged records -----------------------------------------------------------------
 
 
-def create_acked_topic(bootstrap: str, topic: str) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+def client_config(
+    bootstrap: str, security: ClientSecurity | None, **settings: Any
+) -> dict[str, Any]:
+    """librdkafka settings for the witness producer and the checks' clients."""
+    if security is not None:
+        return security.client_config(bootstrap, **settings)
+    return {**settings, "bootstrap.servers": bootstrap}
+
+
+def create_acked_topic(bootstrap: str, topic: str, security: ClientSecurity | None = None) -> None:
+    admin = AdminClient(client_config(bootstrap, security))
     future = admin.create_topics([NewTopic(topic, ACKED_PARTITIONS, ACKED_REPLICATION)])[topic]
     try:
         future.result(timeout=60)
@@ -124,13 +157,15 @@ def create_acked_topic(bootstrap: str, topic: str) -> None:
             raise
 
 
-def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
+def end_offsets(
+    bootstrap: str, topic: str, security: ClientSecurity | None = None
+) -> dict[int, int]:
     """High watermarks, retried while a new topic's metadata reaches the brokers (a created
     topic is not known everywhere at once, in Kafka either). Each try uses a new consumer:
     librdkafka keeps a cached "unknown partition" until its next periodic metadata refresh."""
     deadline = time.monotonic() + TOPIC_READY_TIMEOUT_S
     while True:
-        consumer = _consumer(bootstrap)
+        consumer = _consumer(bootstrap, security)
         try:
             return {
                 partition: consumer.get_watermark_offsets(
@@ -146,15 +181,13 @@ def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
             consumer.close()
 
 
-def _consumer(bootstrap: str) -> Consumer:
-    return Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "fuzz-check",  # required by the client; no group API is used
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-        }
-    )
+def _consumer(bootstrap: str, security: ClientSecurity | None) -> Consumer:
+    settings = {
+        "group.id": "fuzz-check",  # required by the client; no group API is used
+        "enable.auto.commit": False,
+        "enable.partition.eof": True,
+    }
+    return Consumer(client_config(bootstrap, security, **settings))
 
 
 @dataclass
@@ -163,6 +196,7 @@ class AckedWriter:
 
     bootstrap: str
     topic: str
+    security: ClientSecurity | None = None
     acked: dict[tuple[int, int], bytes] = field(default_factory=dict)
     delivery_errors: list[str] = field(default_factory=list)
     produced: int = 0
@@ -179,15 +213,13 @@ class AckedWriter:
             self._thread.join()
 
     def _run(self) -> None:
-        producer = Producer(
-            {
-                "bootstrap.servers": self.bootstrap,
-                "enable.idempotence": True,
-                "acks": "all",
-                "message.timeout.ms": DELIVERY_TIMEOUT_MS,
-                "linger.ms": 5,
-            }
-        )
+        settings = {
+            "enable.idempotence": True,
+            "acks": "all",
+            "message.timeout.ms": DELIVERY_TIMEOUT_MS,
+            "linger.ms": 5,
+        }
+        producer = Producer(client_config(self.bootstrap, self.security, **settings))
         while not self._stop.is_set():
             for _ in range(ACKED_BATCH):
                 try:
@@ -210,11 +242,11 @@ class AckedWriter:
 
 
 def read_back(
-    bootstrap: str, topic: str, start: dict[int, int]
+    bootstrap: str, topic: str, start: dict[int, int], security: ClientSecurity | None = None
 ) -> tuple[dict[tuple[int, int], bytes], bool]:
     """Every record from `start` to the high watermark of each partition, and whether every
     partition was read to its end within the time limit."""
-    consumer = _consumer(bootstrap)
+    consumer = _consumer(bootstrap, security)
     consumer.assign([TopicPartition(topic, p, offset) for p, offset in start.items()])
     stored: dict[tuple[int, int], bytes] = {}
     finished: set[int] = set()
@@ -285,13 +317,15 @@ def _within(seconds: float, check: Any) -> bool:
         time.sleep(0.5)
 
 
-def _unlisted(address: str, expected: set[int], wait_s: float) -> tuple[int, ...]:
+def _unlisted(
+    address: str, expected: set[int], wait_s: float, security: ClientSecurity | None
+) -> tuple[int, ...]:
     """Brokers that `address`'s metadata does not list, after waiting up to `wait_s`."""
     missing = tuple(sorted(expected))
 
     def check() -> bool:
         nonlocal missing
-        missing = tuple(sorted(expected - set(registered_brokers(address))))
+        missing = tuple(sorted(expected - set(registered_brokers(address, security))))
         return not missing
 
     _within(wait_s, check)
@@ -302,6 +336,7 @@ def broker_health(
     brokers: dict[int, str],
     cluster_dir: str | None,
     pids_before: dict[int, tuple[int | None, bool]],
+    security: ClientSecurity | None = None,
 ) -> list[BrokerHealth]:
     after = process_status(cluster_dir) if cluster_dir else {}
     report = []
@@ -311,8 +346,8 @@ def broker_health(
             pid, running = after.get(node_id, (None, False))
             alive = running and pid == pids_before[node_id][0]
         wait_s = 0.0 if alive is False else HEALTH_WAIT_S  # a dead process will not recover
-        answering = _within(wait_s, lambda a=address: bool(api_version_ranges(a)))
-        unlisted = _unlisted(address, set(brokers), wait_s)
+        answering = _within(wait_s, lambda a=address: bool(api_version_ranges(a, security)))
+        unlisted = _unlisted(address, set(brokers), wait_s, security)
         report.append(BrokerHealth(node_id, address, alive, answering, unlisted))
     return report
 

@@ -6,8 +6,11 @@ connection, and classify what happened:
 - closed: the broker closed the connection (the expected answer to garbage);
 - stalled: nothing within the frame timeout (a size prefix that swallowed the probe, a long
   poll); the connection is dropped and a new one opened;
-- refused: a connection attempt failed. Counted apart from frames: a broker that refuses
-  connections is dead or overloaded.
+- refused: a connection attempt failed (or, on a SASL listener, the fuzzer's own login).
+  Counted apart from frames: a broker that refuses connections is dead or overloaded.
+
+Connections are opened by `FireOptions.open`: plain TCP, or TLS and a SASL login first (see
+fuzz_security.py), or TLS alone to fire frames before authentication.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import contextlib
 import functools
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from .fuzz_check import probe_payload
@@ -36,6 +39,15 @@ REFUSED_BACKOFF_S = 0.2
 PROBE_CORRELATION_BASE = 0x5EED0000
 MAX_RESPONSE_BYTES = 256 * 1024 * 1024  # a sane response bound; more means a garbled stream
 _SIZE = struct.Struct(">i")
+
+
+Streams = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+Opener = Callable[[str], Awaitable[Streams]]
+
+
+async def open_plain(address: str) -> Streams:
+    host, port = address.rsplit(":", 1)
+    return await asyncio.wait_for(asyncio.open_connection(host, int(port)), CONNECT_TIMEOUT_S)
 
 
 class GarbledResponseError(ConnectionError):
@@ -61,6 +73,21 @@ class Tally:
             row = table.setdefault(key, dict.fromkeys(OUTCOMES, 0))
             row[outcome] += 1
 
+    def merged(self, other: Tally) -> Tally:
+        """Both tallies' counts together."""
+        total = Tally(self.frames + other.frames, self.refused + other.refused)
+        total.garbled = self.garbled + other.garbled
+        total.outcomes = {o: self.outcomes[o] + other.outcomes[o] for o in OUTCOMES}
+        for name in ("per_api", "per_operation"):
+            table: dict[str, dict[str, int]] = {}
+            for source in (getattr(self, name), getattr(other, name)):
+                for key, row in source.items():
+                    into = table.setdefault(key, dict.fromkeys(OUTCOMES, 0))
+                    for outcome, count in row.items():
+                        into[outcome] += count
+            setattr(total, name, table)
+        return total
+
 
 @dataclass
 class FireOptions:
@@ -71,6 +98,7 @@ class FireOptions:
     api_name: Callable[[int | None], str]
     progress: Callable[[str], None] = print
     progress_interval_s: float = 10.0
+    open: Opener = open_plain
 
 
 class _Connection:
@@ -83,14 +111,11 @@ class _Connection:
         self.writer.transport.abort()
 
 
-async def _connect(address: str) -> _Connection | None:
-    host, port = address.rsplit(":", 1)
+async def _connect(address: str, open_streams: Opener) -> _Connection | None:
     try:
-        reader, writer = await asyncio.wait_for(
-            asyncio.open_connection(host, int(port)), CONNECT_TIMEOUT_S
-        )
-    except (OSError, TimeoutError):
-        return None
+        reader, writer = await open_streams(address)
+    except (OSError, TimeoutError, asyncio.IncompleteReadError, ValueError):
+        return None  # ValueError: a SASL login answered with something undecodable
     return _Connection(reader, writer)
 
 
@@ -152,7 +177,7 @@ async def _worker(index: int, source: _Source, options: FireOptions, tally: Tall
     connection: _Connection | None = None
     while not source.exhausted:
         if connection is None:
-            connection = await _connect(options.addresses[position])
+            connection = await _connect(options.addresses[position], options.open)
             if connection is None:
                 tally.refused += 1
                 position = (position + 1) % len(options.addresses)
@@ -171,9 +196,11 @@ async def _worker(index: int, source: _Source, options: FireOptions, tally: Tall
         connection.abort()
 
 
-async def fire_one(address: str, data: bytes, timeout_s: float) -> str:
+async def fire_one(
+    address: str, data: bytes, timeout_s: float, open_streams: Opener = open_plain
+) -> str:
     """One frame on its own connection (the historic 18-byte killer goes first)."""
-    connection = await _connect(address)
+    connection = await _connect(address, open_streams)
     if connection is None:
         return REFUSED
     try:

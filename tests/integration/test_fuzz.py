@@ -5,12 +5,17 @@ records that were acknowledged meanwhile.
 The run is bounded (a few thousand frames, a firing time limit) so it fits CI; `scripts/fuzz`
 by hand runs millions. The seed is random per run and printed in every failure message, with
 the fuzzer's output, so a failure can be replayed (`--seed`).
+
+A SASL_SSL cluster with the ACL authorizer is fuzzed too, before and after the fuzzer's SCRAM
+login: its listeners admit no recording proxy, so its corpus is a valid frame of every request
+version the brokers decode, built from kio's schemas.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +23,13 @@ from typing import Any
 
 import pytest
 
+from broker.protocol.registry import is_flexible
 from tests.integration.conftest import REPO_ROOT, ClusterFactory
+from tests.unit.broker.sample_requests import (
+    decodable_request_classes,
+    encode_entity,
+    sample_entity,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -35,10 +46,28 @@ MIN_ANSWERED_SHARE = 0.1
 OVERRIDES = {"create.topics.max.partitions": "64"}
 
 
-def _run_fuzz(bootstrap: str, cluster_dir: Path, report_path: Path, seed: int) -> str:
+# The SASL_SSL run: shorter (its cluster's start-up is in the same minute), two phases.
+SASL_FRAMES = 1600
+SASL_FIRING_LIMIT_S = 20
+SASL_MIN_PHASE_FRAMES = 200
+AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
+BEFORE_AUTHENTICATION = "before authentication"
+AFTER_AUTHENTICATION = "after authentication"
+CORPUS_CLIENT_ID = b"fuzz-schema"
+
+
+def _run_fuzz(
+    bootstrap: str,
+    cluster_dir: Path,
+    report_path: Path,
+    seed: int,
+    frames: int = FRAMES,
+    firing_limit_s: int = FIRING_LIMIT_S,
+    extra: tuple[str, ...] = (),
+) -> str:
     args = [sys.executable, str(FUZZ_SCRIPT), "--bootstrap", bootstrap]
-    args += ["--dir", str(cluster_dir), "--frames", str(FRAMES), "--seed", str(seed)]
-    args += ["--max-seconds", str(FIRING_LIMIT_S), "--report-json", str(report_path)]
+    args += ["--dir", str(cluster_dir), "--frames", str(frames), "--seed", str(seed)]
+    args += ["--max-seconds", str(firing_limit_s), "--report-json", str(report_path), *extra]
     result = subprocess.run(
         args,
         cwd=REPO_ROOT,
@@ -85,3 +114,61 @@ def test_fuzzed_requests_leave_brokers_alive_and_acknowledged_records_intact(
     assert sorted(status.brokers) == cluster.broker_ids, status.text
     for broker_id, broker in status.brokers.items():
         assert broker.alive and broker.registered, f"broker {broker_id}: {status.text}"
+
+
+def _schema_corpus(path: Path) -> None:
+    """A valid frame of every request version the brokers decode (header v1, or v2 when
+    flexible), in scripts/fuzz's corpus format."""
+    frames = []
+    for cls in decodable_request_classes():
+        api_key, version = cls.__api_key__, cls.__version__
+        header = struct.pack(">hhih", api_key, version, 1, len(CORPUS_CLIENT_ID))
+        header += CORPUS_CLIENT_ID + (b"\x00" if is_flexible(api_key, version) else b"")
+        payload = header + encode_entity(sample_entity(cls))
+        frames.append(struct.pack(">i", len(payload)) + payload)
+    path.write_bytes(b"".join(frames))
+
+
+@pytest.mark.timeout(240)
+def test_frames_before_and_after_sasl_authentication_leave_brokers_alive(
+    make_cluster: ClusterFactory, tmp_path: Path
+) -> None:
+    cluster = make_cluster(
+        security="sasl_ssl", overrides={**OVERRIDES, "authorizer.class.name": AUTHORIZER}
+    )
+    corpus = tmp_path / "schema-corpus.bin"
+    _schema_corpus(corpus)
+    seed = random.randrange(2**32)
+    report_path = tmp_path / "fuzz-report.json"
+    security = ("--command-config", str(cluster.dir / "client.properties"))
+    output = _run_fuzz(
+        cluster.bootstrap,
+        cluster.dir,
+        report_path,
+        seed,
+        SASL_FRAMES,
+        SASL_FIRING_LIMIT_S,
+        (*security, "--corpus", str(corpus)),
+    )
+    report = json.loads(report_path.read_text())
+    context = f"seed {seed}\n{output}"
+
+    assert report["crashes"] == [], f"brokers died: {report['crashes']}\n{context}"
+    assert report["unhealthy"] == [], f"brokers not serving: {report['unhealthy']}\n{context}"
+    assert report["bounds_refused"] == [], f"legitimate frames refused\n{context}"
+    assert report["missing_apis"] == [], f"APIs missing from the corpus\n{context}"
+    phases = report["phases"]
+    assert sorted(phases) == sorted([BEFORE_AUTHENTICATION, AFTER_AUTHENTICATION]), context
+    for name, phase in phases.items():
+        assert phase["frames"] >= SASL_MIN_PHASE_FRAMES, f"too few frames {name}\n{context}"
+    before = phases[BEFORE_AUTHENTICATION]["outcomes"]
+    # Before authentication a broker takes ApiVersions and the SASL requests only: the rest
+    # closes the connection, so few frames there are followed by an answered probe.
+    assert before["closed"] > before["answered"], f"frames served unauthenticated\n{context}"
+    assert phases[AFTER_AUTHENTICATION]["outcomes"]["answered"] > 0, context
+    assert report["refused"] == 0, f"connections or logins refused\n{context}"
+    assert report["acked"] > 0, f"the witness producer got no acknowledgement\n{context}"
+    assert report["lost"] == 0, f"acknowledged records lost\n{context}"
+    assert report["extra"] == 0, f"records nobody acknowledged\n{context}"
+    assert "problems" in report and not report["problems"], context
+    assert output.startswith("exit 0"), context
