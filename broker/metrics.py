@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -28,8 +28,10 @@ from broker.metrics_sources import (
     LoopIdleMeter,
     coordinator_counts,
     coordinator_metrics,
-    fetcher_lag_metrics,
+    fetcher_lag_lines,
     fetcher_lags,
+    float_text,
+    gauge_header,
     loop_metrics,
     request_queue_size,
     zookeeper_metrics,
@@ -128,8 +130,9 @@ def _timed(spec: ApiSpec, counters: BrokerCounters) -> Callable[..., Awaitable[A
     return timed
 
 
-@dataclass
-class PartitionSample:
+class PartitionSample(NamedTuple):
+    """One replica, copied on the loop at a scrape (a tuple: thousands per scrape)."""
+
     topic: str
     partition: int
     is_leader: bool
@@ -227,9 +230,7 @@ class _SnapshotCollector:
         yield from _topic_metrics(snapshot.counters)
         yield from _request_metrics(snapshot.counters)
         yield from _replica_metrics(snapshot)
-        yield from _log_metrics(snapshot.partitions)
         yield from _controller_metrics(snapshot)
-        yield from fetcher_lag_metrics(snapshot.fetcher_lags)
         yield from coordinator_metrics(snapshot.coordinators)
         yield from loop_metrics(snapshot.loop_idle, snapshot.request_queue_size)
         counters = snapshot.counters
@@ -242,9 +243,29 @@ class _SnapshotCollector:
 
 
 def render(snapshot: Snapshot) -> bytes:
+    """The exposition text. The families with a sample per partition are written here
+    directly, labels in name order as prometheus_client writes them (it spends ~20 us a
+    sample: a broker hosting 5,000 replicas has ~13,000 such samples), the others through
+    prometheus_client."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_SnapshotCollector(snapshot))
-    return generate_latest(registry)
+    per_partition = [*_log_lines(snapshot.partitions), *fetcher_lag_lines(snapshot.fetcher_lags)]
+    return generate_latest(registry) + "".join(per_partition).encode()
+
+
+def _log_lines(partitions: list[PartitionSample]) -> Iterator[str]:
+    yield from gauge_header("kafka_log_log_logendoffset", "Log end offset")
+    for sample in partitions:
+        yield (
+            f'kafka_log_log_logendoffset{{partition="{sample.partition}",'
+            f'topic="{sample.topic}"}} {float_text(sample.log_end_offset)}\n'
+        )
+    yield from gauge_header("kafka_log_log_size", "Bytes in the log's segments")
+    for sample in partitions:
+        yield (
+            f'kafka_log_log_size{{partition="{sample.partition}",'
+            f'topic="{sample.topic}"}} {float_text(sample.size_bytes)}\n'
+        )
 
 
 _TOPIC_METERS = (
@@ -314,21 +335,6 @@ def _replica_metrics(snapshot: Snapshot) -> Iterator[Metric]:
         "ISR expansions written by this broker's leaders",
         snapshot.isr_expands,
     )
-
-
-def _log_metrics(partitions: list[PartitionSample]) -> Iterator[Metric]:
-    end = GaugeMetricFamily(
-        "kafka_log_log_logendoffset", "Log end offset", labels=["topic", "partition"]
-    )
-    size = GaugeMetricFamily(
-        "kafka_log_log_size", "Bytes in the log's segments", labels=["topic", "partition"]
-    )
-    for sample in partitions:
-        labels = [sample.topic, str(sample.partition)]
-        end.add_metric(labels, sample.log_end_offset)
-        size.add_metric(labels, sample.size_bytes)
-    yield end
-    yield size
 
 
 def _controller_metrics(snapshot: Snapshot) -> Iterator[Metric]:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.samples import Sample
+from prometheus_client.utils import floatToGoString
 
 if TYPE_CHECKING:
     from broker.server import KafkaServer
@@ -122,12 +123,9 @@ def _ratio(idle_ns: int, elapsed_ns: int) -> float:
     return min(1.0, max(0.0, idle_ns / elapsed_ns))
 
 
-@dataclass(frozen=True, slots=True)
-class FetcherLag:
-    client_id: str
-    topic: str
-    partition: int
-    lag: int
+# (Kafka's clientId for the fetcher, (topic, partition), lag): copied on the loop as the
+# fetchers give them, thousands per scrape, and formatted on the render thread.
+FetcherLag = tuple[str, tuple[str, int], int]
 
 
 @dataclass(slots=True)
@@ -144,10 +142,7 @@ def fetcher_lags(server: KafkaServer) -> list[FetcherLag]:
     fetchers = server.replica_manager.fetchers
     if fetchers is None:
         return []
-    return [
-        FetcherLag(client_id, topic, partition, lag)
-        for client_id, (topic, partition), lag in fetchers.lags()
-    ]
+    return list(fetchers.lags())
 
 
 def coordinator_counts(server: KafkaServer) -> CoordinatorCounts:
@@ -204,15 +199,29 @@ def loop_metrics(idle: LoopIdle | None, queue_size: int) -> Iterator[Metric]:
     )
 
 
-def fetcher_lag_metrics(lags: list[FetcherLag]) -> Iterator[Metric]:
-    family = GaugeMetricFamily(
-        "kafka_server_fetcherlagmetrics_consumerlag",
-        "The leader's high watermark less this follower's next fetch offset",
-        labels=["clientId", "topic", "partition"],
+def gauge_header(name: str, documentation: str) -> Iterator[str]:
+    yield f"# HELP {name} {documentation}\n"
+    yield f"# TYPE {name} gauge\n"
+
+
+def float_text(value: int) -> str:
+    """A sample's value as prometheus_client writes it."""
+    text: str = floatToGoString(value)  # type: ignore[no-untyped-call]
+    return text
+
+
+def fetcher_lag_lines(lags: list[FetcherLag]) -> Iterator[str]:
+    """Written as text directly (see `broker.metrics.render`). Topic names and fetcher names
+    hold only characters that need no escaping in a label value."""
+    name = "kafka_server_fetcherlagmetrics_consumerlag"
+    yield from gauge_header(
+        name, "The leader's high watermark less this follower's next fetch offset"
     )
-    for lag in sorted(lags, key=lambda f: (f.topic, f.partition)):
-        family.add_metric([lag.client_id, lag.topic, str(lag.partition)], lag.lag)
-    yield family
+    for client_id, (topic, partition), lag in sorted(lags, key=lambda f: f[1]):
+        yield (
+            f'{name}{{clientId="{client_id}",partition="{partition}",'
+            f'topic="{topic}"}} {float_text(lag)}\n'
+        )
 
 
 def coordinator_metrics(counts: CoordinatorCounts) -> Iterator[Metric]:

@@ -35,7 +35,7 @@ def _snapshot() -> Snapshot:
         PartitionSample("orders", 1, False, False, 0, 0),
         PartitionSample("audit", 0, True, False, 1, 100),
     ]
-    lags = [FetcherLag("ReplicaFetcherThread-0-2", "orders", 1, 7)]
+    lags: list[FetcherLag] = [("ReplicaFetcherThread-0-2", ("orders", 1), 7)]
     coordinators = CoordinatorCounts(
         groups_by_state=Counter({"Stable": 2, "Empty": 1}),
         offsets=9,
@@ -187,3 +187,33 @@ def test_loop_idle_meter_sees_a_busy_loop_and_an_idle_one() -> None:
     assert later.recent_ratio > busy.recent_ratio, (busy, later)
     assert later.idle_ns > busy.idle_ns
     assert 0.0 <= later.mean_ratio <= 1.0
+
+
+def test_per_partition_families_are_written_as_prometheus_client_writes_them() -> None:
+    """The log and fetcher-lag families skip prometheus_client (a sample per partition), and
+    their text is still what it would have written, large values included."""
+    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client.core import GaugeMetricFamily
+
+    snapshot = _snapshot()
+    snapshot.partitions.append(PartitionSample("big", 3, True, False, 12_345_678, 9_876_543_210))
+    text = render(snapshot).decode()
+
+    class Expected:
+        def collect(self) -> list[GaugeMetricFamily]:
+            end = GaugeMetricFamily(
+                "kafka_log_log_logendoffset", "Log end offset", labels=["topic", "partition"]
+            )
+            size = GaugeMetricFamily(
+                "kafka_log_log_size", "Bytes in the log's segments", labels=["topic", "partition"]
+            )
+            for sample in snapshot.partitions:
+                end.add_metric([sample.topic, str(sample.partition)], sample.log_end_offset)
+                size.add_metric([sample.topic, str(sample.partition)], sample.size_bytes)
+            return [end, size]
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(Expected())
+    expected = generate_latest(registry).decode()
+    assert expected in text
+    assert 'kafka_log_log_logendoffset{partition="3",topic="big"} 1.2345678e+07' in text
