@@ -10,6 +10,9 @@ COPY zk ./zk
 COPY pipeline ./pipeline
 COPY kafka_cli ./kafka_cli
 RUN pip install --no-cache-dir '.[tools]'
+# The launcher's TLS material maker: docker-compose.yml's SASL_SSL example (profile sasl_ssl)
+# makes its CA and broker certificates with it.
+COPY scripts/_cluster/tls_material.py ./tls_material.py
 
 # Shared defaults; each broker's id and listeners come as --override arguments.
 RUN mkdir -p /etc/kafka /var/lib/kafka/data && printf '%s\n' \
