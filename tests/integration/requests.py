@@ -59,10 +59,15 @@ def delete_topics_request(names: list[str], timeout_ms: int = 30000) -> dict[str
 
 
 def produce_request(
-    topic: str, partition: int, records: bytes, acks: int = 1, timeout_ms: int = 10000
+    topic: str,
+    partition: int,
+    records: bytes,
+    acks: int = 1,
+    timeout_ms: int = 10000,
+    transactional_id: str | None = None,
 ) -> dict[str, Any]:
     return {
-        "transactional_id": None,
+        "transactional_id": transactional_id,
         "acks": acks,
         "timeout": timeout_ms,
         "topic_data": [

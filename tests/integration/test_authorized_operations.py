@@ -8,6 +8,7 @@ on the cluster nothing to a user that may not describe it."""
 from __future__ import annotations
 
 import subprocess
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -136,9 +137,23 @@ def test_groups_answer_what_the_principal_may_do(
           "--operation", "Read", "--group", group)  # fmt: skip
 
     def described(user: tuple[str, str]) -> set[str]:
+        """Asked again while the group's coordinator loads its __consumer_offsets partition
+        (a new cluster's first group request creates the topic), bounded by TIMEOUT_S."""
+        from confluent_kafka import KafkaError, KafkaException
+
         client = _admin(cluster, user)
-        futures = client.describe_consumer_groups([group], include_authorized_operations=True)
-        return _operation_names(futures[group].result(TIMEOUT_S).authorized_operations)
+        deadline = time.monotonic() + TIMEOUT_S
+        while True:
+            futures = client.describe_consumer_groups([group], include_authorized_operations=True)
+            try:
+                found = futures[group].result(TIMEOUT_S)
+            except KafkaException as error:
+                loading = error.args[0].code() == KafkaError.COORDINATOR_LOAD_IN_PROGRESS
+                if not loading or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+                continue
+            return _operation_names(found.authorized_operations)
 
     assert described(ADMIN) == {"READ", "DESCRIBE", "DELETE"}
     assert described(bob) == {"READ", "DESCRIBE"}

@@ -205,7 +205,11 @@ def test_a_transaction_no_coordinator_knows_is_found_hanging_and_aborted(
     """A transactional batch written straight to the leader by a producer id no transaction
     coordinator knows (as after a lost coordinator state): find-hanging lists it, and abort
     --start-offset ends it, so read_committed readers get past it."""
-    from tests.integration.test_transaction_log import _producer_id, _transactional_batch
+    from tests.integration.test_transaction_log import (
+        TRANSACTIONAL_ID,
+        _producer_id,
+        _transactional_batch,
+    )
     from tests.integration.wire import leader_address, produce
 
     topic = "tool-hanging"
@@ -214,7 +218,14 @@ def test_a_transaction_no_coordinator_knows_is_found_hanging_and_aborted(
     with WireClient.to(leader_address(cluster, topic)) as client:
         producer_id = _producer_id(client)
         batch = _transactional_batch(producer_id, 0, [b"hanging"])  # timestamps of 1970
-        assert int(produce(client, topic, 0, batch, acks=-1).error_code) == 0
+        assert (
+            int(
+                produce(
+                    client, topic, 0, batch, acks=-1, transactional_id=TRANSACTIONAL_ID
+                ).error_code
+            )
+            == 0
+        )
     args = ["find-hanging", "--topic", topic, "--max-transaction-timeout", "0"]
     (hanging,) = _table(_transactions(cluster, *args))
     assert (hanging["Topic"], hanging["Partition"]) == (topic, "0")

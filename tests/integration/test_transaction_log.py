@@ -29,6 +29,9 @@ from tests.integration.wire import (
 
 WRITE_TXN_MARKERS = 27
 READ_COMMITTED = 1
+# Produce requests of transactional batches name a transactional id, or Kafka refuses them;
+# no coordinator knows this one: these tests write their batches straight to the leader.
+TRANSACTIONAL_ID = "written-by-hand"
 
 
 def _transactional_batch(producer_id: int, sequence: int, values: list[bytes]) -> bytes:
@@ -114,7 +117,14 @@ def test_markers_end_transactions_for_read_committed_readers(cluster: ClusterHan
     with WireClient.to(_create_led(cluster, topic)) as client:
         producer_id = _producer_id(client)
         aborted = _transactional_batch(producer_id, 0, [b"aborted-1", b"aborted-2"])
-        assert int(produce(client, topic, 0, aborted, acks=-1).error_code) == 0
+        assert (
+            int(
+                produce(
+                    client, topic, 0, aborted, acks=-1, transactional_id=TRANSACTIONAL_ID
+                ).error_code
+            )
+            == 0
+        )
         # Open: uncommitted readers see it, read_committed ones stop before it.
         assert _latest(client, topic, 0) == 2
         assert _latest(client, topic, READ_COMMITTED) == 0
@@ -131,11 +141,25 @@ def test_markers_end_transactions_for_read_committed_readers(cluster: ClusterHan
             (producer_id, 0)
         ]
         committed = _transactional_batch(producer_id, 2, [b"committed-1", b"committed-2"])
-        assert int(produce(client, topic, 0, committed, acks=-1).error_code) == 0
+        assert (
+            int(
+                produce(
+                    client, topic, 0, committed, acks=-1, transactional_id=TRANSACTIONAL_ID
+                ).error_code
+            )
+            == 0
+        )
         assert _end_transaction(client, topic, producer_id, commit=True) == 0
         assert _latest(client, topic, READ_COMMITTED) == 6
         later_abort = _transactional_batch(producer_id, 4, [b"aborted-3"])
-        assert int(produce(client, topic, 0, later_abort, acks=-1).error_code) == 0
+        assert (
+            int(
+                produce(
+                    client, topic, 0, later_abort, acks=-1, transactional_id=TRANSACTIONAL_ID
+                ).error_code
+            )
+            == 0
+        )
         assert _end_transaction(client, topic, producer_id, commit=False) == 0  # 6, marker 7
         # One batch fetched (max bytes 1): only aborted transactions with data in it.
         first = _fetch(client, topic, 0, READ_COMMITTED, max_bytes=1)
@@ -168,6 +192,13 @@ def test_a_marker_from_an_older_producer_epoch_is_refused(cluster: ClusterHandle
             base_sequence=0,
             is_transactional=True,
         )
-        assert int(produce(client, topic, 0, batch, acks=-1).error_code) == 0
+        assert (
+            int(
+                produce(
+                    client, topic, 0, batch, acks=-1, transactional_id=TRANSACTIONAL_ID
+                ).error_code
+            )
+            == 0
+        )
         invalid_producer_epoch = 47
         assert _end_transaction(client, topic, producer_id, commit=True) == invalid_producer_epoch

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
 from typing import Any
 
 from kio.serial import entity_reader
@@ -160,9 +161,12 @@ def produce(
     records: bytes,
     acks: int = 1,
     version: int = 9,
+    transactional_id: str | None = None,
 ) -> Any:
-    """Produce one batch to one partition (acks 1 or -1); returns that partition's result."""
-    response = client.request(PRODUCE, version, produce_request(topic, partition, records, acks))
+    """Produce one batch to one partition (acks 1 or -1); returns that partition's result.
+    Transactional batches need a `transactional_id`, as in Kafka."""
+    fields = produce_request(topic, partition, records, acks, transactional_id=transactional_id)
+    response = client.request(PRODUCE, version, fields)
     return response.responses[0].partition_responses[0]
 
 
@@ -212,10 +216,18 @@ def first_broker(cluster: ClusterHandle) -> str:
     return cluster.bootstrap.split(",")[0]
 
 
-def controller_id(cluster: ClusterHandle) -> int:
-    """The controller, as the first broker's Metadata names it."""
-    with WireClient.to(first_broker(cluster)) as client:
-        return int(metadata(client, []).controller_id)
+def controller_id(cluster: ClusterHandle, timeout_s: float = 30.0) -> int:
+    """The controller, as the first broker's Metadata names it, once it names one (a broker
+    that has just started may not know the controller yet: -1)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with WireClient.to(first_broker(cluster)) as client:
+            found = int(metadata(client, []).controller_id)
+        if found >= 0:
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no controller known to {first_broker(cluster)} in {timeout_s} s")
+        time.sleep(0.1)
 
 
 def controller_address(cluster: ClusterHandle) -> str:
