@@ -46,10 +46,12 @@ MIN_ANSWERED_SHARE = 0.1
 OVERRIDES = {"create.topics.max.partitions": "64"}
 
 
-# The SASL_SSL run: shorter (its cluster's start-up is in the same minute), two phases.
+# The SASL_SSL run: fewer frames, two phases. Each frame after authentication costs a TLS
+# connection and a SCRAM login, so the firing bound is wide: beside a CPU hog the fuzzer fired
+# only 189 of its 800 in 20 s. The phase minimum only proves that each phase ran.
 SASL_FRAMES = 1600
-SASL_FIRING_LIMIT_S = 20
-SASL_MIN_PHASE_FRAMES = 200
+SASL_FIRING_LIMIT_S = 60
+SASL_MIN_PHASE_FRAMES = 100
 AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
 BEFORE_AUTHENTICATION = "before authentication"
 AFTER_AUTHENTICATION = "after authentication"
