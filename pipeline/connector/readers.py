@@ -139,6 +139,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         new = [tp for tp in tps if tp not in begin]
         begin.update(lookup.earliest(new, allow_missing=True) if new else {})
         latest = lookup.latest([tp for tp in tps if tp in begin], allow_missing=True)
+        # No offset (-1001) without an error: a new leader that cannot answer yet (KIP-207).
+        latest = {tp: offset for tp, offset in latest.items() if offset >= 0}
         self._last_latest = dict(latest)
         if self._available_now_target is not None:
             target = self._available_now_target
