@@ -18,6 +18,7 @@ import pytest
 from tests.integration.conftest import ClusterHandle
 
 TIMEOUT_S = 60
+REQUEST_TIMEOUT_S = 10
 ADMIN = ("admin", "admin-secret")
 REPO_ROOT = Path(__file__).resolve().parents[2]
 AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
@@ -137,19 +138,24 @@ def test_groups_answer_what_the_principal_may_do(
           "--operation", "Read", "--group", group)  # fmt: skip
 
     def described(user: tuple[str, str]) -> set[str]:
-        """Asked again while the group's coordinator loads its __consumer_offsets partition
-        (a new cluster's first group request creates the topic), bounded by TIMEOUT_S."""
+        """Asked again while the group's coordinator comes up, bounded by TIMEOUT_S: a new
+        cluster's first group request creates __consumer_offsets, and until its partitions load
+        the broker answers COORDINATOR_NOT_AVAILABLE (librdkafka retries FindCoordinator only
+        twice, then waits for a broker state change that never comes, so the request times
+        out) or COORDINATOR_LOAD_IN_PROGRESS."""
         from confluent_kafka import KafkaError, KafkaException
 
         client = _admin(cluster, user)
         deadline = time.monotonic() + TIMEOUT_S
+        retriable = {KafkaError._TIMED_OUT, KafkaError.COORDINATOR_LOAD_IN_PROGRESS}
         while True:
-            futures = client.describe_consumer_groups([group], include_authorized_operations=True)
+            futures = client.describe_consumer_groups(
+                [group], include_authorized_operations=True, request_timeout=REQUEST_TIMEOUT_S
+            )
             try:
                 found = futures[group].result(TIMEOUT_S)
             except KafkaException as error:
-                loading = error.args[0].code() == KafkaError.COORDINATOR_LOAD_IN_PROGRESS
-                if not loading or time.monotonic() > deadline:
+                if error.args[0].code() not in retriable or time.monotonic() > deadline:
                     raise
                 time.sleep(0.5)
                 continue
