@@ -75,7 +75,7 @@ lab: setup
 # Two workers, whole modules each (their clusters are module-scoped); Spark's tests then run
 # alone, since its Python workers must connect back to the JVM within a fixed 10 s.
 test: setup spark-connector
-	$(VENV)/bin/pytest -q -n 2 --dist loadfile -m "not spark" tests
+	$(VENV)/bin/pytest -q -n 2 --dist loadfile --durations=40 --durations-min=15 -m "not spark" tests
 	$(VENV)/bin/pytest -q -m spark tests
 
 # The example Spark pipeline (README, "The Spark pipeline"), on Spark's Kafka connector; e.g.
