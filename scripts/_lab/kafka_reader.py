@@ -27,13 +27,17 @@ from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._listoffsets import OffsetSpec
 
+from broker.log.checkpoints import (
+    REPLICATION_OFFSET_CHECKPOINT,
+    CheckpointError,
+    read_offset_checkpoint,
+)
 from kafka_cli._client import client_config, load_properties
 
 from .snapshot import JsonObject, KafkaObservations, format_time
 
 REQUEST_TIMEOUT_S = 3.0
 RESULT_TIMEOUT_S = 5.0
-REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 CLIENT_PROPERTIES = "client.properties"
 QUIET_LOG_LEVEL = 2  # syslog's critical: librdkafka's connection errors are not worth a line
 WORKER_ANSWER_TIMEOUT_S = 30.0
@@ -58,18 +62,12 @@ def librdkafka_config(
 
 
 def read_checkpoint(path: Path) -> dict[Partition, int]:
-    """Kafka's checkpoint format: a version line, a count line, then `topic partition offset`.
-    A missing or half-written file reads as what could be parsed."""
+    """A broker's offset checkpoint; a missing or unreadable one reads as empty (the broker
+    writes a temporary file and renames it, so a half-written one is never seen)."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError:
+        return read_offset_checkpoint(path)
+    except (CheckpointError, OSError):
         return {}
-    found: dict[Partition, int] = {}
-    for line in lines[2:]:
-        fields = line.split()
-        if len(fields) == 3 and fields[1].isdigit() and fields[2].lstrip("-").isdigit():
-            found[(fields[0], int(fields[1]))] = int(fields[2])
-    return found
 
 
 def read_checkpoints(spec: ClusterSpec) -> dict[int, dict[Partition, int]]:
