@@ -22,9 +22,8 @@ from zk.client import ZkClient
 from . import zookeeper
 from .layout import ClusterSpec, ProcessRecord, broker_key, load_state, zookeeper_key
 from .runtime import is_running, zookeeper_connect_of
+from .zk_view import CONNECTION_TIMEOUT_MS, connect, controller_epoch_of, controller_id_of
 
-SESSION_TIMEOUT_MS = 10000
-CONNECTION_TIMEOUT_MS = 3000
 ZOOKEEPER_READ_TIMEOUT_S = 5.0
 SCRAPE_TIMEOUT_S = 2.0
 
@@ -143,28 +142,16 @@ class Collector:
         if client is not None:
             await client.close()
 
-    async def _read_zookeeper(self, connect: str) -> ZookeeperView | None:
+    async def _read_zookeeper(self, connect_string: str) -> ZookeeperView | None:
         try:
             async with asyncio.timeout(ZOOKEEPER_READ_TIMEOUT_S + CONNECTION_TIMEOUT_MS / 1000):
                 if self._client is None:
-                    self._client = await _connect(connect)
+                    self._client = await connect(connect_string)
                 async with asyncio.timeout(ZOOKEEPER_READ_TIMEOUT_S):
                     return await read_view(self._client)
         except Exception:  # unreachable, session lost, timed out: start over next tick
             await self.close()
             return None
-
-
-async def _connect(connect: str) -> ZkClient:
-    client = ZkClient(
-        connect, session_timeout_ms=SESSION_TIMEOUT_MS, connection_timeout_ms=CONNECTION_TIMEOUT_MS
-    )
-    try:
-        await client.start()
-    except BaseException:
-        await client.close()
-        raise
-    return client
 
 
 async def read_view(client: ZkClient) -> ZookeeperView:
@@ -176,8 +163,8 @@ async def read_view(client: ZkClient) -> ZookeeperView:
     partition_count, problems = await _partition_problems(client, set(registered))
     return ZookeeperView(
         registered,
-        _json_int(controller[0], "brokerid") if controller else None,
-        _int(epoch[0]) if epoch else None,
+        controller_id_of(controller[0]) if controller else None,
+        controller_epoch_of(epoch[0]) if epoch else None,
         partition_count,
         problems,
     )
@@ -219,20 +206,6 @@ def _leader_and_isr(data: bytes) -> tuple[int, list[int]]:
         return int(state["leader"]), [int(b) for b in state["isr"]]
     except (ValueError, KeyError, TypeError):
         return -1, []
-
-
-def _json_int(data: bytes, key: str) -> int | None:
-    try:
-        return int(json.loads(data)[key])
-    except (ValueError, KeyError, TypeError):
-        return None
-
-
-def _int(data: bytes) -> int | None:
-    try:
-        return int(data.decode().strip())
-    except ValueError:
-        return None
 
 
 async def _scrape_all(spec: ClusterSpec) -> dict[int, dict[str, float]]:

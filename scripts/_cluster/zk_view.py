@@ -31,31 +31,42 @@ class ClusterView:
 
 
 async def read_view(client: ZkClient) -> ClusterView:
-    registered: dict[int, int] = {}
-    for child in await client.get_children("/brokers/ids") or []:
-        found = await client.get(f"/brokers/ids/{child}")
-        if found is not None and child.isdigit():
-            registered[int(child)] = found[1].ephemeral_owner
-    controller_id = None
+    ids = sorted(int(c) for c in await client.get_children("/brokers/ids") or [] if c.isdigit())
+    registrations = await client.get_many([f"/brokers/ids/{i}" for i in ids])
+    registered = {
+        i: found[1].ephemeral_owner for i, found in zip(ids, registrations, strict=True) if found
+    }
     controller = await client.get("/controller")
-    if controller is not None:
-        try:
-            controller_id = int(json.loads(controller[0])["brokerid"])
-        except (ValueError, KeyError, TypeError):
-            controller_id = None
-    controller_epoch = None
     epoch = await client.get("/controller_epoch")
-    if epoch is not None:
-        try:
-            controller_epoch = int(epoch[0].decode().strip())
-        except ValueError:
-            controller_epoch = None
-    return ClusterView(registered, controller_id, controller_epoch)
+    return ClusterView(
+        registered,
+        controller_id_of(controller[0]) if controller else None,
+        controller_epoch_of(epoch[0]) if epoch else None,
+    )
 
 
-async def _connect(connect: str) -> ZkClient:
+def controller_id_of(data: bytes) -> int | None:
+    """The broker id in /controller's JSON, or None when it does not parse."""
+    try:
+        return int(json.loads(data)["brokerid"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def controller_epoch_of(data: bytes) -> int | None:
+    """The number in /controller_epoch, or None when it does not parse."""
+    try:
+        return int(data.decode().strip())
+    except ValueError:
+        return None
+
+
+async def connect(connect_string: str) -> ZkClient:
+    """A started ZooKeeper session with the launcher's timeouts (closed again on failure)."""
     client = ZkClient(
-        connect, session_timeout_ms=SESSION_TIMEOUT_MS, connection_timeout_ms=CONNECTION_TIMEOUT_MS
+        connect_string,
+        session_timeout_ms=SESSION_TIMEOUT_MS,
+        connection_timeout_ms=CONNECTION_TIMEOUT_MS,
     )
     try:
         await client.start()
@@ -65,12 +76,12 @@ async def _connect(connect: str) -> ZkClient:
     return client
 
 
-def query(connect: str) -> ClusterView | None:
+def query(connect_string: str) -> ClusterView | None:
     """One snapshot, or None when ZooKeeper cannot be reached."""
 
     async def run() -> ClusterView | None:
         try:
-            client = await _connect(connect)
+            client = await connect(connect_string)
         except Exception:
             return None
         try:
@@ -87,7 +98,9 @@ Condition = Callable[[ClusterView], bool]
 Check = Callable[[], None]
 
 
-def wait_for(connect: str, condition: Condition, check: Check, timeout_s: float) -> ClusterView:
+def wait_for(
+    connect_string: str, condition: Condition, check: Check, timeout_s: float
+) -> ClusterView:
     """Poll ZooKeeper until `condition(view)` holds; `check()` runs every round and may raise
     (e.g. when the process being waited for has died). Raises TimeoutError with the last view
     (or None) as its argument."""
@@ -101,7 +114,7 @@ def wait_for(connect: str, condition: Condition, check: Check, timeout_s: float)
             while True:
                 check()
                 if client is None:
-                    client = await _attempt(_connect(connect))
+                    client = await _attempt(connect(connect_string))
                 if client is not None:
                     last_view = await _attempt(read_view(client))
                     if last_view is not None and condition(last_view):
