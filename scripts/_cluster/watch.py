@@ -39,6 +39,13 @@ from .watch_data import (
 
 # Partitions listed by name under the tables; the rest are counted.
 LISTED_PROBLEMS = 12
+# Counters shown as a rate per second between two ticks: the metric, its plain snapshot key,
+# its live view column and the live view's decimals (plain snapshots always show one).
+RATES = (
+    (MESSAGES_IN, "messages_in_per_s", "msgs in/s", 1),
+    (BYTES_IN, "bytes_in_per_s", "bytes in/s", 0),
+    (BYTES_OUT, "bytes_out_per_s", "bytes out/s", 0),
+)
 
 
 def watch(directory: Path, interval_s: float, iterations: int | None) -> None:
@@ -164,9 +171,7 @@ def _plain_broker(
         "leaders": _number(_metric(row, LEADERS)),
         "partitions": _number(_metric(row, REPLICAS)),
         "under_replicated": _number(_metric(row, UNDER_REPLICATED)),
-        "messages_in_per_s": _number(_rate(row, previous, MESSAGES_IN, now_s), 1),
-        "bytes_in_per_s": _number(_rate(row, previous, BYTES_IN, now_s), 1),
-        "bytes_out_per_s": _number(_rate(row, previous, BYTES_OUT, now_s), 1),
+        **{key: _number(_rate(row, previous, metric, now_s), 1) for metric, key, _, _ in RATES},
         "isr_shrinks": _number(_metric(row, ISR_SHRINKS)),
         "isr_expands": _number(_metric(row, ISR_EXPANDS)),
         "idle": _number(_metric(row, NETWORK_IDLE), 2),
@@ -213,9 +218,7 @@ def _broker_table(snapshot: ClusterSnapshot, previous: ClusterSnapshot | None) -
         "leaders",
         "replicas",
         "URP",
-        "msgs in/s",
-        "bytes in/s",
-        "bytes out/s",
+        *(header for _, _, header, _ in RATES),
         "ISR shrinks",
         "ISR expands",
         "idle",
@@ -238,9 +241,10 @@ def _broker_table(snapshot: ClusterSnapshot, previous: ClusterSnapshot | None) -
             _number(_metric(row, LEADERS)),
             _number(_metric(row, REPLICAS)),
             Text(_number(under), style="bold red" if under else ""),
-            _number(_rate(row, previous, MESSAGES_IN, snapshot.taken_s), 1),
-            _number(_rate(row, previous, BYTES_IN, snapshot.taken_s), 0),
-            _number(_rate(row, previous, BYTES_OUT, snapshot.taken_s), 0),
+            *(
+                _number(_rate(row, previous, metric, snapshot.taken_s), digits)
+                for metric, _, _, digits in RATES
+            ),
             _count_with_change(row, previous, ISR_SHRINKS),
             _count_with_change(row, previous, ISR_EXPANDS),
             _number(_metric(row, NETWORK_IDLE), 2),

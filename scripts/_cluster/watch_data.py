@@ -50,8 +50,6 @@ SCRAPED = frozenset(
         NETWORK_IDLE,
     }
 )
-# Counters shown as a rate per second between two ticks.
-RATES = (MESSAGES_IN, BYTES_IN, BYTES_OUT)
 
 
 @dataclass(frozen=True, slots=True)
