@@ -45,16 +45,6 @@ log = logging.getLogger(__name__)
 BROKERS_ENTITY_TYPE = "brokers"
 DEFAULT_ENTITY = "<default>"  # ZooKeeper's name for the cluster-wide default ("" in requests)
 
-# The broker-level defaults of topic configs (the topic config table says which): each log
-# takes them unless its topic overrides them (applied by rebuilding the default LogConfig and
-# every log's config), or they are read per request (min.insync.replicas), or they are inert
-# here (compression.type, log.flush.*, log.preallocate, log.roll.jitter.ms,
-# log.message.downconversion.enable) and storing them is all there is to apply, as Kafka's
-# DynamicLogConfig updates them too.
-DYNAMIC_CONFIGS = DYNAMIC_SERVER_DEFAULTS
-# Key and trust material (Kafka's SslConfigs.RECONFIGURABLE_CONFIGS): only with a listener
-# prefix; the listener then accepts new connections with the new material.
-SSL_STORE_CONFIGS = tls.RECONFIGURABLE_CONFIGS
 # The SSL and SASL keys of Kafka 3.9's DynamicListenerConfig.ReconfigurableConfigs (not
 # principal.builder.class: no Java classes here). Kafka applies them to listeners added later
 # and leaves existing ones as they are; listeners are not added at runtime here, so storing
@@ -95,11 +85,19 @@ LISTENER_SECURITY_CONFIGS = frozenset(
 )
 # Dynamic only per broker (Kafka's DynamicBrokerConfig.PerBrokerConfigs): a cluster-wide
 # default of these, or of any listener-prefixed key, is refused. A new advertised.listeners is
-# written to /brokers/ids/<id>.
+# written to /brokers/ids/<id>. The key and trust material (tls.RECONFIGURABLE_CONFIGS, Kafka's
+# SslConfigs.RECONFIGURABLE_CONFIGS) is dynamic only with a listener prefix; the listener then
+# accepts new connections with it.
 PER_BROKER_CONFIGS = (
-    frozenset({"advertised.listeners"}) | LISTENER_SECURITY_CONFIGS | SSL_STORE_CONFIGS
+    frozenset({"advertised.listeners"}) | LISTENER_SECURITY_CONFIGS | tls.RECONFIGURABLE_CONFIGS
 )
-DYNAMIC_CONFIGS = DYNAMIC_CONFIGS | PER_BROKER_CONFIGS
+# Besides those, the broker-level defaults of topic configs (the topic config table says
+# which): each log takes them unless its topic overrides them (applied by rebuilding the
+# default LogConfig and every log's config), or they are read per request
+# (min.insync.replicas), or they are inert here (compression.type, log.flush.*,
+# log.preallocate, log.roll.jitter.ms, log.message.downconversion.enable) and storing them is
+# all there is to apply, as Kafka's DynamicLogConfig updates them too.
+DYNAMIC_CONFIGS = DYNAMIC_SERVER_DEFAULTS | PER_BROKER_CONFIGS
 if DYNAMIC_CONFIGS - set(CONFIG_DEFS):
     raise ImportError(f"not broker configs: {sorted(DYNAMIC_CONFIGS - set(CONFIG_DEFS))}")
 # Kafka's DynamicPasswordConfigs: stored encrypted with password.encoder.secret.
@@ -151,7 +149,7 @@ def check_update(
     _refuse(
         "These security configs can be dynamically updated only per-listener using the"
         " listener prefix",
-        plain & SSL_STORE_CONFIGS,
+        plain & tls.RECONFIGURABLE_CONFIGS,
     )
     after = effective_config(static, overrides)
     if not per_broker:
@@ -208,7 +206,7 @@ def _check_listeners(before: KafkaConfig, after: KafkaConfig) -> None:
 
 def _fixed_settings(config: KafkaConfig, listener_name: str) -> dict[str, object]:
     overrides = config.listener_overrides.get(listener_name.lower(), {})
-    return {key: value for key, value in overrides.items() if key not in SSL_STORE_CONFIGS}
+    return {key: value for key, value in overrides.items() if key not in tls.RECONFIGURABLE_CONFIGS}
 
 
 def _decode(found: tuple[bytes, object] | None, path: str) -> dict[str, str]:

@@ -40,9 +40,6 @@ from broker.protocol.registry import response_class
 from broker.security.acl import CLUSTER_NAME, Operation, ResourceType
 from broker.security.authorizer import AclAuthorizer
 
-# broker.handlers.fetch checks the rest of a fetch session with it.
-TOPIC = ResourceType.TOPIC
-
 
 @dataclass(frozen=True, slots=True)
 class Refused:
@@ -478,7 +475,7 @@ def _offset_fetch_groups(access: Access, request: Any) -> Decision:
             return _describable_only(access, group)
         added = entries(
             type(group),
-            OFFSET_FETCH_TOPICS,
+            TOPIC_INDEXES,
             refused_topics[group.group_id],
             lambda _topic: ErrorCode.topic_authorization_failed,
         )
@@ -512,7 +509,6 @@ TOPIC_INDEXES = Echo(
     {"name": "name"},
     (Echo("partition_indexes", "partitions", {"partition_index": ITSELF}),),
 )
-OFFSET_FETCH_TOPICS = TOPIC_INDEXES
 OFFSET_FETCH_GROUPS = Echo("groups", "groups", {"group_id": "group_id"})
 FETCH_TOPICS = Echo(
     "topics",
@@ -526,14 +522,9 @@ FETCH_TOPICS = Echo(
 )
 CONFIG_RESOURCES = {"resource_type": "resource_type", "resource_name": "resource_name"}
 
-_READ = Operation.READ
-_WRITE = Operation.WRITE
-_DESCRIBE = Operation.DESCRIBE
-_GROUP_REFUSED = ErrorCode.group_authorization_failed
-
 RULES: dict[int, Rule] = {
     ApiKey.PRODUCE: Rule(
-        _first(_transactional_produce, _each_topic("topic_data", _WRITE)),
+        _first(_transactional_produce, _each_topic("topic_data", Operation.WRITE)),
         (
             Echo(
                 "topic_data",
@@ -544,11 +535,12 @@ RULES: dict[int, Rule] = {
         ),
     ),
     ApiKey.FETCH: Rule(_fetch, (FETCH_TOPICS,)),
-    ApiKey.LIST_OFFSETS: Rule(_each_topic("topics", _DESCRIBE), (TOPIC_PARTITIONS,)),
+    ApiKey.LIST_OFFSETS: Rule(_each_topic("topics", Operation.DESCRIBE), (TOPIC_PARTITIONS,)),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: Rule(
         # Followers truncate with it: ClusterAction (a broker's documented minimum) suffices.
         _unless_cluster(
-            Operation.CLUSTER_ACTION, _each_topic("topics", _DESCRIBE, lambda t: str(t.topic))
+            Operation.CLUSTER_ACTION,
+            _each_topic("topics", Operation.DESCRIBE, lambda t: str(t.topic)),
         ),
         (
             Echo(
@@ -579,25 +571,39 @@ RULES: dict[int, Rule] = {
         ),
     ),
     ApiKey.OFFSET_COMMIT: Rule(
-        _first(_on_group(_READ), _each_topic("topics", _READ)), (TOPIC_PARTITIONS,)
+        _first(_on_group(Operation.READ), _each_topic("topics", Operation.READ)),
+        (TOPIC_PARTITIONS,),
     ),
-    ApiKey.OFFSET_FETCH: Rule(_offset_fetch, (OFFSET_FETCH_TOPICS, OFFSET_FETCH_GROUPS)),
+    ApiKey.OFFSET_FETCH: Rule(_offset_fetch, (TOPIC_INDEXES, OFFSET_FETCH_GROUPS)),
     ApiKey.FIND_COORDINATOR: Rule(
         _find_coordinator, (Echo("coordinator_keys", "coordinators", {"key": ITSELF}),)
     ),
-    ApiKey.JOIN_GROUP: Rule(_on_group(_READ)),
-    ApiKey.HEARTBEAT: Rule(_on_group(_READ)),
-    ApiKey.LEAVE_GROUP: Rule(_on_group(_READ)),
-    ApiKey.SYNC_GROUP: Rule(_on_group(_READ)),
+    ApiKey.JOIN_GROUP: Rule(_on_group(Operation.READ)),
+    ApiKey.HEARTBEAT: Rule(_on_group(Operation.READ)),
+    ApiKey.LEAVE_GROUP: Rule(_on_group(Operation.READ)),
+    ApiKey.SYNC_GROUP: Rule(_on_group(Operation.READ)),
     ApiKey.OFFSET_DELETE: Rule(
-        _first(_on_group(Operation.DELETE), _each_topic("topics", _READ)), (TOPIC_PARTITIONS,)
+        _first(_on_group(Operation.DELETE), _each_topic("topics", Operation.READ)),
+        (TOPIC_PARTITIONS,),
     ),
     ApiKey.DESCRIBE_GROUPS: Rule(
-        _each("groups", ResourceType.GROUP, _DESCRIBE, _GROUP_REFUSED, str),
+        _each(
+            "groups",
+            ResourceType.GROUP,
+            Operation.DESCRIBE,
+            ErrorCode.group_authorization_failed,
+            str,
+        ),
         (Echo("groups", "groups", {"group_id": ITSELF}),),
     ),
     ApiKey.DELETE_GROUPS: Rule(
-        _each("groups_names", ResourceType.GROUP, Operation.DELETE, _GROUP_REFUSED, str),
+        _each(
+            "groups_names",
+            ResourceType.GROUP,
+            Operation.DELETE,
+            ErrorCode.group_authorization_failed,
+            str,
+        ),
         (Echo("groups_names", "results", {"group_id": ITSELF}),),
     ),
     ApiKey.LIST_GROUPS: Rule(_listed_only(ResourceType.GROUP, "groups", "group_id")),
@@ -605,7 +611,7 @@ RULES: dict[int, Rule] = {
         _each(
             "transactional_ids",
             ResourceType.TRANSACTIONAL_ID,
-            _DESCRIBE,
+            Operation.DESCRIBE,
             ErrorCode.transactional_id_authorization_failed,
             str,
         ),
@@ -614,7 +620,7 @@ RULES: dict[int, Rule] = {
     ApiKey.LIST_TRANSACTIONS: Rule(
         _listed_only(ResourceType.TRANSACTIONAL_ID, "transaction_states", "transactional_id")
     ),
-    ApiKey.DESCRIBE_PRODUCERS: Rule(_each_topic("topics", _READ), (TOPIC_INDEXES,)),
+    ApiKey.DESCRIBE_PRODUCERS: Rule(_each_topic("topics", Operation.READ), (TOPIC_INDEXES,)),
     ApiKey.CREATE_TOPICS: Rule(
         _unless_cluster(Operation.CREATE, _each_topic("topics", Operation.CREATE)),
         (Echo("topics", "topics", {"name": "name"}),),
@@ -642,10 +648,16 @@ RULES: dict[int, Rule] = {
             ),
         ),
     ),
-    ApiKey.ADD_OFFSETS_TO_TXN: Rule(_first(_on_transactional_id(_WRITE), _on_group(_READ))),
-    ApiKey.END_TXN: Rule(_on_transactional_id(_WRITE)),
+    ApiKey.ADD_OFFSETS_TO_TXN: Rule(
+        _first(_on_transactional_id(Operation.WRITE), _on_group(Operation.READ))
+    ),
+    ApiKey.END_TXN: Rule(_on_transactional_id(Operation.WRITE)),
     ApiKey.TXN_OFFSET_COMMIT: Rule(
-        _first(_on_transactional_id(_WRITE), _on_group(_READ), _each_topic("topics", _READ)),
+        _first(
+            _on_transactional_id(Operation.WRITE),
+            _on_group(Operation.READ),
+            _each_topic("topics", Operation.READ),
+        ),
         (TOPIC_PARTITIONS,),
     ),
     ApiKey.ALTER_CONFIGS: Rule(
@@ -671,7 +683,7 @@ RULES: dict[int, Rule] = {
             ),
         ),
     ),
-    ApiKey.DESCRIBE_LOG_DIRS: Rule(_on_cluster(_DESCRIBE)),
+    ApiKey.DESCRIBE_LOG_DIRS: Rule(_on_cluster(Operation.DESCRIBE)),
     ApiKey.ELECT_LEADERS: Rule(
         _on_cluster(Operation.ALTER),
         (
@@ -694,7 +706,7 @@ RULES: dict[int, Rule] = {
             ),
         ),
     ),
-    ApiKey.LIST_PARTITION_REASSIGNMENTS: Rule(_on_cluster(_DESCRIBE), (TOPIC_INDEXES,)),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: Rule(_on_cluster(Operation.DESCRIBE), (TOPIC_INDEXES,)),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: Rule(
         _on_cluster(Operation.ALTER),
         (
@@ -703,9 +715,9 @@ RULES: dict[int, Rule] = {
         ),
     ),
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: Rule(
-        _on_cluster(_DESCRIBE), (Echo("users", "results", {"user": "name"}),)
+        _on_cluster(Operation.DESCRIBE), (Echo("users", "results", {"user": "name"}),)
     ),
     ApiKey.CREATE_ACLS: Rule(_on_cluster(Operation.ALTER), (Echo("creations", "results"),)),
     ApiKey.DELETE_ACLS: Rule(_on_cluster(Operation.ALTER), (Echo("filters", "filter_results"),)),
-    ApiKey.DESCRIBE_ACLS: Rule(_on_cluster(_DESCRIBE)),
+    ApiKey.DESCRIBE_ACLS: Rule(_on_cluster(Operation.DESCRIBE)),
 }

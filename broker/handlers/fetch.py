@@ -30,7 +30,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.handlers import legacy_fetch
-from broker.handlers.authorization import TOPIC, access_of
+from broker.handlers.authorization import access_of
 from broker.handlers.current_leader import CurrentLeaders
 from broker.network.context import RequestContext
 from broker.protocol import adapter, fetch_encoding
@@ -47,7 +47,7 @@ from broker.replication.fetch_session import (
 )
 from broker.replication.partition import Partition
 from broker.replication.replica_manager import ReadResult
-from broker.security.acl import Operation
+from broker.security.acl import Operation, ResourceType
 from zk.loop_slice import LoopSlice
 
 Results = list[tuple[FetchKey, ReadResult]]
@@ -410,7 +410,9 @@ def _refused_topics(
     if access is None or replica_id >= 0:
         return frozenset()
     topics = set(names.values())
-    return frozenset(name for name in topics if not access.allowed(Operation.READ, TOPIC, name))
+    return frozenset(
+        name for name in topics if not access.allowed(Operation.READ, ResourceType.TOPIC, name)
+    )
 
 
 def _by_topic(results: Results, names: dict[str | uuid.UUID, str]) -> list[dict[str, Any]]:

@@ -11,13 +11,9 @@ import pytest
 
 from broker.config import CONFIG_DEFS, LONG_MAX, build_config
 from broker.config_entries import DEFAULT_CONFIG_SOURCE, topic_entries
-from broker.dynamic_config import (
-    DYNAMIC_CONFIGS,
-    LISTENER_SECURITY_CONFIGS,
-    PER_BROKER_CONFIGS,
-    SSL_STORE_CONFIGS,
-)
+from broker.dynamic_config import DYNAMIC_CONFIGS, LISTENER_SECURITY_CONFIGS, PER_BROKER_CONFIGS
 from broker.log.config import TOPIC_CONFIG_FIELDS, LogConfig, log_value
+from broker.network.tls import RECONFIGURABLE_CONFIGS
 from broker.topic_defaults import default_log_config
 from controller.errors import INVALID_CONFIG, ApiError
 from controller.topic_config_defs import TOPIC_CONFIGS, ConfigType, parse_config_value
@@ -73,7 +69,7 @@ DYNAMIC = {
     "advertised.listeners",
     # The listeners' SSL and SASL keys (Kafka 3.9's two lists, see broker.dynamic_config).
     *LISTENER_SECURITY_CONFIGS,
-    *SSL_STORE_CONFIGS,
+    *RECONFIGURABLE_CONFIGS,
 }
 # A valid broker-level value for the broker default of each topic config a log applies, none
 # of them the default.
