@@ -275,21 +275,6 @@ def decide(
     )
 
 
-def authorize(
-    settings: AuthorizerSettings,
-    acls: Iterable[AclBinding],
-    principal: str,
-    host: str,
-    operation: Operation,
-    resource_type: ResourceType,
-    name: str,
-) -> bool:
-    """The decision for one action; `acls` may hold any ACLs (those that do not apply to the
-    resource are skipped, one by one: `AclIndex` finds them without looking at the rest)."""
-    applicable = [b.entry for b in acls if pattern_applies(b.pattern, resource_type, name)]
-    return decide(settings, applicable, principal, host, operation)
-
-
 def allows_any(
     settings: AuthorizerSettings,
     acls: Iterable[AclBinding],

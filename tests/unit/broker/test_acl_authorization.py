@@ -20,11 +20,11 @@ from broker.security.acl import (
     ResourcePattern,
     ResourceType,
     allows_any,
-    authorize,
     decide,
     validate_binding,
 )
 from broker.security.authorizer import AclAuthorizer
+from tests.unit.broker.acl_reference import authorize_by_scan
 
 ALICE = "User:alice"
 HOST = "10.0.0.1"
@@ -50,7 +50,7 @@ def _acl(
 def _may(acls: list[AclBinding], operation: Operation, name: str = "t", **kwargs: object) -> bool:
     settings = kwargs.get("settings", SETTINGS)
     principal = str(kwargs.get("principal", ALICE))
-    return authorize(settings, acls, principal, HOST, operation, TOPIC, name)  # type: ignore[arg-type]
+    return authorize_by_scan(settings, acls, principal, HOST, operation, TOPIC, name)  # type: ignore[arg-type]
 
 
 def test_no_acls_denies_unless_allow_everyone_if_no_acl_found() -> None:
@@ -128,9 +128,9 @@ def test_host_must_match_or_be_wildcard() -> None:
 def test_hosts_match_as_ip_addresses_in_any_notation(acl_host: str, client_host: str) -> None:
     for permission, allowed in ((Permission.ALLOW, True), (Permission.DENY, False)):
         acls = [_acl("t", Operation.READ, permission, host=acl_host), _acl("t", Operation.ALL)]
-        decided = authorize(SETTINGS, acls, ALICE, client_host, Operation.READ, TOPIC, "t")
+        decided = authorize_by_scan(SETTINGS, acls, ALICE, client_host, Operation.READ, TOPIC, "t")
         assert decided == allowed, (permission, acl_host, client_host)
-    assert not authorize(
+    assert not authorize_by_scan(
         SETTINGS,
         [_acl("t", Operation.READ, host=acl_host)],
         ALICE,
@@ -260,7 +260,7 @@ def test_the_index_decides_as_a_scan_of_every_acl(seed: int) -> None:
     for name in ["t", "t1", "t-eu", "orders", "orders-eu-1", "orders-us", "o", "x", "*"]:
         for rtype in (TOPIC, ResourceType.GROUP):
             for operation in (Operation.READ, Operation.WRITE, Operation.DESCRIBE):
-                scanned = authorize(SETTINGS, acls, ALICE, HOST, operation, rtype, name)
+                scanned = authorize_by_scan(SETTINGS, acls, ALICE, HOST, operation, rtype, name)
                 indexed = decide(SETTINGS, index.matching(rtype, name), ALICE, HOST, operation)
                 assert indexed == scanned, (name, rtype, operation)
     assert index.bindings() == sorted(set(acls), key=lambda b: (b.pattern, b.entry))

@@ -30,8 +30,8 @@ from broker.security.acl import (
     ResourcePattern,
     ResourceType,
     allows_any,
-    authorize,
 )
+from tests.unit.broker.acl_reference import authorize_by_scan
 
 REGISTRY = build_registry()
 ALL_VERSIONS = [
@@ -51,7 +51,7 @@ class FakeAuthorizer:
     def authorize(
         self, principal: str, host: str, operation: Operation, rtype: ResourceType, name: str
     ) -> bool:
-        return authorize(self.settings, self.acls, principal, host, operation, rtype, name)
+        return authorize_by_scan(self.settings, self.acls, principal, host, operation, rtype, name)
 
     def authorize_any(
         self, principal: str, host: str, operation: Operation, rtype: ResourceType
