@@ -64,12 +64,13 @@ def probe_payload(correlation_id: int) -> bytes:
     return encode_request(API_VERSIONS, PROBE_VERSION, correlation_id, fields, b"fuzz-probe")
 
 
-def _read_exactly(sock: socket.socket, size: int) -> bytes:
+def read_exactly(sock: socket.socket, size: int, during: str = "a response") -> bytes:
+    """`size` bytes from the socket; ConnectionError if it closes first (`during` says when)."""
     chunks = bytearray()
     while len(chunks) < size:
         chunk = sock.recv(size - len(chunks))
         if not chunk:
-            raise ConnectionError("connection closed mid-response")
+            raise ConnectionError(f"connection closed during {during}")
         chunks += chunk
     return bytes(chunks)
 
@@ -102,8 +103,8 @@ def request(
     payload = encode_request(api_key, version, 1, fields, b"fuzz-check")
     with _open(address, security) as sock:
         sock.sendall(struct.pack(">i", len(payload)) + payload)
-        (size,) = struct.unpack(">i", _read_exactly(sock, 4))
-        response = _read_exactly(sock, size)
+        (size,) = struct.unpack(">i", read_exactly(sock, 4))
+        response = read_exactly(sock, size)
     return decode_response(api_key, version, response)
 
 

@@ -25,7 +25,7 @@ from broker.network.sasl import SASL_PROTOCOLS, SaslClientConfig, SaslClientExch
 from broker.protocol.api_keys import ApiKey
 from kafka_cli._client import load_properties, translate_java_sasl, translate_java_tls
 
-from .fuzz_check import decode_response, encode_request
+from .fuzz_check import decode_response, encode_request, read_exactly
 
 TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
 SASL_HANDSHAKE_VERSION = 1
@@ -184,20 +184,10 @@ def _login_sync(sock: socket.socket, sasl: SaslClientConfig) -> None:
     request = next(steps)
     while True:
         sock.sendall(request)
-        (size,) = _SIZE.unpack(_read_exactly(sock, _SIZE.size))
+        (size,) = _SIZE.unpack(read_exactly(sock, _SIZE.size, "SASL authentication"))
         if not 4 <= size <= MAX_RESPONSE_BYTES:
             raise AuthenticationError(f"a SASL response of {size} bytes")
         try:
-            request = steps.send(_read_exactly(sock, size))
+            request = steps.send(read_exactly(sock, size, "SASL authentication"))
         except StopIteration:
             return
-
-
-def _read_exactly(sock: socket.socket, size: int) -> bytes:
-    chunks = bytearray()
-    while len(chunks) < size:
-        chunk = sock.recv(size - len(chunks))
-        if not chunk:
-            raise ConnectionError("connection closed during SASL authentication")
-        chunks += chunk
-    return bytes(chunks)
