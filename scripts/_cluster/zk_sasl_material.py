@@ -17,16 +17,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from broker.security.zk_client_security import (
+    DEFAULT_ZK_LOGIN_CONTEXT_NAME,
+    DIGEST_LOGIN_MODULE,
+    JAVA_LOGIN_CONFIG_PARAM,
+    KAFKA_OPTS_ENV,
+)
 from zk.zk_security import ZkSaslCredentials
 
 ZK_USER = "kafka"
 ZK_PASSWORD = "kafka-secret"
 SET_ACL_KEY = "zookeeper.set.acl"
-DIGEST_LOGIN_MODULE = "org.apache.zookeeper.server.auth.DigestLoginModule"
 SASL_AUTH_PROVIDER = "org.apache.zookeeper.server.auth.SASLAuthenticationProvider"
 SERVER_JAAS_FILE = "zookeeper_jaas.conf"
 CLIENT_JAAS_FILE = "kafka_server_jaas.conf"
-LOGIN_CONFIG_PROPERTY = "java.security.auth.login.config"
 
 
 def enabled(overrides: Mapping[str, str]) -> bool:
@@ -50,7 +54,7 @@ def write(directory: Path) -> None:
     )
     client_jaas(directory).write_text(
         "// Written by scripts/cluster: how the brokers log in to ZooKeeper.\n"
-        f"Client {{\n    {DIGEST_LOGIN_MODULE} required\n"
+        f"{DEFAULT_ZK_LOGIN_CONTEXT_NAME} {{\n    {DIGEST_LOGIN_MODULE} required\n"
         f'    username="{ZK_USER}"\n    password="{ZK_PASSWORD}";\n}};\n'
     )
 
@@ -60,16 +64,16 @@ def zoo_cfg_lines() -> list[str]:
 
 
 def server_jvm_options(directory: Path) -> list[str]:
-    return [f"-D{LOGIN_CONFIG_PROPERTY}={server_jaas(directory)}"]
+    return [f"-D{JAVA_LOGIN_CONFIG_PARAM}={server_jaas(directory)}"]
 
 
 def broker_jvm_options(directory: Path) -> list[str]:
-    return [f"-D{LOGIN_CONFIG_PROPERTY}={client_jaas(directory)}"]
+    return [f"-D{JAVA_LOGIN_CONFIG_PARAM}={client_jaas(directory)}"]
 
 
 def broker_env(directory: Path) -> dict[str, str]:
     """Our brokers read the JVM options of KAFKA_OPTS (broker.security.zk_client_security)."""
-    return {"KAFKA_OPTS": " ".join(broker_jvm_options(directory))}
+    return {KAFKA_OPTS_ENV: " ".join(broker_jvm_options(directory))}
 
 
 def credentials() -> ZkSaslCredentials:
