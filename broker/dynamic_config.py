@@ -49,19 +49,14 @@ DEFAULT_ENTITY = "<default>"  # ZooKeeper's name for the cluster-wide default ("
 # principal.builder.class: no Java classes here). Kafka applies them to listeners added later
 # and leaves existing ones as they are; listeners are not added at runtime here, so storing
 # them is all there is to do. The Kerberos and login-refresh keys have no effect anyway.
+# Kafka's list also holds the key and trust store keys: those are tls.RECONFIGURABLE_CONFIGS,
+# which PER_BROKER_CONFIGS adds.
 LISTENER_SECURITY_CONFIGS = frozenset(
     {
         "ssl.protocol",
         "ssl.provider",
         "ssl.cipher.suites",
         "ssl.enabled.protocols",
-        "ssl.keystore.type",
-        "ssl.keystore.location",
-        "ssl.keystore.password",
-        "ssl.key.password",
-        "ssl.truststore.type",
-        "ssl.truststore.location",
-        "ssl.truststore.password",
         "ssl.keymanager.algorithm",
         "ssl.trustmanager.algorithm",
         "ssl.endpoint.identification.algorithm",
