@@ -132,21 +132,22 @@ class FetchSession:
             self.watch.dirty.discard(key)
 
     def keys_to_read(self, sweep: bool) -> list[FetchKey]:
-        """The partitions the request reads, in session order; they count as read."""
-        if sweep:
-            keys = list(self.partitions)
-        else:
-            wanted = self.unsettled | self.watch.dirty
-            keys = [key for key in self.partitions if key in wanted] if wanted else []
-        self.unsettled.clear()
-        self.watch.dirty.clear()
-        return keys
+        """The partitions the request reads (all of them on a sweep), in session order; they
+        count as read."""
+        keys = self._take(self.unsettled, self.watch.dirty)
+        return list(self.partitions) if sweep else keys
 
     def take_changed(self) -> list[FetchKey]:
         """The partitions marked since they were read, in session order; they count as read."""
-        dirty = self.watch.dirty
-        keys = [key for key in self.partitions if key in dirty] if dirty else []
-        dirty.clear()
+        return self._take(self.watch.dirty)
+
+    def _take(self, *marked: set[FetchKey]) -> list[FetchKey]:
+        """The partitions in any of the `marked` sets, in session order; the sets are emptied
+        in place (the watch's waiter checks its own set)."""
+        wanted = marked[0].union(*marked[1:])
+        keys = [key for key in self.partitions if key in wanted] if wanted else []
+        for keys_marked in marked:
+            keys_marked.clear()
         return keys
 
     def watch_replica(self, key: FetchKey, replica: Partition | None) -> None:
