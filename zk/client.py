@@ -1,4 +1,6 @@
-"""Async facade over kazoo: with zk/kazoo_extensions.py, the only modules that import kazoo.
+"""Async facade over kazoo: with zk/client_security.py (how sessions are made, logged in and
+stopped, and the ACLs of created znodes) and zk/kazoo_extensions.py, the only modules that
+import kazoo.
 
 kazoo runs its own connection and callback threads. Every result is handed back to the asyncio
 loop through `loop.call_soon_threadsafe`, and watch / session callbacks only ever run on the
@@ -31,30 +33,18 @@ from typing import Any, Literal
 from kazoo import exceptions as kazoo_errors
 from kazoo.client import KazooClient, KazooState
 from kazoo.protocol.paths import _prefix_root
-from kazoo.retry import KazooRetry
 
 from zk import errors
-from zk.kazoo_extensions import (
-    MultiRead,
-    PollingHandler,
-    SetWatches,
-    kazoo_acls,
-    sasl_options,
-    start_and_log_in,
-    zk_acl,
-)
+from zk.client_security import creation_acls, new_session, start_logged_in, stop
+from zk.kazoo_extensions import MultiRead, SetWatches
 from zk.loop_slice import LoopSlice
-from zk.zk_security import ZkAcl, ZkSaslCredentials, default_acls
+from zk.zk_security import ZkSaslCredentials
 
 log = logging.getLogger(__name__)
 
 SessionEvent = Literal["CONNECTED", "SUSPENDED", "LOST"]
 WatchKind = Literal["data", "children"]
 
-# Reconnection back-off: short, because a broker that cannot see ZooKeeper is useless and
-# kazoo's default (up to 60 s between attempts) would keep it away long after ZooKeeper is back.
-_RECONNECT_DELAY_S = 0.1
-_RECONNECT_MAX_DELAY_S = 1.0
 # A concurrent child creation can make a recursive delete fail with NotEmpty; retry a few times.
 _RECURSIVE_DELETE_ATTEMPTS = 5
 # Requests handed to kazoo and not answered yet; the rest wait on the loop (see above). Each
@@ -247,7 +237,7 @@ class ZkClient:
         client, self._kazoo = self._kazoo, None
         if client is None:
             return
-        await asyncio.to_thread(self._stop_blocking, client)
+        await asyncio.to_thread(stop, client)
 
     @property
     def connected(self) -> bool:
@@ -269,49 +259,13 @@ class ZkClient:
             timeout=self.session_timeout_ms / 1000.0,
         )
         await asyncio.to_thread(self._start_blocking, intruder)
-        await asyncio.to_thread(self._stop_blocking, intruder)
+        await asyncio.to_thread(stop, intruder)
 
     def _new_kazoo(self, hosts: str) -> Any:
-        retry = KazooRetry(
-            max_tries=-1, delay=_RECONNECT_DELAY_S, backoff=2, max_delay=_RECONNECT_MAX_DELAY_S
-        )
-        return KazooClient(
-            hosts=hosts,
-            timeout=self.session_timeout_ms / 1000.0,
-            connection_retry=retry,
-            handler=PollingHandler(),
-            sasl_options=None if self.sasl is None else sasl_options(self.sasl),
-        )
+        return new_session(hosts, self.session_timeout_ms, self.sasl)
 
-    def _acls(self, path: str) -> list[Any]:
-        return kazoo_acls(default_acls(self.secure_acls, path))
-
-    def _start_blocking(self, client: Any) -> None:
-        timeout_s = self.connection_timeout_ms / 1000.0
-        try:
-            outcome = start_and_log_in(client, timeout_s, self.sasl is not None)
-        except kazoo_errors.KazooException as exc:
-            self._stop_blocking(client)
-            message = f"cannot connect to ZooKeeper {self.hosts}: {exc}"
-            raise errors.ConnectionLossError(message) from exc
-        if outcome == "connected":
-            return
-        self._stop_blocking(client)
-        if outcome == "refused":
-            user = self.sasl.username if self.sasl else "?"
-            raise errors.AuthFailedError(
-                f"ZooKeeper {self.hosts} refused SASL (DIGEST-MD5) authentication as {user}"
-            )
-        raise errors.ConnectionLossError(
-            f"cannot connect to ZooKeeper {self.hosts} within {self.connection_timeout_ms} ms"
-        )
-
-    @staticmethod
-    def _stop_blocking(client: Any) -> None:
-        try:
-            client.stop()
-        finally:
-            client.close()
+    def _start_blocking(self, session: Any) -> None:
+        start_logged_in(session, self.hosts, self.connection_timeout_ms, self.sasl)
 
     def _ensure_chroot_blocking(self) -> None:
         # kazoo applies the chroot to every path but does not create it; like Kafka, create it
@@ -327,9 +281,9 @@ class ZkClient:
                 prefix += f"/{name}"
                 with contextlib.suppress(kazoo_errors.NodeExistsError):
                     # Null data, as Kafka creates the chroot.
-                    bootstrap.create(prefix, None, acl=self._acls(prefix))
+                    bootstrap.create(prefix, None, acl=creation_acls(self.secure_acls, prefix))
         finally:
-            self._stop_blocking(bootstrap)
+            stop(bootstrap)
 
     # ----------------------------------------------------------------- bridging
 
@@ -532,19 +486,11 @@ class ZkClient:
         return await self._create(path, data, ephemeral, sequence)
 
     async def _create(self, path: str, data: bytes | None, ephemeral: bool, sequence: bool) -> str:
-        acl = self._acls(path)
+        acl = creation_acls(self.secure_acls, path)
         create = functools.partial(
             self._client().create_async, path, data, acl, ephemeral, sequence
         )
         return str(await self._bridge(create, path))
-
-    async def get_acls(self, path: str) -> tuple[list[ZkAcl], ZnodeStat] | None:
-        """The znode's ACL (zkCli's getAcl); None if it does not exist."""
-        try:
-            raw_acls, stat = await self._bridge(lambda: self._client().get_acls_async(path), path)
-        except errors.NoNodeError:
-            return None
-        return [zk_acl(raw) for raw in raw_acls], _stat(stat)
 
     async def set(self, path: str, data: bytes, version: int = -1) -> ZnodeStat:
         raw = await self._bridge(lambda: self._client().set_async(path, data, version), path)
@@ -588,7 +534,7 @@ class ZkClient:
             if isinstance(op, CheckOp):
                 transaction.check(op.path, op.version)
             elif isinstance(op, CreateOp):
-                acl = self._acls(op.path)
+                acl = creation_acls(self.secure_acls, op.path)
                 transaction.create(op.path, op.data, acl, op.ephemeral, op.sequence)
             elif isinstance(op, SetDataOp):
                 transaction.set_data(op.path, op.data, op.version)

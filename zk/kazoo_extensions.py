@@ -36,10 +36,6 @@ def kazoo_acls(acls: Sequence[ZkAcl]) -> list[Any]:
     return [ACL(acl.perms, Id(acl.scheme, acl.id)) for acl in acls]
 
 
-def zk_acl(raw: Any) -> ZkAcl:
-    return ZkAcl(int(raw.perms), str(raw.id.scheme), str(raw.id.id))
-
-
 def start_and_log_in(client: Any, timeout_s: float, logs_in: bool) -> str:
     """Start `client`: "connected", "refused" (ZooKeeper refused its SASL login) or
     "timeout". kazoo reports CONNECTED before its SASL exchange, and a refused login after
