@@ -36,7 +36,11 @@ from broker.network.context import RequestContext
 from broker.protocol import adapter, fetch_encoding
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
-from broker.replication.delayed_fetch import DelayedFetch, FetchRequestPosition
+from broker.replication.delayed_fetch import (
+    DelayedFetch,
+    FetchPartitionStatus,
+    FetchRequestPosition,
+)
 from broker.replication.fetch_context import new_context
 from broker.replication.fetch_session import (
     INVALID_SESSION_ID,
@@ -46,7 +50,7 @@ from broker.replication.fetch_session import (
     TopicPartition,
 )
 from broker.replication.partition import Partition
-from broker.replication.replica_manager import ReadResult
+from broker.replication.replica_manager import ReadResult, ReplicaManager
 from broker.security.acl import Operation, ResourceType
 from zk.loop_slice import LoopSlice
 
@@ -374,13 +378,7 @@ async def _read_all(
             results.append((key, ReadResult(ErrorCode.topic_authorization_failed)))
             any_error = True
             continue
-        result = None
-        if parked is not None:
-            earlier = parked[0][index][1]
-            status = statuses.get((name, partition))
-            current = replica_manager.get_by_key((name, partition))
-            if status is not None and DelayedFetch.same_as_parked(status, current, earlier):
-                result = earlier
+        result = _reuse_parked(replica_manager, parked, statuses, index, (name, partition))
         if result is None:
             result = replica_manager.read(
                 name,
@@ -397,6 +395,25 @@ async def _read_all(
         any_error = any_error or result.error_code != ErrorCode.none
         results.append((key, result))
     return results, total_bytes, any_error
+
+
+def _reuse_parked(
+    replica_manager: ReplicaManager,
+    parked: tuple[Results, DelayedFetch] | None,
+    statuses: dict[TopicPartition, FetchPartitionStatus],
+    index: int,
+    key: TopicPartition,
+) -> ReadResult | None:
+    """The partition's read before the fetch was parked (the `index`th), if a read now would
+    answer the same (DelayedFetch.same_as_parked); None when it must be read (again)."""
+    if parked is None:
+        return None
+    earlier = parked[0][index][1]
+    status = statuses.get(key)
+    current = replica_manager.get_by_key(key)
+    if status is not None and DelayedFetch.same_as_parked(status, current, earlier):
+        return earlier
+    return None
 
 
 def _refused_topics(
