@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import commands, events, kafka_reference, restart, up, watch, zk_view
 from .errors import ClusterError
@@ -17,6 +18,8 @@ DEFAULT_DIR = ".cluster"
 WATCH_INTERVAL_S = 1.0
 MIN_WATCH_INTERVAL_S = 0.2
 MAX_PORT = 65535
+if TYPE_CHECKING:  # generic only in typeshed
+    Subcommands = argparse._SubParsersAction[argparse.ArgumentParser]
 
 
 def _positive(text: str) -> int:
@@ -58,6 +61,27 @@ def build_parser() -> argparse.ArgumentParser:
         prog="scripts/cluster", description="Run a local ZooKeeper + broker cluster on 127.0.0.1."
     )
     sub = parser.add_subparsers(dest="command", required=True)
+    up = _add_up_parser(sub)
+    down = sub.add_parser("down", help="stop every process (TERM, then KILL)")
+    down.add_argument("--wipe", action="store_true", help="also remove DIR")
+    status = _add_status_parser(sub)
+    kill = sub.add_parser("kill", help="send a signal to one process and return")
+    _add_target(kill)
+    kill.add_argument("--signal", choices=sorted(SIGNALS_BY_NAME), default="TERM")
+    start = sub.add_parser("start", help="restart one process and wait until it is up")
+    _add_target(start)
+    timeline = sub.add_parser(
+        "events", help="merge the brokers' state-change.log files into one timeline"
+    )
+    timeline.add_argument(
+        "--since", metavar="WHEN", help="only later events: 90s, 5m, 1h or YYYY-MM-DD HH:MM:SS"
+    )
+    for command_parser in (up, down, status, kill, start, timeline):
+        command_parser.add_argument("--dir", default=DEFAULT_DIR, help="cluster directory")
+    return parser
+
+
+def _add_up_parser(sub: Subcommands) -> argparse.ArgumentParser:
     up = sub.add_parser("up", help="start ZooKeeper and brokers, wait until healthy")
     up.add_argument("--zookeepers", type=_positive, default=1)
     up.add_argument("--brokers", type=_positive, default=3)
@@ -85,8 +109,10 @@ def build_parser() -> argparse.ArgumentParser:
         "made under DIR/tls), sasl_plaintext or sasl_ssl (PLAIN and SCRAM, user admin / "
         "admin-secret); clients use DIR/client.properties",
     )
-    down = sub.add_parser("down", help="stop every process (TERM, then KILL)")
-    down.add_argument("--wipe", action="store_true", help="also remove DIR")
+    return up
+
+
+def _add_status_parser(sub: Subcommands) -> argparse.ArgumentParser:
     status = sub.add_parser(
         "status", help="one line per broker, ZooKeeper server and the controller"
     )
@@ -108,20 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="with --watch: stop after N refreshes (default: until Ctrl-C)",
     )
-    kill = sub.add_parser("kill", help="send a signal to one process and return")
-    _add_target(kill)
-    kill.add_argument("--signal", choices=sorted(SIGNALS_BY_NAME), default="TERM")
-    start = sub.add_parser("start", help="restart one process and wait until it is up")
-    _add_target(start)
-    timeline = sub.add_parser(
-        "events", help="merge the brokers' state-change.log files into one timeline"
-    )
-    timeline.add_argument(
-        "--since", metavar="WHEN", help="only later events: 90s, 5m, 1h or YYYY-MM-DD HH:MM:SS"
-    )
-    for command_parser in (up, down, status, kill, start, timeline):
-        command_parser.add_argument("--dir", default=DEFAULT_DIR, help="cluster directory")
-    return parser
+    return status
 
 
 def _validate_ports(parser: argparse.ArgumentParser, spec: ClusterSpec) -> None:
