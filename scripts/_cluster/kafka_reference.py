@@ -9,6 +9,7 @@ with its console log in DIR/broker-N/broker.log like ours, and Kafka's own log4j
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -29,7 +30,7 @@ def heap_options() -> list[str]:
     return configured or list(DEFAULT_HEAP_OPTIONS)
 
 
-# kafka-run-class.sh's KAFKA_JVM_PERFORMANCE_OPTS.
+# kafka-run-class.sh's KAFKA_JVM_PERFORMANCE_OPTS default; the variable overrides it, as there.
 JVM_PERFORMANCE_OPTIONS = (
     "-server",
     "-XX:+UseG1GC",
@@ -38,6 +39,11 @@ JVM_PERFORMANCE_OPTIONS = (
     "-XX:+ExplicitGCInvokesConcurrent",
     "-Djava.awt.headless=true",
 )
+def jvm_performance_options() -> list[str]:
+    configured = shlex.split(os.environ.get("KAFKA_JVM_PERFORMANCE_OPTS", ""))
+    return configured or list(JVM_PERFORMANCE_OPTIONS)
+
+
 # Kafka's config/log4j.properties, reduced to the console (captured as broker.log) and the
 # state-change log. The layout is Kafka's: `[time] LEVEL message (logger)`.
 LOG4J_PROPERTIES = """\
@@ -91,7 +97,7 @@ def kafka_command(
     return [
         java,
         *heap_options(),
-        *JVM_PERFORMANCE_OPTIONS,
+        *jvm_performance_options(),
         f"-Dlog4j.configuration=file:{log4j_path}",
         f"-Dkafka.logs.dir={broker_directory}",
         *jvm_options,

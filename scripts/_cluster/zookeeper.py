@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import shlex
 import shutil
 import socket
 import subprocess
@@ -32,6 +33,34 @@ SYNC_LIMIT_TICKS = 10
 MIN_SESSION_TIMEOUT_MS = 1000
 MAX_SESSION_TIMEOUT_MS = 60000
 FOUR_LETTER_TIMEOUT_S = 2.0
+# What the server needs of pyspark's ~280 jars (ZooKeeper, its logging, Netty for its TLS
+# classes). A JVM that scans them all spends twice the CPU starting up.
+PYSPARK_ZOOKEEPER_JARS = (
+    "zookeeper-[0-9]*.jar",
+    "zookeeper-jute-*.jar",
+    "slf4j-api-*.jar",
+    "log4j-api-*.jar",
+    "log4j-core-*.jar",
+    "log4j-slf4j2-impl-*.jar",
+    "audience-annotations-*.jar",
+    "commons-io-*.jar",
+    "commons-cli-*.jar",
+    "metrics-core-*.jar",
+    "snappy-java-*.jar",
+    "netty-buffer-*.jar",
+    "netty-codec-[0-9]*.jar",
+    "netty-codec-base-*.jar",
+    "netty-common-*.jar",
+    "netty-handler-[0-9]*.jar",
+    "netty-resolver-[0-9]*.jar",
+    "netty-transport-[0-9]*.jar",
+    "netty-transport-native-unix-common-*.jar",
+    "netty-transport-classes-epoll-*.jar",
+)
+# kafka-run-class.sh (which zookeeper-server-start.sh runs) reads its JVM options from
+# KAFKA_JVM_PERFORMANCE_OPTS; ours default to the serial collector, enough for a local ensemble.
+JVM_PERFORMANCE_OPTS_ENV = "KAFKA_JVM_PERFORMANCE_OPTS"
+DEFAULT_JVM_PERFORMANCE_OPTIONS = ("-XX:+UseSerialGC",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +89,20 @@ def _pyspark_jars() -> Path | None:
     return jars if _has_zookeeper_jar(jars) else None
 
 
+def _pyspark_classpath(jars: Path) -> str:
+    """The jars the server needs; the whole directory when one of them is missing (another
+    pyspark release may name them differently)."""
+    found = [sorted(jars.glob(pattern)) for pattern in PYSPARK_ZOOKEEPER_JARS]
+    if not all(found):
+        return f"{jars}/*"
+    return ":".join(str(matches[-1]) for matches in found)
+
+
+def jvm_performance_options() -> list[str]:
+    configured = shlex.split(os.environ.get(JVM_PERFORMANCE_OPTS_ENV, ""))
+    return configured or list(DEFAULT_JVM_PERFORMANCE_OPTIONS)
+
+
 def find_installation() -> Installation:
     home = os.environ.get("ZOOKEEPER_HOME")
     if home:
@@ -69,7 +112,9 @@ def find_installation() -> Installation:
         return found
     jars = _pyspark_jars()
     if jars is not None:
-        return Installation(description=f"pyspark jars ({jars})", classpath=f"{jars}/*")
+        return Installation(
+            description=f"pyspark jars ({jars})", classpath=_pyspark_classpath(jars)
+        )
     if DEBIAN_HOME.is_dir():
         # Debian keeps the jar and its dependencies in /usr/share/java.
         classpath = f"{DEBIAN_HOME}/*:{DEBIAN_HOME}/lib/*:/usr/share/java/*:/etc/zookeeper/conf"
@@ -159,7 +204,7 @@ def prepare_server(
         java,
         "-Xms32m",
         "-Xmx256m",
-        "-XX:+UseSerialGC",
+        *jvm_performance_options(),
         f"-Dlog4j2.configurationFile={log4j2_path}",
         # Read by the log4j/logback configs that ZooKeeper distributions ship in conf/.
         "-Dzookeeper.root.logger=INFO,CONSOLE",

@@ -1,0 +1,42 @@
+"""How scripts/cluster runs ZooKeeper's JVM: the jars it needs of pyspark's, and
+KAFKA_JVM_PERFORMANCE_OPTS as Kafka's scripts read it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scripts._cluster import kafka_reference, zookeeper
+
+
+def _touch_jars(directory: Path, patterns: tuple[str, ...]) -> None:
+    for pattern in patterns:
+        name = pattern.replace("[0-9]*", "3.9.5").replace("*", "1.0")
+        (directory / name).touch()
+
+
+def test_pyspark_classpath_names_only_the_jars_zookeeper_needs(tmp_path: Path) -> None:
+    _touch_jars(tmp_path, zookeeper.PYSPARK_ZOOKEEPER_JARS)
+    (tmp_path / "spark-core_2.13-4.0.0.jar").touch()
+    entries = zookeeper._pyspark_classpath(tmp_path).split(":")
+    assert len(entries) == len(zookeeper.PYSPARK_ZOOKEEPER_JARS)
+    assert str(tmp_path / "zookeeper-3.9.5.jar") in entries
+    assert not any("spark-core" in entry for entry in entries)
+
+
+def test_pyspark_classpath_falls_back_to_the_whole_directory(tmp_path: Path) -> None:
+    _touch_jars(tmp_path, zookeeper.PYSPARK_ZOOKEEPER_JARS[:-1])
+    assert zookeeper._pyspark_classpath(tmp_path) == f"{tmp_path}/*"
+
+
+def test_jvm_performance_options_come_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("KAFKA_JVM_PERFORMANCE_OPTS", raising=False)
+    assert zookeeper.jvm_performance_options() == ["-XX:+UseSerialGC"]
+    assert "-XX:+UseG1GC" in kafka_reference.jvm_performance_options()
+    monkeypatch.setenv("KAFKA_JVM_PERFORMANCE_OPTS", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
+    expected = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
+    assert zookeeper.jvm_performance_options() == expected
+    assert kafka_reference.jvm_performance_options() == expected
