@@ -13,6 +13,7 @@ import sys
 import threading
 from pathlib import Path
 
+import broker._startup  # noqa: F401  (first: see its docstring)
 from broker.config import ConfigError, KafkaConfig, load_config
 from broker.gc_policy import GcPolicy
 from broker.log.meta_properties import MetaPropertiesError

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import commands, events, kafka_reference, restart, up, watch, zk_view
+from . import commands, events, kafka_reference, restart, up, zk_view
 from .errors import ClusterError
 from .layout import ClusterSpec
 from .processes import SIGNALS_BY_NAME
@@ -161,6 +161,8 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         commands.down(directory, args.wipe)
     elif args.command == "status":
         if args.watch:
+            from . import watch  # Rich, only for the live view
+
             watch.watch(directory, args.interval, args.iterations)
         elif args.iterations is not None:
             parser.error("--iterations needs --watch")
