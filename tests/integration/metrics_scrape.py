@@ -38,6 +38,15 @@ def value(samples: Samples, name: str, **labels: str) -> float:
     return samples.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
+def sample(samples: Samples, name: str, **labels: str) -> float:
+    """The sample's value; fails when absent, for asserting a bound (which 0 would pass)."""
+    key = (name, tuple(sorted(labels.items())))
+    if key not in samples:
+        names = sorted(n for n, _ in samples)[:20]
+        raise AssertionError(f"no sample {name}{labels}; have: {names}")
+    return samples[key]
+
+
 def total(cluster: ClusterHandle, name: str, **labels: str) -> float:
     """`name`{labels} summed over every broker."""
     return sum(value(scrape(cluster, b), name, **labels) for b in cluster.broker_ids)

@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from tests.integration.conftest import ClusterHandle, wait_until
-from tests.integration.metrics_scrape import Samples, scrape, total, value
+from tests.integration.metrics_scrape import Samples, sample, scrape, total, value
 from tests.integration.requests import topic_spec
 from tests.integration.wire import WireClient, controller_address, create_topics
 
@@ -92,8 +92,9 @@ def _consume_and_commit(bootstrap: str) -> Any:
 
     def read_every_partition() -> bool:
         message = consumer.poll(0.5)
-        if message is not None and message.error() is None:
-            seen.add(message.partition())
+        partition = None if message is None or message.error() else message.partition()
+        if partition is not None:
+            seen.add(partition)
         return len(seen) == PARTITIONS
 
     wait_until(read_every_partition, TIMEOUT_S, f"records of all {PARTITIONS} partitions")
@@ -171,10 +172,10 @@ def test_lag_coordinators_and_loop_metrics(make_cluster: Any) -> None:
 
     before = {b: scrape(cluster, b) for b in cluster.broker_ids}
     for broker_id, samples in before.items():
-        assert 0.0 <= value(samples, NETWORK_IDLE) <= 1.0, (broker_id, samples)
-        assert 0.0 <= value(samples, HANDLER_IDLE) <= 1.0, (broker_id, samples)
-        assert value(samples, QUEUE_SIZE) >= 0, (broker_id, samples)
-        assert value(samples, SYNC_CONNECTS) >= 1, (broker_id, samples)
+        assert 0.0 <= sample(samples, NETWORK_IDLE) <= 1.0, (broker_id, samples)
+        assert 0.0 <= sample(samples, HANDLER_IDLE) <= 1.0, (broker_id, samples)
+        assert sample(samples, QUEUE_SIZE) >= 0, (broker_id, samples)
+        assert sample(samples, SYNC_CONNECTS) >= 1, (broker_id, samples)
     wait_until(
         lambda: all(
             value(scrape(cluster, b), HANDLER_IDLE_NS) > value(before[b], HANDLER_IDLE_NS)
