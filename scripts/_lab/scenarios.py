@@ -258,7 +258,9 @@ PAUSE_A_FOLLOWER = Scenario(
 # Expire a broker's ZooKeeper session.
 
 
-def prepare_expire_session(view: JsonObject, settings: dict[str, str]) -> Context | str:
+def _leading_non_controller(view: JsonObject, settings: dict[str, str]) -> Context | str:
+    """A context on a live broker other than the controller, preferring one that leads a
+    partition (so the scenario shows leaders moving); or why there is none."""
     not_ready = cluster_ready(view)
     if not_ready:
         return not_ready
@@ -267,6 +269,10 @@ def prepare_expire_session(view: JsonObject, settings: dict[str, str]) -> Contex
         return "no live broker other than the controller"
     leading = [c for c in candidates if any(p["leader"] == c for p in partitions(view).values())]
     return base_context(view, (leading or candidates)[0], settings)
+
+
+def prepare_expire_session(view: JsonObject, settings: dict[str, str]) -> Context | str:
+    return _leading_non_controller(view, settings)
 
 
 def _expiry_counted(view: JsonObject, context: Context) -> str | None:
@@ -331,14 +337,9 @@ EXPIRE_SESSION = Scenario(
 
 
 def prepare_controlled_shutdown(view: JsonObject, settings: dict[str, str]) -> Context | str:
-    not_ready = cluster_ready(view)
-    if not_ready:
-        return not_ready
-    candidates = non_controllers(view)
-    if not candidates:
-        return "no live broker other than the controller"
-    leading = [c for c in candidates if any(p["leader"] == c for p in partitions(view).values())]
-    context = base_context(view, (leading or candidates)[0], settings)
+    context = _leading_non_controller(view, settings)
+    if isinstance(context, str):
+        return context
     context.facts["preferred"] = {
         n: p["replicas"][0] for n, p in partitions(view).items() if n in context.led
     }
