@@ -11,7 +11,10 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from tests.integration.conftest import CLUSTER_SCRIPT, REPO_ROOT, ClusterHandle, wait_until
@@ -53,6 +56,32 @@ def _produce(bootstrap: str) -> None:
     assert producer.flush(TIMEOUT_S) == 0
 
 
+@contextmanager
+def _producing(bootstrap: str) -> Iterator[None]:
+    """Keeps producing in the background for the block, so a watch sees non-zero rates."""
+    from confluent_kafka import Producer
+
+    stop = threading.Event()
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
+
+    def produce() -> None:
+        index = 0
+        while not stop.is_set():
+            producer.produce(TOPIC, value=b"during-%d" % index, partition=index % PARTITIONS)
+            producer.poll(0)
+            index += 1
+            stop.wait(0.01)
+
+    thread = threading.Thread(target=produce, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(TIMEOUT_S)
+        assert producer.flush(TIMEOUT_S) == 0
+
+
 def test_watch_snapshots_follow_the_cluster(make_cluster: Any) -> None:
     cluster: ClusterHandle = make_cluster(
         brokers=3, overrides={"zookeeper.session.timeout.ms": "6000"}
@@ -63,7 +92,8 @@ def test_watch_snapshots_follow_the_cluster(make_cluster: Any) -> None:
     _produce(cluster.bootstrap)
     status_before = cluster.run("status").stdout
 
-    snapshots = _watch(cluster, ITERATIONS)
+    with _producing(cluster.bootstrap):
+        snapshots = _watch(cluster, ITERATIONS)
     controller = controller_id(cluster)
     for snapshot in snapshots:
         assert snapshot["controller"]["id"] == str(controller), snapshot
@@ -78,9 +108,13 @@ def test_watch_snapshots_follow_the_cluster(make_cluster: Any) -> None:
         assert int(snapshot["partitions"]["total"]) >= PARTITIONS, snapshot
         assert snapshot["partitions"]["under_replicated"] == "0", snapshot
         assert snapshot["partitions"]["offline"] == "0", snapshot
-    for snapshot in snapshots[1:]:  # a rate needs two readings
-        for broker_id in cluster.broker_ids:
-            assert float(snapshot[f"broker {broker_id}"]["messages_in_per_s"]) >= 0, snapshot
+    rates = [  # a rate needs two readings
+        float(snapshot[f"broker {broker_id}"]["messages_in_per_s"])
+        for snapshot in snapshots[1:]
+        for broker_id in cluster.broker_ids
+    ]
+    assert all(rate >= 0 for rate in rates), snapshots
+    assert any(rate > 0 for rate in rates), snapshots  # records were produced during the watch
     assert cluster.run("status").stdout == status_before  # unchanged by the watch
 
     victim = next(b for b in cluster.broker_ids if b != controller)

@@ -5,6 +5,7 @@ ends it on one partition, which read_committed readers then see past."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -40,6 +41,7 @@ def _transactions(cluster: ClusterHandle, *args: str) -> str:
 class OpenTransaction:
     topic: str
     transactional_id: str
+    began_s: float  # time.monotonic() before begin_transaction
 
 
 @pytest.fixture
@@ -50,13 +52,14 @@ def open_transaction(
     from confluent_kafka import Producer
 
     name = f"tool-{request.function.__name__[5:25].replace('_', '-')}"
-    opened = OpenTransaction(name, f"{name}-app")
+    transactional_id = f"{name}-app"
     with WireClient.to(controller_address(cluster)) as client:
         assert int(create_topics(client, [topic_spec(name, 2, 3)]).topics[0].error_code) == 0
     producer = Producer(
-        {"bootstrap.servers": cluster.bootstrap, "transactional.id": opened.transactional_id}
+        {"bootstrap.servers": cluster.bootstrap, "transactional.id": transactional_id}
     )
     producer.init_transactions(TIMEOUT_S)
+    opened = OpenTransaction(name, transactional_id, time.monotonic())
     producer.begin_transaction()
     for i in range(4):
         producer.produce(name, value=f"open-{i}".encode(), partition=i % 2)
@@ -111,7 +114,8 @@ def test_list_describe_and_describe_producers(
     assert described["ProducerId"] == listed[0]["ProducerId"]
     assert described["TransactionState"] == "Ongoing"
     assert described["TransactionTimeoutMs"] == "60000"  # librdkafka's default
-    assert int(described["TransactionDurationMs"]) >= 0
+    open_for_ms = (time.monotonic() - open_transaction.began_s) * 1000
+    assert 0 <= int(described["TransactionDurationMs"]) <= open_for_ms + 1000, described
     assert sorted(described["TopicPartitions"].split(",")) == [f"{topic}-0", f"{topic}-1"]
     (producer,) = _table(
         _transactions(cluster, "describe-producers", "--topic", topic, "--partition", "0")
