@@ -14,6 +14,12 @@ import pytest
 from tests.integration.conftest import ClusterHandle, wait_until
 from tests.integration.requests import topic_spec
 from tests.integration.tool_cli import ok, run_tool
+from tests.integration.txn_wire import (
+    create_led,
+    new_producer_id,
+    produce_transactional,
+    transactional_batch,
+)
 from tests.integration.wire import WireClient, controller_address, create_topics
 
 pytestmark = pytest.mark.integration
@@ -209,27 +215,11 @@ def test_a_transaction_no_coordinator_knows_is_found_hanging_and_aborted(
     """A transactional batch written straight to the leader by a producer id no transaction
     coordinator knows (as after a lost coordinator state): find-hanging lists it, and abort
     --start-offset ends it, so read_committed readers get past it."""
-    from tests.integration.test_transaction_log import (
-        TRANSACTIONAL_ID,
-        _producer_id,
-        _transactional_batch,
-    )
-    from tests.integration.wire import leader_address, produce
-
     topic = "tool-hanging"
-    with WireClient.to(controller_address(cluster)) as client:
-        assert int(create_topics(client, [topic_spec(topic, 1, 3)]).topics[0].error_code) == 0
-    with WireClient.to(leader_address(cluster, topic)) as client:
-        producer_id = _producer_id(client)
-        batch = _transactional_batch(producer_id, 0, [b"hanging"])  # timestamps of 1970
-        assert (
-            int(
-                produce(
-                    client, topic, 0, batch, acks=-1, transactional_id=TRANSACTIONAL_ID
-                ).error_code
-            )
-            == 0
-        )
+    with WireClient.to(create_led(cluster, topic)) as client:
+        producer_id = new_producer_id(client)
+        batch = transactional_batch(producer_id, 0, [b"hanging"])  # timestamps of 1970
+        produce_transactional(client, topic, batch)
     args = ["find-hanging", "--topic", topic, "--max-transaction-timeout", "0"]
     (hanging,) = _table(_transactions(cluster, *args))
     assert (hanging["Topic"], hanging["Partition"]) == (topic, "0")

@@ -11,53 +11,17 @@ from typing import Any
 from broker.log.record_codec import SimpleRecord, build_batch
 from tests.integration.conftest import ClusterHandle
 from tests.integration.isolated_reads import read_values
-from tests.integration.requests import (
-    FETCH,
-    INIT_PRODUCER_ID,
-    LIST_OFFSETS,
-    fetch_request,
-    topic_spec,
+from tests.integration.requests import FETCH, LIST_OFFSETS, fetch_request
+from tests.integration.txn_wire import (
+    create_led,
+    new_producer_id,
+    produce_transactional,
+    transactional_batch,
 )
-from tests.integration.wire import (
-    LATEST,
-    WireClient,
-    controller_address,
-    create_topics,
-    leader_address,
-    produce,
-)
+from tests.integration.wire import LATEST, WireClient
 
 WRITE_TXN_MARKERS = 27
 READ_COMMITTED = 1
-# Produce requests of transactional batches name a transactional id, or Kafka refuses them;
-# no coordinator knows this one: these tests write their batches straight to the leader.
-TRANSACTIONAL_ID = "written-by-hand"
-
-
-def _transactional_batch(producer_id: int, sequence: int, values: list[bytes]) -> bytes:
-    records = [SimpleRecord(None, value, (), 1_000 + i) for i, value in enumerate(values)]
-    return build_batch(
-        records,
-        producer_id=producer_id,
-        producer_epoch=0,
-        base_sequence=sequence,
-        is_transactional=True,
-    )
-
-
-def _producer_id(client: WireClient) -> int:
-    response = client.request(
-        INIT_PRODUCER_ID,
-        4,
-        {
-            "transactional_id": None,
-            "transaction_timeout": 60000,
-            "producer_id": -1,
-            "producer_epoch": -1,
-        },
-    )
-    assert int(response.error_code) == 0
-    return int(response.producer_id)
 
 
 def _fetch(
@@ -104,27 +68,12 @@ def _end_transaction(client: WireClient, topic: str, producer_id: int, commit: b
     return int(response.markers[0].topics[0].partitions[0].error_code)
 
 
-def _create_led(cluster: ClusterHandle, topic: str) -> str:
-    """Create `topic` (1 partition, RF 3); the address of its leader."""
-    controller = controller_address(cluster)
-    with WireClient.to(controller) as client:
-        assert int(create_topics(client, [topic_spec(topic, 1, 3)]).topics[0].error_code) == 0
-    return leader_address(cluster, topic, via=controller)
-
-
 def test_markers_end_transactions_for_read_committed_readers(cluster: ClusterHandle) -> None:
     topic = "txn-log"
-    with WireClient.to(_create_led(cluster, topic)) as client:
-        producer_id = _producer_id(client)
-        aborted = _transactional_batch(producer_id, 0, [b"aborted-1", b"aborted-2"])
-        assert (
-            int(
-                produce(
-                    client, topic, 0, aborted, acks=-1, transactional_id=TRANSACTIONAL_ID
-                ).error_code
-            )
-            == 0
-        )
+    with WireClient.to(create_led(cluster, topic)) as client:
+        producer_id = new_producer_id(client)
+        aborted = transactional_batch(producer_id, 0, [b"aborted-1", b"aborted-2"])
+        produce_transactional(client, topic, aborted)
         # Open: uncommitted readers see it, read_committed ones stop before it.
         assert _latest(client, topic, 0) == 2
         assert _latest(client, topic, READ_COMMITTED) == 0
@@ -140,26 +89,12 @@ def test_markers_end_transactions_for_read_committed_readers(cluster: ClusterHan
         assert [(t.producer_id, t.first_offset) for t in answered.aborted_transactions] == [
             (producer_id, 0)
         ]
-        committed = _transactional_batch(producer_id, 2, [b"committed-1", b"committed-2"])
-        assert (
-            int(
-                produce(
-                    client, topic, 0, committed, acks=-1, transactional_id=TRANSACTIONAL_ID
-                ).error_code
-            )
-            == 0
-        )
+        committed = transactional_batch(producer_id, 2, [b"committed-1", b"committed-2"])
+        produce_transactional(client, topic, committed)
         assert _end_transaction(client, topic, producer_id, commit=True) == 0
         assert _latest(client, topic, READ_COMMITTED) == 6
-        later_abort = _transactional_batch(producer_id, 4, [b"aborted-3"])
-        assert (
-            int(
-                produce(
-                    client, topic, 0, later_abort, acks=-1, transactional_id=TRANSACTIONAL_ID
-                ).error_code
-            )
-            == 0
-        )
+        later_abort = transactional_batch(producer_id, 4, [b"aborted-3"])
+        produce_transactional(client, topic, later_abort)
         assert _end_transaction(client, topic, producer_id, commit=False) == 0  # 6, marker 7
         # One batch fetched (max bytes 1): only aborted transactions with data in it.
         first = _fetch(client, topic, 0, READ_COMMITTED, max_bytes=1)
@@ -183,8 +118,8 @@ def test_markers_end_transactions_for_read_committed_readers(cluster: ClusterHan
 
 def test_a_marker_from_an_older_producer_epoch_is_refused(cluster: ClusterHandle) -> None:
     topic = "txn-log-fenced"
-    with WireClient.to(_create_led(cluster, topic)) as client:
-        producer_id = _producer_id(client)
+    with WireClient.to(create_led(cluster, topic)) as client:
+        producer_id = new_producer_id(client)
         batch = build_batch(
             [SimpleRecord(None, b"v")],
             producer_id=producer_id,
@@ -192,13 +127,6 @@ def test_a_marker_from_an_older_producer_epoch_is_refused(cluster: ClusterHandle
             base_sequence=0,
             is_transactional=True,
         )
-        assert (
-            int(
-                produce(
-                    client, topic, 0, batch, acks=-1, transactional_id=TRANSACTIONAL_ID
-                ).error_code
-            )
-            == 0
-        )
+        produce_transactional(client, topic, batch)
         invalid_producer_epoch = 47
         assert _end_transaction(client, topic, producer_id, commit=True) == invalid_producer_epoch
