@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-import subprocess
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,13 +20,13 @@ from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import request_class
 from tests.integration.conftest import ClusterHandle
+from tests.integration.tool_cli import ok, run_cluster_tool
 
 pytestmark = pytest.mark.integration
 
 TIMEOUT_S = 30
 PROPAGATION_S = 20  # an ACL change reaches every broker within seconds, on a loaded machine
 ADMIN = ("admin", "admin-secret")
-REPO_ROOT = Path(__file__).resolve().parents[2]
 AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
 FETCH_VERSION = 12  # topics by name
 
@@ -39,15 +37,6 @@ def cluster(make_cluster_module: Any) -> ClusterHandle:
         security="sasl_ssl", overrides={"authorizer.class.name": AUTHORIZER}
     )
     return handle
-
-
-def _tool(cluster: ClusterHandle, name: str, *args: str) -> None:
-    command = [str(REPO_ROOT / ".venv" / "bin" / name), "--bootstrap-server", cluster.bootstrap]
-    command += ["--command-config", str(cluster.dir / "client.properties"), *args]
-    result = subprocess.run(
-        command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=TIMEOUT_S, check=False
-    )
-    assert result.returncode == 0, f"{name} {args}: {result.stderr}"
 
 
 def _client_config(cluster: ClusterHandle) -> dict[str, str]:
@@ -158,12 +147,12 @@ def test_a_removed_read_acl_stops_an_incremental_fetch_session(
     cluster: ClusterHandle, min_bytes: int
 ) -> None:
     user = (f"bob-{uuid.uuid4().hex[:6]}", "bob-secret")
-    _tool(cluster, "kafka-configs", "--alter", "--add-config",
-          f"SCRAM-SHA-512=[password={user[1]}]", "--entity-type", "users",
-          "--entity-name", user[0])  # fmt: skip
+    scram = ("--add-config", f"SCRAM-SHA-512=[password={user[1]}]")
+    entity = ("--entity-type", "users", "--entity-name", user[0])
+    ok(run_cluster_tool(cluster, "kafka-configs", "--alter", *scram, *entity))
     topic, leader = _topic_with_a_record(cluster)
     acl = ("--allow-principal", f"User:{user[0]}", "--operation", "Read", "--topic", topic)
-    _tool(cluster, "kafka-acls", "--add", *acl)
+    ok(run_cluster_tool(cluster, "kafka-acls", "--add", *acl))
 
     async def scenario() -> None:
         async with Session(cluster, leader, user) as session:
@@ -178,7 +167,7 @@ def test_a_removed_read_acl_stops_an_incremental_fetch_session(
             # The record is answered again on each incremental fetch: its position never moves.
             again = await session.fetch(topic, min_bytes)
             assert again is not None and again.error_code == ErrorCode.none, again
-            _tool(cluster, "kafka-acls", "--remove", "--force", *acl)
+            ok(run_cluster_tool(cluster, "kafka-acls", "--remove", "--force", *acl))
             await _until(
                 lambda: session.fetch(topic, min_bytes),
                 ErrorCode.topic_authorization_failed,

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-import subprocess
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,11 +21,11 @@ from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import request_class
 from tests.integration.conftest import ClusterHandle, wait_until
+from tests.integration.tool_cli import run_cluster_tool
 
 TIMEOUT_S = 30
 PROPAGATION_S = 10  # "within seconds" on a loaded machine
 ADMIN = ("admin", "admin-secret")
-REPO_ROOT = Path(__file__).resolve().parents[2]
 AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
 
 
@@ -47,7 +45,7 @@ def alice(cluster: ClusterHandle) -> tuple[str, str]:
 
 def _new_user(cluster: ClusterHandle, name: str) -> tuple[str, str]:
     user = f"{name}-{uuid.uuid4().hex[:6]}"
-    added = _tool(
+    added = run_cluster_tool(
         cluster,
         "kafka-configs",
         "--alter",
@@ -75,16 +73,8 @@ def _config(
     }
 
 
-def _tool(cluster: ClusterHandle, name: str, *args: str) -> subprocess.CompletedProcess[str]:
-    command = [str(REPO_ROOT / ".venv" / "bin" / name), "--bootstrap-server", cluster.bootstrap]
-    command += ["--command-config", str(cluster.dir / "client.properties"), *args]
-    return subprocess.run(
-        command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=TIMEOUT_S, check=False
-    )
-
-
 def _acls(cluster: ClusterHandle, *args: str) -> str:
-    result = _tool(cluster, "kafka-acls", *args)
+    result = run_cluster_tool(cluster, "kafka-acls", *args)
     assert result.returncode == 0, result.stderr
     return result.stdout
 

@@ -7,20 +7,18 @@ on the cluster nothing to a user that may not describe it."""
 
 from __future__ import annotations
 
-import subprocess
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.integration.conftest import ClusterHandle
+from tests.integration.tool_cli import ok, run_cluster_tool
 
 TIMEOUT_S = 60
 REQUEST_TIMEOUT_S = 10
 ADMIN = ("admin", "admin-secret")
-REPO_ROOT = Path(__file__).resolve().parents[2]
 AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
 
 
@@ -32,15 +30,6 @@ def cluster(make_cluster_module: Any) -> ClusterHandle:
         overrides={"authorizer.class.name": AUTHORIZER, "offsets.topic.replication.factor": "1"},
     )
     return handle
-
-
-def _tool(cluster: ClusterHandle, name: str, *args: str) -> None:
-    command = [str(REPO_ROOT / ".venv" / "bin" / name), "--bootstrap-server", cluster.bootstrap]
-    command += ["--command-config", str(cluster.dir / "client.properties"), *args]
-    result = subprocess.run(
-        command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=TIMEOUT_S, check=False
-    )
-    assert result.returncode == 0, result.stderr
 
 
 def _admin(cluster: ClusterHandle, user: tuple[str, str]) -> Any:
@@ -61,11 +50,13 @@ def _admin(cluster: ClusterHandle, user: tuple[str, str]) -> Any:
 def bob(cluster: ClusterHandle) -> tuple[str, str]:
     """A SCRAM user allowed to read one topic and one group, nothing else."""
     user = (f"bob-{uuid.uuid4().hex[:6]}", "bob-secret")
-    _tool(
-        cluster,
-        "kafka-configs",
-        *("--alter", "--add-config", f"SCRAM-SHA-512=[password={user[1]}]"),
-        *("--entity-type", "users", "--entity-name", user[0]),
+    ok(
+        run_cluster_tool(
+            cluster,
+            "kafka-configs",
+            *("--alter", "--add-config", f"SCRAM-SHA-512=[password={user[1]}]"),
+            *("--entity-type", "users", "--entity-name", user[0]),
+        )
     )
     return user
 
@@ -104,8 +95,8 @@ def test_topics_answer_what_the_principal_may_do(
     topic = f"ops-{uuid.uuid4().hex[:8]}"
     admin = _admin(cluster, ADMIN)
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(TIMEOUT_S)
-    _tool(cluster, "kafka-acls", "--add", "--allow-principal", f"User:{bob[0]}",
-          "--operation", "Read", "--topic", topic)  # fmt: skip
+    grant = ("--add", "--allow-principal", f"User:{bob[0]}", "--operation", "Read")
+    ok(run_cluster_tool(cluster, "kafka-acls", *grant, "--topic", topic))
 
     def described(user: tuple[str, str]) -> set[str]:
         client = _admin(cluster, user)  # alive until its future is done
@@ -134,8 +125,8 @@ def test_groups_answer_what_the_principal_may_do(
     cluster: ClusterHandle, bob: tuple[str, str]
 ) -> None:
     group = f"ops-group-{uuid.uuid4().hex[:8]}"
-    _tool(cluster, "kafka-acls", "--add", "--allow-principal", f"User:{bob[0]}",
-          "--operation", "Read", "--group", group)  # fmt: skip
+    grant = ("--add", "--allow-principal", f"User:{bob[0]}", "--operation", "Read")
+    ok(run_cluster_tool(cluster, "kafka-acls", *grant, "--group", group))
 
     def described(user: tuple[str, str]) -> set[str]:
         """Asked again while the group's coordinator comes up, bounded by TIMEOUT_S: a new

@@ -23,15 +23,16 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import AuthFailedError, ConnectionClosedError, NoAuthError
 from kazoo.protocol.states import KeeperState
 
-from tests.integration.conftest import ClusterFactory, ClusterHandle, wait_until
+from tests.integration.conftest import REPO_ROOT, ClusterFactory, ClusterHandle, wait_until
 from tests.integration.secure_round_trips import confluent_round_trip
+from tests.integration.tool_cli import ok, run_cluster_tool
 
 # The fixture that runs `make reference` (shared with tests/reference/).
 from tests.reference.conftest import reference_lib as reference_lib
 
 pytestmark = [pytest.mark.integration]
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+CONSUMER_CONFIG = "--consumer.config"  # the console consumer's --command-config
 ZK_USER, ZK_PASSWORD = "kafka", "kafka-secret"  # scripts/_cluster/zk_sasl_material.py
 CLIENT_JAAS = "kafka_server_jaas.conf"
 OVERRIDES = {
@@ -71,18 +72,6 @@ EXPECTED: dict[str, list[tuple[str, str, int]]] = {
     "/kafka-acl-extended-changes/<seq>": BROKERS_AND_WORLD_READ,
     "/consumers": OPEN,
 }
-
-
-def _tool(
-    cluster: ClusterHandle, name: str, *args: str, config_flag: str = "--command-config"
-) -> str:
-    command = [str(REPO_ROOT / ".venv" / "bin" / name), "--bootstrap-server", cluster.bootstrap]
-    command += [config_flag, str(cluster.dir / "client.properties"), *args]
-    result = subprocess.run(
-        command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=TIMEOUT_S, check=False
-    )
-    assert result.returncode == 0, f"{name} {args}: {result.stdout}\n{result.stderr}"
-    return result.stdout
 
 
 def _librdkafka(cluster: ClusterHandle) -> dict[str, str]:
@@ -126,56 +115,19 @@ def _scenario(cluster: ClusterHandle) -> None:
     prefixed ACL, and a consumer group (so __consumer_offsets)."""
     _wait_for_controller(cluster)
     _create_topic(cluster, TOPIC, PARTITIONS, {"retention.ms": "86400000"})
-    _tool(
-        cluster,
-        "kafka-configs",
-        "--alter",
-        "--entity-type",
-        "users",
-        "--entity-name",
-        USER,
-        "--add-config",
-        f"SCRAM-SHA-256=[iterations=4096,password={USER}-secret]",
-    )
-    _tool(
-        cluster,
-        "kafka-acls",
-        "--add",
-        "--allow-principal",
-        f"User:{USER}",
-        "--operation",
-        "Read",
-        "--topic",
-        TOPIC,
-    )
-    _tool(
-        cluster,
-        "kafka-acls",
-        "--add",
-        "--allow-principal",
-        f"User:{USER}",
-        "--operation",
-        "Write",
-        "--topic",
-        TOPIC,
-        "--resource-pattern-type",
-        "prefixed",
-    )
+    user = ("--entity-type", "users", "--entity-name", USER)
+    scram = f"SCRAM-SHA-256=[iterations=4096,password={USER}-secret]"
+    ok(run_cluster_tool(cluster, "kafka-configs", "--alter", *user, "--add-config", scram))
+    grant = ("--add", "--allow-principal", f"User:{USER}", "--topic", TOPIC)
+    ok(run_cluster_tool(cluster, "kafka-acls", *grant, "--operation", "Read"))
+    prefixed = ("--resource-pattern-type", "prefixed")
+    ok(run_cluster_tool(cluster, "kafka-acls", *grant, "--operation", "Write", *prefixed))
     values = [f"zk-acl-{i}".encode() for i in range(10)]
     seen = confluent_round_trip(_librdkafka(cluster), TOPIC, values, PARTITIONS)
     assert sorted(seen) == sorted(values)
-    _tool(
-        cluster,
-        "kafka-console-consumer",
-        "--topic",
-        TOPIC,
-        "--group",
-        "zk-acl-group",
-        "--from-beginning",
-        "--max-messages",
-        "1",
-        config_flag="--consumer.config",
-    )
+    consume = ["--topic", TOPIC, "--group", "zk-acl-group", "--from-beginning"]
+    consume += ["--max-messages", "1"]
+    ok(run_cluster_tool(cluster, "kafka-console-consumer", *consume, config_flag=CONSUMER_CONFIG))
 
 
 def _kazoo(cluster: ClusterHandle, password: str | None = ZK_PASSWORD) -> KazooClient:

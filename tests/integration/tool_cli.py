@@ -5,6 +5,10 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tests.integration.conftest import ClusterHandle
 
 BIN_DIR = Path(sys.executable).parent
 TOOL_TIMEOUT_S = 90.0
@@ -23,6 +27,17 @@ def run_tool(
         text=True,
         timeout=timeout_s,
         check=False,
+    )
+
+
+def run_cluster_tool(
+    cluster: ClusterHandle, name: str, *args: str, config_flag: str = "--command-config"
+) -> subprocess.CompletedProcess[str]:
+    """`name` against a (secured) cluster: its bootstrap servers and the client.properties the
+    launcher writes (`config_flag` names it for tools that spell the option differently)."""
+    client_config = str(cluster.dir / "client.properties")
+    return run_tool(
+        name, "--bootstrap-server", cluster.bootstrap, config_flag, client_config, *args
     )
 
 
