@@ -20,7 +20,7 @@ from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import request_class
 from tests.integration.conftest import ClusterHandle
-from tests.integration.tool_cli import ok, run_cluster_tool
+from tests.integration.tool_cli import add_scram_user, ok, run_cluster_tool
 
 pytestmark = pytest.mark.integration
 
@@ -146,10 +146,7 @@ async def _until(answer: Any, wanted: ErrorCode, what: str) -> Any:
 def test_a_removed_read_acl_stops_an_incremental_fetch_session(
     cluster: ClusterHandle, min_bytes: int
 ) -> None:
-    user = (f"bob-{uuid.uuid4().hex[:6]}", "bob-secret")
-    scram = ("--add-config", f"SCRAM-SHA-512=[password={user[1]}]")
-    entity = ("--entity-type", "users", "--entity-name", user[0])
-    ok(run_cluster_tool(cluster, "kafka-configs", "--alter", *scram, *entity))
+    user = add_scram_user(cluster, f"bob-{uuid.uuid4().hex[:6]}")
     topic, leader = _topic_with_a_record(cluster)
     acl = ("--allow-principal", f"User:{user[0]}", "--operation", "Read", "--topic", topic)
     ok(run_cluster_tool(cluster, "kafka-acls", "--add", *acl))

@@ -21,7 +21,7 @@ from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import request_class
 from tests.integration.conftest import ClusterHandle, wait_until
-from tests.integration.tool_cli import run_cluster_tool
+from tests.integration.tool_cli import add_scram_user, run_cluster_tool
 
 TIMEOUT_S = 30
 PROPAGATION_S = 10  # "within seconds" on a loaded machine
@@ -44,20 +44,7 @@ def alice(cluster: ClusterHandle) -> tuple[str, str]:
 
 
 def _new_user(cluster: ClusterHandle, name: str) -> tuple[str, str]:
-    user = f"{name}-{uuid.uuid4().hex[:6]}"
-    added = run_cluster_tool(
-        cluster,
-        "kafka-configs",
-        "--alter",
-        "--add-config",
-        f"SCRAM-SHA-512=[password={user}-secret]",
-        "--entity-type",
-        "users",
-        "--entity-name",
-        user,
-    )
-    assert added.returncode == 0, added.stderr
-    return user, f"{user}-secret"
+    return add_scram_user(cluster, f"{name}-{uuid.uuid4().hex[:6]}")
 
 
 def _config(

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.integration.conftest import ClusterHandle
-from tests.integration.tool_cli import ok, run_cluster_tool
+from tests.integration.tool_cli import add_scram_user, ok, run_cluster_tool
 
 TIMEOUT_S = 60
 REQUEST_TIMEOUT_S = 10
@@ -49,16 +49,7 @@ def _admin(cluster: ClusterHandle, user: tuple[str, str]) -> Any:
 @pytest.fixture(scope="module")
 def bob(cluster: ClusterHandle) -> tuple[str, str]:
     """A SCRAM user allowed to read one topic and one group, nothing else."""
-    user = (f"bob-{uuid.uuid4().hex[:6]}", "bob-secret")
-    ok(
-        run_cluster_tool(
-            cluster,
-            "kafka-configs",
-            *("--alter", "--add-config", f"SCRAM-SHA-512=[password={user[1]}]"),
-            *("--entity-type", "users", "--entity-name", user[0]),
-        )
-    )
-    return user
+    return add_scram_user(cluster, f"bob-{uuid.uuid4().hex[:6]}")
 
 
 def _operation_names(operations: Any) -> set[str]:

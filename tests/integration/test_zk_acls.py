@@ -25,7 +25,7 @@ from kazoo.protocol.states import KeeperState
 
 from tests.integration.conftest import REPO_ROOT, ClusterFactory, ClusterHandle, wait_until
 from tests.integration.secure_round_trips import confluent_round_trip
-from tests.integration.tool_cli import ok, run_cluster_tool
+from tests.integration.tool_cli import add_scram_user, ok, run_cluster_tool
 
 # The fixture that runs `make reference` (shared with tests/reference/).
 from tests.reference.conftest import reference_lib as reference_lib
@@ -115,9 +115,7 @@ def _scenario(cluster: ClusterHandle) -> None:
     prefixed ACL, and a consumer group (so __consumer_offsets)."""
     _wait_for_controller(cluster)
     _create_topic(cluster, TOPIC, PARTITIONS, {"retention.ms": "86400000"})
-    user = ("--entity-type", "users", "--entity-name", USER)
-    scram = f"SCRAM-SHA-256=[iterations=4096,password={USER}-secret]"
-    ok(run_cluster_tool(cluster, "kafka-configs", "--alter", *user, "--add-config", scram))
+    add_scram_user(cluster, USER, "SCRAM-SHA-256")
     grant = ("--add", "--allow-principal", f"User:{USER}", "--topic", TOPIC)
     ok(run_cluster_tool(cluster, "kafka-acls", *grant, "--operation", "Read"))
     prefixed = ("--resource-pattern-type", "prefixed")

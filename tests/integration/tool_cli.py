@@ -41,6 +41,18 @@ def run_cluster_tool(
     )
 
 
+def add_scram_user(
+    cluster: ClusterHandle, user: str, mechanism: str = "SCRAM-SHA-512"
+) -> tuple[str, str]:
+    """Give `user` a SCRAM credential (password `<user>-secret`) with kafka-configs, as the
+    cluster's admin; (user, password)."""
+    password = f"{user}-secret"
+    credential = f"{mechanism}=[password={password}]"
+    entity = ("--entity-type", "users", "--entity-name", user)
+    ok(run_cluster_tool(cluster, "kafka-configs", "--alter", *entity, "--add-config", credential))
+    return user, password
+
+
 def ok(result: subprocess.CompletedProcess[str]) -> str:
     """stdout of a run that must have succeeded (its stderr in the failure message)."""
     assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout}\n{result.stderr}"
