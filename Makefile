@@ -76,7 +76,7 @@ lab: setup
 # alone, since its Python workers must connect back to the JVM within a fixed 10 s.
 test: setup spark-connector
 	$(VENV)/bin/pytest -q -n 2 --dist loadfile --durations=40 --durations-min=15 -m "not spark" tests
-	$(VENV)/bin/pytest -q -m spark tests
+	$(VENV)/bin/pytest -q --durations=25 --durations-min=10 -m spark tests
 
 # The example Spark pipeline (README, "The Spark pipeline"), on Spark's Kafka connector; e.g.
 # ARGS="--duration-s 120", or ARGS="--connector python" for the Python data source.
