@@ -39,6 +39,8 @@ JVM_PERFORMANCE_OPTIONS = (
     "-XX:+ExplicitGCInvokesConcurrent",
     "-Djava.awt.headless=true",
 )
+
+
 def jvm_performance_options() -> list[str]:
     configured = shlex.split(os.environ.get("KAFKA_JVM_PERFORMANCE_OPTS", ""))
     return configured or list(JVM_PERFORMANCE_OPTIONS)
