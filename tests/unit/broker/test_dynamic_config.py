@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.config import ConfigError, KafkaConfig, build_config
+from broker.config import ConfigError, build_config
 from broker.config_entries import (
     DEFAULT_CONFIG_SOURCE,
     DYNAMIC_BROKER_CONFIG_SOURCE,
@@ -19,6 +19,7 @@ from broker.dynamic_config import (
     effective_config,
 )
 from scripts._cluster import tls_material
+from tests.unit.broker.ssl_configs import ssl_config
 
 STATIC = build_config({"broker.id": "1", "zookeeper.connect": "h:1", "log.retention.hours": "2"})
 
@@ -137,24 +138,9 @@ def two_keystores(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]
     return first, second
 
 
-def _ssl_static(material: Path) -> KafkaConfig:
-    return build_config(
-        {
-            "broker.id": "1",
-            "zookeeper.connect": "h:1",
-            "listeners": "SSL://127.0.0.1:9093",
-            "security.inter.broker.protocol": "SSL",
-            "ssl.keystore.type": "PEM",
-            "ssl.keystore.location": str(tls_material.broker_keystore(material, 1)),
-            "ssl.truststore.type": "PEM",
-            "ssl.truststore.location": str(tls_material.truststore(material)),
-        }
-    )
-
-
 def test_a_new_keystore_must_keep_the_certificate_names(two_keystores: tuple[Path, Path]) -> None:
     first, second = two_keystores
-    static = _ssl_static(first)
+    static = ssl_config(first)
     key = "listener.name.ssl.ssl.keystore.location"
     same_names = {key: str(tls_material.broker_keystore(second, 1))}
     check_update(static, DynamicOverrides(broker=same_names), True)

@@ -10,12 +10,11 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from broker.config import ConfigError, KafkaConfig, build_config
+from broker.config import ConfigError, build_config
 from broker.config_entries import broker_entries, entry_fields
 from broker.network import tls
 from scripts._cluster import tls_material
-
-BASE = {"broker.id": "1", "zookeeper.connect": "127.0.0.1:2181"}
+from tests.unit.broker.ssl_configs import BASE, ssl_config
 
 
 @pytest.fixture(scope="module")
@@ -25,21 +24,8 @@ def material(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return directory
 
 
-def _ssl_config(material: Path, **extra: str) -> KafkaConfig:
-    settings = {
-        **BASE,
-        "listeners": "SSL://127.0.0.1:9093",
-        "security.inter.broker.protocol": "SSL",
-        "ssl.keystore.type": "PEM",
-        "ssl.keystore.location": str(tls_material.broker_keystore(material, 1)),
-        "ssl.truststore.type": "PEM",
-        "ssl.truststore.location": str(tls_material.truststore(material)),
-    }
-    return build_config({**settings, **extra})
-
-
 def test_an_ssl_listener_builds_its_contexts(material: Path) -> None:
-    config = _ssl_config(material)
+    config = ssl_config(material)
     server = tls.server_context(config, "SSL")
     assert server.verify_mode == ssl.CERT_NONE  # ssl.client.auth=none, Kafka's default
     client = tls.client_context(config, "SSL")
@@ -55,16 +41,16 @@ def test_an_ssl_listener_needs_a_keystore() -> None:
 
 def test_java_key_stores_are_refused(material: Path) -> None:
     with pytest.raises(ConfigError, match="ssl.keystore.type=JKS: only PEM"):
-        _ssl_config(material, **{"ssl.keystore.type": "JKS"})
+        ssl_config(material, **{"ssl.keystore.type": "JKS"})
 
 
 def test_unknown_client_auth_is_refused(material: Path) -> None:
     with pytest.raises(ConfigError, match="ssl.client.auth must be none, requested or required"):
-        _ssl_config(material, **{"ssl.client.auth": "always"})
+        ssl_config(material, **{"ssl.client.auth": "always"})
 
 
 def test_a_listener_prefixed_setting_overrides_for_that_listener_only(material: Path) -> None:
-    config = _ssl_config(
+    config = ssl_config(
         material,
         **{
             "listeners": "SSL://127.0.0.1:9093,CLIENTS://127.0.0.1:9094",
@@ -84,7 +70,7 @@ def test_an_unknown_listener_prefixed_key_is_refused() -> None:
 def test_keystore_as_pem_text_in_the_config(material: Path) -> None:
     pem = tls_material.broker_keystore(material, 1).read_text()
     key_end = pem.index("-----END PRIVATE KEY-----") + len("-----END PRIVATE KEY-----")
-    config = _ssl_config(
+    config = ssl_config(
         material,
         **{
             "ssl.keystore.location": "",
@@ -116,7 +102,7 @@ def test_the_principal_is_the_certificate_subject_in_rfc2253_form(material: Path
 
 
 def test_passwords_are_described_without_their_value(material: Path) -> None:
-    config = _ssl_config(material, **{"ssl.key.password": "secret"})
+    config = ssl_config(material, **{"ssl.key.password": "secret"})
     described = {e.name: entry_fields(e) for e in broker_entries(config)}
     assert described["ssl.key.password"]["is_sensitive"] is True
     assert described["ssl.key.password"]["value"] is None
