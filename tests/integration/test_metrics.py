@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.integration.conftest import ClusterHandle, wait_until
-from tests.integration.metrics_scrape import scrape, value
+from tests.integration.metrics_scrape import sample, scrape, value
 from tests.integration.requests import topic_spec
 from tests.integration.wire import WireClient, controller_address, create_topics
 
@@ -59,7 +59,7 @@ def test_metrics_follow_production_and_a_broker_failure(make_cluster: Any) -> No
     survivors = [b for b in cluster.broker_ids if b != victim]
 
     def under_replicated() -> float:
-        return sum(value(scrape(cluster, b), UNDER_REPLICATED) for b in survivors)
+        return sum(sample(scrape(cluster, b), UNDER_REPLICATED) for b in survivors)
 
     cluster.kill(victim, "KILL")
     wait_until(
@@ -74,7 +74,7 @@ def test_metrics_follow_production_and_a_broker_failure(make_cluster: Any) -> No
     )
     cluster.start(victim)
     wait_until(
-        lambda: under_replicated() == 0 and value(scrape(cluster, victim), UNDER_REPLICATED) == 0,
+        lambda: under_replicated() == 0 and sample(scrape(cluster, victim), UNDER_REPLICATED) == 0,
         TIMEOUT_S,
         f"no under-replicated partition once broker {victim} is back",
     )

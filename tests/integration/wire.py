@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import socket
 import struct
-import time
 from typing import Any
 
 from kio.serial import entity_reader
@@ -219,15 +218,15 @@ def first_broker(cluster: ClusterHandle) -> str:
 def controller_id(cluster: ClusterHandle, timeout_s: float = 30.0) -> int:
     """The controller, as the first broker's Metadata names it, once it names one (a broker
     that has just started may not know the controller yet: -1)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
+    found = [-1]
+
+    def known() -> bool:
         with WireClient.to(first_broker(cluster)) as client:
-            found = int(metadata(client, []).controller_id)
-        if found >= 0:
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError(f"no controller known to {first_broker(cluster)} in {timeout_s} s")
-        time.sleep(0.1)
+            found[0] = int(metadata(client, []).controller_id)
+        return found[0] >= 0
+
+    wait_until(known, timeout_s, f"a controller known to {first_broker(cluster)}")
+    return found[0]
 
 
 def controller_address(cluster: ClusterHandle) -> str:
