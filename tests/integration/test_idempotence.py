@@ -10,7 +10,8 @@ from typing import Any
 from broker.log.batch import read_batch_header
 from broker.log.record_codec import SimpleRecord, build_batch
 from tests.integration.conftest import ClusterHandle, zk_session
-from tests.integration.requests import INIT_PRODUCER_ID, topic_spec
+from tests.integration.requests import topic_spec
+from tests.integration.txn_wire import new_producer_id
 from tests.integration.wire import (
     WireClient,
     controller_address,
@@ -35,18 +36,7 @@ def _create(cluster: ClusterHandle, topic: str, partitions: int) -> str:
 
 def _init_producer_id(address: str) -> int:
     with WireClient.to(address) as client:
-        response = client.request(
-            INIT_PRODUCER_ID,
-            4,
-            {
-                "transactional_id": None,
-                "transaction_timeout": 60000,
-                "producer_id": -1,
-                "producer_epoch": -1,
-            },
-        )
-    assert int(response.error_code) == 0 and response.producer_epoch == 0
-    return int(response.producer_id)
+        return new_producer_id(client)
 
 
 def _produce(client: WireClient, topic: str, batch: bytes) -> Any:

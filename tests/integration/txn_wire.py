@@ -33,7 +33,7 @@ def transactional_batch(producer_id: int, sequence: int, values: list[bytes]) ->
 
 
 def new_producer_id(client: WireClient) -> int:
-    """A new producer id (InitProducerId without a transactional id)."""
+    """A new producer id (InitProducerId without a transactional id), at epoch 0."""
     response = client.request(
         INIT_PRODUCER_ID,
         4,
@@ -44,7 +44,7 @@ def new_producer_id(client: WireClient) -> int:
             "producer_epoch": -1,
         },
     )
-    assert int(response.error_code) == 0, response
+    assert int(response.error_code) == 0 and response.producer_epoch == 0, response
     return int(response.producer_id)
 
 
