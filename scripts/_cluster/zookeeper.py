@@ -57,10 +57,10 @@ PYSPARK_ZOOKEEPER_JARS = (
     "netty-transport-native-unix-common-*.jar",
     "netty-transport-classes-epoll-*.jar",
 )
-# kafka-run-class.sh (which zookeeper-server-start.sh runs) reads its JVM options from
-# KAFKA_JVM_PERFORMANCE_OPTS; ours default to the serial collector, enough for a local ensemble.
-JVM_PERFORMANCE_OPTS_ENV = "KAFKA_JVM_PERFORMANCE_OPTS"
-DEFAULT_JVM_PERFORMANCE_OPTIONS = ("-XX:+UseSerialGC",)
+# The serial collector is enough for a local ensemble. ZooKeeper's own zkServer.sh appends
+# SERVER_JVMFLAGS to the server's JVM options; so does the launcher.
+DEFAULT_JVM_OPTIONS = ("-XX:+UseSerialGC",)
+SERVER_JVMFLAGS_ENV = "SERVER_JVMFLAGS"
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,9 +98,8 @@ def _pyspark_classpath(jars: Path) -> str:
     return ":".join(str(matches[-1]) for matches in found)
 
 
-def jvm_performance_options() -> list[str]:
-    configured = shlex.split(os.environ.get(JVM_PERFORMANCE_OPTS_ENV, ""))
-    return configured or list(DEFAULT_JVM_PERFORMANCE_OPTIONS)
+def server_jvm_options() -> list[str]:
+    return [*DEFAULT_JVM_OPTIONS, *shlex.split(os.environ.get(SERVER_JVMFLAGS_ENV, ""))]
 
 
 def find_installation() -> Installation:
@@ -204,7 +203,7 @@ def prepare_server(
         java,
         "-Xms32m",
         "-Xmx256m",
-        *jvm_performance_options(),
+        *server_jvm_options(),
         f"-Dlog4j2.configurationFile={log4j2_path}",
         # Read by the log4j/logback configs that ZooKeeper distributions ship in conf/.
         "-Dzookeeper.root.logger=INFO,CONSOLE",

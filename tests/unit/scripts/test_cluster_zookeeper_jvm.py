@@ -1,5 +1,5 @@
 """How scripts/cluster runs ZooKeeper's JVM: the jars it needs of pyspark's, and
-KAFKA_JVM_PERFORMANCE_OPTS as Kafka's scripts read it."""
+SERVER_JVMFLAGS as zkServer.sh reads it; the reference brokers' KAFKA_JVM_PERFORMANCE_OPTS."""
 
 from __future__ import annotations
 
@@ -30,13 +30,24 @@ def test_pyspark_classpath_falls_back_to_the_whole_directory(tmp_path: Path) -> 
     assert zookeeper._pyspark_classpath(tmp_path) == f"{tmp_path}/*"
 
 
-def test_jvm_performance_options_come_from_the_environment(
+def test_zookeeper_adds_server_jvmflags_as_zkserver_sh_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("SERVER_JVMFLAGS", raising=False)
+    assert zookeeper.server_jvm_options() == ["-XX:+UseSerialGC"]
+    monkeypatch.setenv("SERVER_JVMFLAGS", "-XX:TieredStopAtLevel=1 -Dx=a")
+    assert zookeeper.server_jvm_options() == [
+        "-XX:+UseSerialGC",
+        "-XX:TieredStopAtLevel=1",
+        "-Dx=a",
+    ]
+
+
+def test_reference_brokers_take_kafka_jvm_performance_opts(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("KAFKA_JVM_PERFORMANCE_OPTS", raising=False)
-    assert zookeeper.jvm_performance_options() == ["-XX:+UseSerialGC"]
     assert "-XX:+UseG1GC" in kafka_reference.jvm_performance_options()
     monkeypatch.setenv("KAFKA_JVM_PERFORMANCE_OPTS", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
     expected = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
-    assert zookeeper.jvm_performance_options() == expected
     assert kafka_reference.jvm_performance_options() == expected
