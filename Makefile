@@ -21,13 +21,22 @@ $(STAMP): pyproject.toml
 # Apache Kafka 3.9 (reference/pom.xml) for `scripts/cluster up --impl kafka` and the
 # differential tests: fetched once from Maven Central into reference/lib, offline afterwards.
 REFERENCE_STAMP := reference/lib/.fetched
-reference: $(REFERENCE_STAMP)
+# A class-data-sharing archive of the classes Kafka's tools and brokers load
+# (reference/kafka.classlist): scripts/kafka-jvm and `scripts/cluster up --impl kafka` map it.
+# The JVM checks it against the jars, so it is dumped with the absolute classpath they use.
+KAFKA_CDS := reference/lib/kafka.jsa
+reference: $(REFERENCE_STAMP) $(KAFKA_CDS)
 
 $(REFERENCE_STAMP): reference/pom.xml
 	rm -rf reference/lib
 	mvn --batch-mode --quiet -f reference/pom.xml dependency:copy-dependencies \
 		-DincludeScope=runtime -DoutputDirectory=lib
 	@touch $@
+
+$(KAFKA_CDS): $(REFERENCE_STAMP) reference/kafka.classlist
+	java -Xshare:dump -XX:SharedClassListFile=reference/kafka.classlist \
+		-XX:SharedArchiveFile=$@ -cp '$(CURDIR)/reference/lib/*' >$@.log 2>&1 \
+		|| { cat $@.log; exit 1; }
 
 # Spark's own Kafka connector (reference/spark/pom.xml, at the pinned PySpark's version) for
 # `make pipeline` and the Spark tests: fetched once into reference/spark/lib, loaded with

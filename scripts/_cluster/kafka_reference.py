@@ -69,6 +69,13 @@ log4j.logger.kafka.authorizer.logger=INFO
 """
 
 
+def class_sharing_options() -> list[str]:
+    """Map `make reference`'s class-data-sharing archive (reference/kafka.classlist's classes),
+    when it is there: the JVM then starts without loading them from the jars."""
+    archive = REFERENCE_LIB / "kafka.jsa"
+    return [f"-XX:SharedArchiveFile={archive}"] if archive.exists() else []
+
+
 def reference_classpath() -> str:
     """The classpath of the reference jars; a clear error when `make reference` has not run."""
     if not any(REFERENCE_LIB.glob("kafka_2.13-*.jar")):
@@ -100,6 +107,7 @@ def kafka_command(
         java,
         *heap_options(),
         *jvm_performance_options(),
+        *class_sharing_options(),
         f"-Dlog4j.configuration=file:{log4j_path}",
         f"-Dkafka.logs.dir={broker_directory}",
         *jvm_options,

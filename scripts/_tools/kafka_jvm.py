@@ -13,6 +13,11 @@ carries only the tool's own output. Environment, as in kafka-run-class.sh:
 - `KAFKA_LOG4J_OPTS`: replaces the log4j flag altogether.
 - `KAFKA_JVM_LOG_LEVEL` (this script's own): the root log4j level instead of WARN, e.g.
   `ERROR` or `OFF` for stderr without client warnings, `INFO` or `DEBUG` to see more.
+
+When `make reference` has dumped reference/lib/kafka.jsa (a class-data-sharing archive of
+the classes Kafka loads), the JVM maps it instead of loading those classes from the jars:
+a third to a half less start-up CPU, the same tool. The JVM ignores an archive that no longer
+matches the jars or the JDK, silently; `-XX:SharedArchiveFile=...` in `KAFKA_OPTS` overrides it.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+
+from _cluster.kafka_reference import class_sharing_options
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 REFERENCE_LIB = REPO_ROOT / "reference" / "lib"
@@ -145,6 +152,7 @@ def command(tool: str, args: list[str]) -> list[str]:
         java_executable(),
         *heap.split(),
         *performance.split(),
+        *class_sharing_options(),
         *os.environ.get("KAFKA_OPTS", "").split(),
         *log4j_options(),
         "-cp",

@@ -51,3 +51,14 @@ def test_reference_brokers_take_kafka_jvm_performance_opts(
     monkeypatch.setenv("KAFKA_JVM_PERFORMANCE_OPTS", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
     expected = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
     assert kafka_reference.jvm_performance_options() == expected
+
+
+def test_reference_brokers_map_the_class_archive_only_when_it_exists(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(kafka_reference, "REFERENCE_LIB", tmp_path)
+    assert kafka_reference.class_sharing_options() == []
+    (tmp_path / "kafka.jsa").touch()
+    assert kafka_reference.class_sharing_options() == [
+        f"-XX:SharedArchiveFile={tmp_path / 'kafka.jsa'}"
+    ]
