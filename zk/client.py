@@ -38,6 +38,7 @@ from zk import errors
 from zk.client_security import creation_acls, new_session, start_logged_in, stop
 from zk.kazoo_extensions import MultiRead, SetWatches
 from zk.loop_slice import LoopSlice
+from zk.path_rules import path_error
 from zk.zk_security import ZkSaslCredentials
 
 log = logging.getLogger(__name__)
@@ -292,13 +293,20 @@ class ZkClient:
             raise errors.SessionExpiredError("ZkClient is not started or is closed")
         return self._kazoo
 
-    def _bridge(self, send: Callable[[], Any], path: str | None) -> asyncio.Future[Any]:
+    def _bridge(
+        self, send: Callable[[], Any], path: str | None, sequence: bool = False
+    ) -> asyncio.Future[Any]:
         """A future of what the request `send()` makes kazoo send; sent now if fewer than
-        MAX_REQUESTS_IN_FLIGHT are unanswered, else once earlier ones are answered."""
+        MAX_REQUESTS_IN_FLIGHT are unanswered, else once earlier ones are answered. A `path`
+        that breaks ZooKeeper's rules fails it with InvalidPathError, unsent."""
         loop = self._loop
         if loop is None:
             raise errors.SessionExpiredError("ZkClient.start() was not awaited")
         request = _Request(send, path, loop.create_future())
+        problem = None if path is None else path_error(path, sequence)
+        if problem is not None:
+            request.future.set_exception(errors.InvalidPathError(f"{problem}: {path!r}", path=path))
+            return request.future
         if self._in_flight < MAX_REQUESTS_IN_FLIGHT and not self._waiting:
             self._send(loop, request)
         else:
@@ -359,6 +367,10 @@ class ZkClient:
         as of these reads: a change they did not see fires them."""
         if not paths:
             return []
+        legal = [path for path in paths if path_error(path) is None]
+        if len(legal) < len(paths):  # no znode can be at the others
+            found = dict(zip(legal, await self.get_many(legal, arm), strict=True))
+            return [found.get(path) for path in paths]
         if self._multi_read:
             chunks = [
                 paths[start : start + MAX_READS_PER_REQUEST]
@@ -455,7 +467,10 @@ class ZkClient:
         return results
 
     async def exists(self, path: str) -> ZnodeStat | None:
-        raw = await self._bridge(lambda: self._client().exists_async(path), path)
+        try:
+            raw = await self._bridge(lambda: self._client().exists_async(path), path)
+        except errors.InvalidPathError:
+            return None
         return None if raw is None else _stat(raw)
 
     async def get_children(self, path: str) -> list[str] | None:
@@ -490,7 +505,7 @@ class ZkClient:
         create = functools.partial(
             self._client().create_async, path, data, acl, ephemeral, sequence
         )
-        return str(await self._bridge(create, path))
+        return str(await self._bridge(create, path, sequence))
 
     async def set(self, path: str, data: bytes, version: int = -1) -> ZnodeStat:
         raw = await self._bridge(lambda: self._client().set_async(path, data, version), path)
@@ -529,6 +544,11 @@ class ZkClient:
 
     async def multi(self, ops: Sequence[Op]) -> list[OpResult]:
         """All ops or none. A failure raises the failing op's error with `op_index` set."""
+        for index, op in enumerate(ops):
+            problem = path_error(op.path, isinstance(op, CreateOp) and op.sequence)
+            if problem is not None:
+                message = f"{problem}: {op.path!r}"
+                raise errors.InvalidPathError(message, path=op.path, op_index=index)
         transaction = self._client().transaction()
         for op in ops:
             if isinstance(op, CheckOp):

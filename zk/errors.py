@@ -24,6 +24,11 @@ class NoNodeError(ZkError):
     """The znode (or the parent of the znode to create) does not exist."""
 
 
+class InvalidPathError(NoNodeError):
+    """The path breaks ZooKeeper's rules (zk/path_rules.py), so no znode can be there: refused
+    before it is sent, and read as absent by the reads that answer None for a missing znode."""
+
+
 class BadVersionError(ZkError):
     """A conditional write or check saw another zkVersion."""
 

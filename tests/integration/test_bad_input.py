@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from broker.log.record_codec import SimpleRecord, build_batch, decode_records
+from broker.protocol.api_keys import ApiKey
 from tests.integration.conftest import ClusterHandle
 from tests.integration.requests import METADATA, PRODUCE, topic_spec
 from tests.integration.wire import (
@@ -21,6 +22,7 @@ from tests.integration.wire import (
     broker_address,
     controller_address,
     create_topics,
+    delete_topics,
     fetch,
     first_broker,
     leader_address,
@@ -31,6 +33,7 @@ from tests.integration.wire import (
 TOPIC = "bad-input"
 SMALL_TOPIC = "bad-input-small"
 CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, INVALID_TOPIC_EXCEPTION = 2, 10, 17
+UNKNOWN_TOPIC_OR_PARTITION, RESOURCE_NOT_FOUND = 3, 91
 SOCKET_REQUEST_MAX_BYTES = 1024 * 1024
 
 
@@ -93,6 +96,20 @@ def test_invalid_topic_names_are_refused(cluster: ClusterHandle, name: str) -> N
     with WireClient.to(broker_address(cluster, response.controller_id)) as client:
         created = create_topics(client, [topic_spec(name)], version=5, timeout_ms=10000)
         assert int(created.topics[0].error_code) == INVALID_TOPIC_EXCEPTION
+
+
+@pytest.mark.parametrize("name", ["..", ".", "a/b", "a\x00b", "x/.."])
+def test_names_that_cannot_be_znodes_get_kafka_errors(cluster: ClusterHandle, name: str) -> None:
+    """Names a client sends become znode names; one that breaks ZooKeeper's path rules names
+    nothing that exists (a found seed of the fuzzer: DeleteTopics of "..")."""
+    with WireClient.to(controller_address(cluster)) as client:
+        deleted = delete_topics(client, [name], version=6, timeout_ms=5000)
+        assert [int(r.error_code) for r in deleted.responses] == [UNKNOWN_TOPIC_OR_PARTITION]
+        described = client.request(
+            ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, {"users": [{"name": name}]}
+        )
+        assert [int(r.error_code) for r in described.results] == [RESOURCE_NOT_FOUND]
+    assert api_versions_ok(controller_address(cluster))
 
 
 def test_oversize_frame_closes_connection(cluster: ClusterHandle) -> None:

@@ -15,12 +15,13 @@ from pathlib import Path
 import pytest
 
 from controller.partition_state_machine import MAX_STATES_PER_WRITE
-from zk.client import MAX_READS_PER_REQUEST, CreateOp, ZkClient
+from zk.client import MAX_READS_PER_REQUEST, CheckOp, CreateOp, DeleteOp, ZkClient
 from zk.cluster_watch import ClusterChange, ClusterWatch
 from zk.errors import (
     BadVersionError,
     BrokerIdInUseError,
     ControllerMovedError,
+    InvalidPathError,
     TopicExistsError,
 )
 from zk.kafka_zk import KafkaZk
@@ -208,6 +209,30 @@ def test_get_many_reads_in_multi_reads_with_missing_and_empty_znodes(chroot_conn
                     assert item[0] == f"v{index}".encode() * (index % 3)
                     assert item[1].version == 0 and item[1].data_length == len(item[0])
             assert await client.get_many([]) == []
+
+    asyncio.run(scenario())
+
+
+def test_paths_zookeeper_refuses_read_as_absent_and_refuse_writes(chroot_connect: str) -> None:
+    async def scenario() -> None:
+        async with started(chroot_connect) as kafka_zk:
+            client = kafka_zk.client
+            await client.create("/names", b"")
+            await client.create("/names/ok", b"v")
+            for bad in ("/names/..", "/names/.", "/names/", "/names/a\x00b", "/names//x"):
+                assert await client.get(bad) is None, bad
+                assert await client.exists(bad) is None, bad
+                assert await client.get_children(bad) is None, bad
+                found = await client.get_many(["/names/ok", bad])
+                assert found[0] is not None and found[0][0] == b"v" and found[1] is None, bad
+                with pytest.raises(InvalidPathError):
+                    await client.create(bad, b"x")
+                with pytest.raises(InvalidPathError):
+                    await client.set(bad, b"x")
+                with pytest.raises(InvalidPathError) as refused:
+                    await client.multi([CheckOp("/names/ok", 0), DeleteOp(bad, -1)])
+                assert refused.value.op_index == 1
+            assert await client.get_children("/names") == ["ok"]  # nothing was written
 
     asyncio.run(scenario())
 
