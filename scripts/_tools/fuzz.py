@@ -64,7 +64,15 @@ from .fuzz_check import (
     process_status,
     read_back,
 )
-from .fuzz_fire import CONNECT_TIMEOUT_S, REFUSED, FireOptions, Tally, fire, fire_one
+from .fuzz_fire import (
+    CONNECT_TIMED_OUT,
+    CONNECT_TIMEOUT_S,
+    REFUSED,
+    FireOptions,
+    Tally,
+    fire,
+    fire_one,
+)
 from .fuzz_mutate import CorpusFrame, Mutator, analyse, frame, load_corpus, save_corpus
 from .fuzz_record import record
 from .fuzz_security import ClientSecurity, SecurityConfigError
@@ -168,6 +176,8 @@ async def _fire_all(
     last = tallies[phases[-1][0]]
     if first == REFUSED:
         last.refused += 1
+    elif first == CONNECT_TIMED_OUT:
+        last.connect_timeouts += 1
     else:
         last.add(names[METADATA], "historic 18-byte frame", first)
     budget = max(args.frames - 1, 0)
@@ -237,12 +247,16 @@ def _print_summary(report: dict[str, Any]) -> None:
     )
     print(
         f"answered {outcomes['answered']}  closed {outcomes['closed']}  stalled"
-        f" {outcomes['stalled']}  refused {report['refused']}  first frame: {report['first_frame']}"
+        f" {outcomes['stalled']}  refused {report['refused']}  timed out"
+        f" {report['connect_timeouts']}  first frame: {report['first_frame']}"
     )
     if len(report["phases"]) > 1:
         for name, phase in report["phases"].items():
             counts = "  ".join(f"{o} {n}" for o, n in phase["outcomes"].items())
-            print(f"{name}: frames {phase['frames']}  {counts}  refused {phase['refused']}")
+            print(
+                f"{name}: frames {phase['frames']}  {counts}  refused {phase['refused']}"
+                f"  timed out {phase['connect_timeouts']}"
+            )
     print(f"{'api':<26}{'frames':>8}{'answered':>10}{'closed':>9}{'stalled':>9}")
     for api, row in sorted(report["per_api"].items()):
         total = sum(row.values())
@@ -314,11 +328,17 @@ def _fire_report(tallies: dict[str, Tally], first: str, seconds: float) -> dict[
         "first_frame": first,
         "outcomes": tally.outcomes,
         "refused": tally.refused,
+        "connect_timeouts": tally.connect_timeouts,
         "garbled_responses": tally.garbled,
         "per_api": tally.per_api,
         "per_operation": tally.per_operation,
         "phases": {
-            name: {"frames": t.frames, "outcomes": t.outcomes, "refused": t.refused}
+            name: {
+                "frames": t.frames,
+                "outcomes": t.outcomes,
+                "refused": t.refused,
+                "connect_timeouts": t.connect_timeouts,
+            }
             for name, t in tallies.items()
         },
     }

@@ -6,8 +6,10 @@ connection, and classify what happened:
 - closed: the broker closed the connection (the expected answer to garbage);
 - stalled: nothing within the frame timeout (a size prefix that swallowed the probe, a long
   poll); the connection is dropped and a new one opened;
-- refused: a connection attempt failed (or, on a SASL listener, the fuzzer's own login).
-  Counted apart from frames: a broker that refuses connections is dead or overloaded.
+- refused: a connection attempt failed (or, on a SASL listener, the fuzzer's own login);
+- timed out: a connection (with its TLS handshake and login) took longer than
+  CONNECT_TIMEOUT_S, which a loaded machine can make happen without anything refusing.
+  Both counted apart from frames: a broker that refuses connections is dead or broken.
 
 Connections are opened by `FireOptions.open`: plain TCP, or TLS and a SASL login first (see
 fuzz_security.py), or TLS alone to fire frames before authentication.
@@ -31,7 +33,8 @@ OUTCOMES = (ANSWERED, CLOSED, STALLED)
 # A response stream that is not Kafka framing: counted as closed, and also apart, because a
 # broker must never write one (the check reports it as a problem).
 GARBLED = "garbled"
-REFUSED = "refused"  # fire_one only: a connection attempt failed
+# fire_one only: a connection attempt failed, or did not finish in time
+REFUSED, CONNECT_TIMED_OUT = "refused", "timed out"
 CONNECT_TIMEOUT_S = 5.0
 REFUSED_BACKOFF_S = 0.2
 # Probe correlation ids count up from here; recorded clients start near 0, so a mutated frame
@@ -58,6 +61,7 @@ class GarbledResponseError(ConnectionError):
 class Tally:
     frames: int = 0
     refused: int = 0
+    connect_timeouts: int = 0
     garbled: int = 0
     outcomes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
     per_api: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -77,6 +81,7 @@ class Tally:
         """Both tallies' counts together."""
         total = Tally(self.frames + other.frames, self.refused + other.refused)
         total.garbled = self.garbled + other.garbled
+        total.connect_timeouts = self.connect_timeouts + other.connect_timeouts
         total.outcomes = {o: self.outcomes[o] + other.outcomes[o] for o in OUTCOMES}
         for name in ("per_api", "per_operation"):
             table: dict[str, dict[str, int]] = {}
@@ -111,11 +116,14 @@ class _Connection:
         self.writer.transport.abort()
 
 
-async def _connect(address: str, open_streams: Opener) -> _Connection | None:
+async def _connect(address: str, open_streams: Opener) -> _Connection | str:
+    """The connection, else CONNECT_TIMED_OUT or REFUSED."""
     try:
         reader, writer = await open_streams(address)
-    except (OSError, TimeoutError, asyncio.IncompleteReadError, ValueError):
-        return None  # ValueError: a SASL login answered with something undecodable
+    except TimeoutError:  # before OSError, of which it is a subclass
+        return CONNECT_TIMED_OUT
+    except (OSError, asyncio.IncompleteReadError, ValueError):
+        return REFUSED  # ValueError: a SASL login answered with something undecodable
     return _Connection(reader, writer)
 
 
@@ -177,12 +185,16 @@ async def _worker(index: int, source: _Source, options: FireOptions, tally: Tall
     connection: _Connection | None = None
     while not source.exhausted:
         if connection is None:
-            connection = await _connect(options.addresses[position], options.open)
-            if connection is None:
-                tally.refused += 1
+            opened = await _connect(options.addresses[position], options.open)
+            if not isinstance(opened, _Connection):
+                if opened == CONNECT_TIMED_OUT:
+                    tally.connect_timeouts += 1
+                else:
+                    tally.refused += 1
                 position = (position + 1) % len(options.addresses)
                 await asyncio.sleep(REFUSED_BACKOFF_S)
                 continue
+            connection = opened
         item = source.next()
         if item is None:
             break
@@ -201,8 +213,8 @@ async def fire_one(
 ) -> str:
     """One frame on its own connection (the historic 18-byte killer goes first)."""
     connection = await _connect(address, open_streams)
-    if connection is None:
-        return REFUSED
+    if not isinstance(connection, _Connection):
+        return connection
     try:
         return await exchange(connection, data, PROBE_CORRELATION_BASE, timeout_s)
     finally:
@@ -232,5 +244,6 @@ async def _report_progress(tally: Tally, options: FireOptions) -> None:
         outcomes = "  ".join(f"{name} {count}" for name, count in tally.outcomes.items())
         options.progress(
             f"{tally.frames} frames, {rate:.0f} frames/s  {outcomes}  refused {tally.refused}"
+            f"  timed out {tally.connect_timeouts}"
         )
         last_frames, last_time = tally.frames, now
