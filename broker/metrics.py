@@ -41,7 +41,7 @@ from controller.stats import Timer
 
 if TYPE_CHECKING:
     from broker.network.context import RequestContext
-    from broker.server import KafkaServer
+    from broker.services import MetricsServices
 
 log = logging.getLogger(__name__)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -163,8 +163,8 @@ class Snapshot:
     loop_idle: LoopIdle | None = None
 
 
-def take_snapshot(server: KafkaServer, loop_idle: LoopIdle | None = None) -> Snapshot:
-    counters = server.metrics
+def take_snapshot(services: MetricsServices, loop_idle: LoopIdle | None = None) -> Snapshot:
+    counters = services.metrics
     copied = BrokerCounters(
         topics={t: replace(c) for t, c in counters.topics.items()},
         requests=dict(counters.requests),
@@ -173,7 +173,7 @@ def take_snapshot(server: KafkaServer, loop_idle: LoopIdle | None = None) -> Sna
         zookeeper_disconnects=counters.zookeeper_disconnects,
         zookeeper_sync_connects=counters.zookeeper_sync_connects,
     )
-    isr_writer = server.replica_manager.isr_writer
+    isr_writer = services.replica_manager.isr_writer
     partitions = [
         PartitionSample(
             p.topic,
@@ -183,9 +183,9 @@ def take_snapshot(server: KafkaServer, loop_idle: LoopIdle | None = None) -> Sna
             p.log.log_end_offset,
             p.log.size_bytes,
         )
-        for p in server.replica_manager.all_partitions()
+        for p in services.replica_manager.all_partitions()
     ]
-    controller = server.controller
+    controller = services.controller
     context = controller.context
     offline = imbalance = total = 0
     if context is not None:
@@ -207,12 +207,12 @@ def take_snapshot(server: KafkaServer, loop_idle: LoopIdle | None = None) -> Sna
         imbalance,
         {n: _copy(t) for n, t in stats.timers.items()},
         stats.unclean_leader_elections,
-        server.zk_client.connected,
+        services.zk_client.connected,
         isr_writer.shrinks if isr_writer is not None else 0,
         isr_writer.expands if isr_writer is not None else 0,
-        fetcher_lags(server),
-        coordinator_counts(server),
-        request_queue_size(server),
+        fetcher_lags(services),
+        coordinator_counts(services),
+        request_queue_size(services),
         loop_idle,
     )
 
@@ -406,8 +406,8 @@ class MetricsEndpoint:
     """GET /metrics on `metrics.prometheus.listener`: a minimal HTTP/1.0 server on the loop
     (each scrape is one request; the connection closes after the answer)."""
 
-    def __init__(self, server: KafkaServer, host: str, port: int) -> None:
-        self._server = server
+    def __init__(self, services: MetricsServices, host: str, port: int) -> None:
+        self._services = services
         self._host = host
         self._port = port
         self._asyncio_server: asyncio.Server | None = None
@@ -435,7 +435,7 @@ class MetricsEndpoint:
             if len(parts) < 2 or parts[0] != b"GET" or parts[1].split(b"?")[0] != b"/metrics":
                 writer.write(b"HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\n\r\n")
                 return
-            snapshot = take_snapshot(self._server, self._loop_idle.reading())
+            snapshot = take_snapshot(self._services, self._loop_idle.reading())
             body = await asyncio.to_thread(render, snapshot)
             header = (
                 f"HTTP/1.0 200 OK\r\nContent-Type: {CONTENT_TYPE}\r\n"

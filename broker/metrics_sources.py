@@ -25,7 +25,7 @@ from prometheus_client.samples import Sample
 from prometheus_client.utils import floatToGoString
 
 if TYPE_CHECKING:
-    from broker.server import KafkaServer
+    from broker.services import MetricsServices
 
 # Kafka's io-wait-ratio (NetworkProcessorAvgIdlePercent) is a rate over metrics.num.samples
 # (2) windows of metrics.sample.window.ms (30 s); one 30 s window of 1 s samples is as recent.
@@ -138,21 +138,21 @@ class CoordinatorCounts:
     markers_awaiting_leader: int = 0
 
 
-def fetcher_lags(server: KafkaServer) -> list[FetcherLag]:
-    fetchers = server.replica_manager.fetchers
+def fetcher_lags(services: MetricsServices) -> list[FetcherLag]:
+    fetchers = services.replica_manager.fetchers
     if fetchers is None:
         return []
     return list(fetchers.lags())
 
 
-def coordinator_counts(server: KafkaServer) -> CoordinatorCounts:
+def coordinator_counts(services: MetricsServices) -> CoordinatorCounts:
     """Kafka's GroupMetadataManager gauges count every group in its cache, a group known only
     by its committed offsets included (as Empty); ListGroups answers the same set."""
-    coordinator = server.group_coordinator
+    coordinator = services.group_coordinator
     states = {g.group_id: g.state for g in coordinator.membership.list_groups()}
     for group_id in coordinator.offsets.groups():
         states.setdefault(group_id, "Empty")
-    transactions = server.transaction_coordinator
+    transactions = services.transaction_coordinator
     loaded, loading, transactional_ids = transactions.load_summary()
     return CoordinatorCounts(
         Counter(states.values()),
@@ -164,11 +164,11 @@ def coordinator_counts(server: KafkaServer) -> CoordinatorCounts:
     )
 
 
-def request_queue_size(server: KafkaServer) -> int:
+def request_queue_size(services: MetricsServices) -> int:
     """Requests read off a socket whose handler has not answered yet, less those parked as
     Kafka parks them in its purgatories (long-polling fetches, acks=all produces)."""
-    counters = server.metrics
-    parked = server.replica_manager.delayed_fetches + counters.delayed_produces
+    counters = services.metrics
+    parked = services.replica_manager.delayed_fetches + counters.delayed_produces
     return max(0, counters.requests_in_flight - parked)
 
 

@@ -20,7 +20,7 @@ from controller.topic_config_defs import TOPIC_CONFIGS, ConfigType
 from controller.topic_configs import validate_topic_configs
 
 if TYPE_CHECKING:
-    from broker.server import KafkaServer
+    from broker.services import HandlerServices
 
 ConfigChange = Callable[[dict[str, str]], dict[str, str | None]]
 
@@ -40,12 +40,12 @@ class AlterResult:
 
 
 async def alter_resource(
-    server: KafkaServer, resource: Any, change: ConfigChange, validate_only: bool
+    services: HandlerServices, resource: Any, change: ConfigChange, validate_only: bool
 ) -> AlterResult:
     if resource.resource_type == ConfigResourceType.BROKER:
         error_code, message = await alter_broker_config(
-            server.zk_client,
-            server.dynamic_config.static,
+            services.zk_client,
+            services.dynamic_config.static,
             resource.resource_name,
             change,
             validate_only,
@@ -54,20 +54,20 @@ async def alter_resource(
     if resource.resource_type != ConfigResourceType.TOPIC:
         return AlterResult(ErrorCode.invalid_request, "unsupported resource type")
     topic = resource.resource_name
-    if not server.metadata_cache.has_topic(topic):
+    if not services.metadata_cache.has_topic(topic):
         return AlterResult(ErrorCode.unknown_topic_or_partition, f"unknown topic {topic}")
-    current = await server.kafka_zk.get_topic_configs(topic)
+    current = await services.kafka_zk.get_topic_configs(topic)
     try:
         updated = validate_topic_configs(change(dict(current)))
     except ApiError as error:
         return AlterResult(error.error_code, error.message)
     if not validate_only:
-        await server.kafka_zk.change_topic_configs(topic, updated)
+        await services.kafka_zk.change_topic_configs(topic, updated)
     return AlterResult(ErrorCode.none)
 
 
 async def alter_resources(
-    server: KafkaServer,
+    services: HandlerServices,
     resources: Sequence[Any],
     change_for: Callable[[Sequence[Any]], ConfigChange],
     validate_only: bool,
@@ -75,7 +75,9 @@ async def alter_resources(
     """One response entry per resource; `change_for(resource.configs)` says how to change."""
     responses = []
     for resource in resources:
-        result = await alter_resource(server, resource, change_for(resource.configs), validate_only)
+        result = await alter_resource(
+            services, resource, change_for(resource.configs), validate_only
+        )
         responses.append(result.response(resource))
     return responses
 

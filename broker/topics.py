@@ -18,25 +18,25 @@ from zk.errors import TopicExistsError
 from zk.znodes import new_kafka_uuid
 
 if TYPE_CHECKING:
-    from broker.server import KafkaServer
+    from broker.services import HandlerServices
 
 log = logging.getLogger(__name__)
 
 
-async def auto_create_topic(server: KafkaServer, topic: str) -> ErrorCode:
+async def auto_create_topic(services: HandlerServices, topic: str) -> ErrorCode:
     """Create `topic` with the broker defaults; return the error to report for it now."""
     if topic == OFFSETS_TOPIC:
         # Created with its own layout (partition count, compaction), as Kafka does.
-        await server.group_coordinator.create_offsets_topic()
+        await services.group_coordinator.create_offsets_topic()
         return ErrorCode.leader_not_available
-    cache = server.metadata_cache
+    cache = services.metadata_cache
     try:
         plan = plan_new_topic(
             NewTopic(topic),
             existing_topics=cache.topic_names(),
             topics_queued_for_deletion=(),
             live_brokers=list(cache.live_brokers()),
-            config=server.controller_config,
+            config=services.controller_config,
         )
     except ApiError as error:
         if error.error_code == TOPIC_ALREADY_EXISTS:
@@ -44,7 +44,7 @@ async def auto_create_topic(server: KafkaServer, topic: str) -> ErrorCode:
         log.info("not auto-creating topic %r: %r", topic, error.message)
         return error.error_code
     try:
-        await server.kafka_zk.create_topic(topic, plan.assignment, plan.configs, new_kafka_uuid())
+        await services.kafka_zk.create_topic(topic, plan.assignment, plan.configs, new_kafka_uuid())
         log.info("auto-created topic %s with assignment %s", topic, plan.assignment)
     except TopicExistsError:
         pass  # another broker created it first; its leaders are on their way

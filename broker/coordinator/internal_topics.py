@@ -21,7 +21,7 @@ from zk.errors import TopicExistsError
 from zk.znodes import new_kafka_uuid
 
 if TYPE_CHECKING:
-    from broker.server import KafkaServer
+    from broker.services import InternalTopicServices
 
 log = logging.getLogger(__name__)
 
@@ -43,14 +43,14 @@ class InternalTopic:
 
 
 async def find_leader(
-    server: KafkaServer, topic: InternalTopic, partition: int, listener_name: str
+    services: InternalTopicServices, topic: InternalTopic, partition: int, listener_name: str
 ) -> CoordinatorAddress:
     """The broker leading `partition` of `topic`, on `listener_name`; creates the topic
     when it does not exist yet."""
-    cache = server.metadata_cache
+    cache = services.metadata_cache
     partitions = cache.partitions(topic.name)
     if partitions is None:
-        await create(server, topic)
+        await create(services, topic)
         return CoordinatorAddress(ErrorCode.coordinator_not_available)
     found = next((p for p in partitions if p.partition == partition), None)
     if found is None or not cache.is_leader_available(found):
@@ -66,8 +66,8 @@ async def find_leader(
     return CoordinatorAddress(ErrorCode.none, found.leader_id, host, int(port))
 
 
-async def create(server: KafkaServer, topic: InternalTopic) -> None:
-    live = list(server.metadata_cache.live_brokers())
+async def create(services: InternalTopicServices, topic: InternalTopic) -> None:
+    live = list(services.metadata_cache.live_brokers())
     if len(live) < topic.replication_factor:
         log.info(
             "not creating %s yet: %d live brokers, replication factor %d",
@@ -83,8 +83,8 @@ async def create(server: KafkaServer, topic: InternalTopic) -> None:
         configs={name: value for name, value in topic.configs.items()},
     )
     try:
-        plan = plan_new_topic(new_topic, [], (), live, server.controller_config)
-        await server.kafka_zk.create_topic(
+        plan = plan_new_topic(new_topic, [], (), live, services.controller_config)
+        await services.kafka_zk.create_topic(
             topic.name, plan.assignment, plan.configs, new_kafka_uuid()
         )
         log.info("created %s with %d partitions", topic.name, len(plan.assignment))

@@ -54,5 +54,5 @@ def binding_values(binding: AclBinding) -> dict[str, Any]:
 
 
 def authorizer_of(context: Any) -> AclAuthorizer | None:
-    authorizer: AclAuthorizer | None = context.server.authorizer
+    authorizer: AclAuthorizer | None = context.services.authorizer
     return authorizer

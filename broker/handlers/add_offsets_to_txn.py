@@ -19,9 +19,9 @@ PRODUCER_FENCED_VERSION = 2
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
-    server = context.server
-    partition = server.group_coordinator.offsets.partition_of(request.group_id)
-    error = await server.transaction_coordinator.add_partitions(
+    services = context.services
+    partition = services.group_coordinator.offsets.partition_of(request.group_id)
+    error = await services.transaction_coordinator.add_partitions(
         request.transactional_id,
         int(request.producer_id),
         int(request.producer_epoch),

@@ -63,7 +63,7 @@ async def _add(
     verify_only: bool,
 ) -> list[dict[str, Any]]:
     requested = [(topic.name, [int(p) for p in topic.partitions]) for topic in topics]
-    cache = context.server.metadata_cache
+    cache = context.services.metadata_cache
     unknown = {name for name, _ in requested if cache.partitions(name) is None}
     if unknown:
         errors = {
@@ -73,7 +73,7 @@ async def _add(
             for name, _ in requested
         }
         return [_topic(name, partitions, errors[name]) for name, partitions in requested]
-    coordinator = context.server.transaction_coordinator
+    coordinator = context.services.transaction_coordinator
     partitions = [(name, p) for name, indexes in requested for p in indexes]
     if verify_only:
         error = coordinator.verify_partitions(

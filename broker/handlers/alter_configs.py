@@ -13,7 +13,7 @@ from broker.topic_config_admin import alter_resources, replace_all
 
 async def handle(context: RequestContext, request: Any) -> Any:
     responses = await alter_resources(
-        context.server, request.resources, replace_all, request.validate_only
+        context.services, request.resources, replace_all, request.validate_only
     )
     cls = response_class(ApiKey.ALTER_CONFIGS, context.api_version)
     return adapter.build(cls, {"throttle_time": 0, "responses": responses})

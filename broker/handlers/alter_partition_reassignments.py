@@ -31,7 +31,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
     timeout_s = max(adapter.millis(request.timeout), 0) / 1000
     try:
         outcome = await asyncio.wait_for(
-            context.server.controller.alter_partition_reassignments(wanted), timeout_s
+            context.services.controller.alter_partition_reassignments(wanted), timeout_s
         )
     except TimeoutError:
         return _top_level(cls, ErrorCode.request_timed_out)

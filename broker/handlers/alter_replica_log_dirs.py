@@ -22,7 +22,7 @@ TopicPartition = tuple[str, int]
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
-    mover = context.server.log_dir_mover
+    mover = context.services.log_dir_mover
     wanted: dict[TopicPartition, str] = {}
     for log_dir in request.dirs:
         for topic in log_dir.topics:

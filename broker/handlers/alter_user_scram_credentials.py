@@ -27,13 +27,13 @@ NOT_CONTROLLER = "This is not the correct controller for this cluster."
 
 async def handle(context: RequestContext, request: Any) -> Any:
     cls = response_class(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, context.api_version)
-    if not context.server.controller.is_active:
+    if not context.services.controller.is_active:
         users = dict.fromkeys(
             [u.name for u in request.upsertions] + [d.name for d in request.deletions]
         )
         results = [UserResult(user, ErrorCode.not_controller, NOT_CONTROLLER) for user in users]
     else:
-        results = await context.server.scram_credentials.alter(
+        results = await context.services.scram_credentials.alter(
             [
                 Upsertion(
                     u.name,

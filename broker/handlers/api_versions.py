@@ -37,7 +37,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
         cls,
         {
             "error_code": ErrorCode.none,
-            "api_keys": _api_keys(context.server.registry),
+            "api_keys": _api_keys(context.services.registry),
             "throttle_time": 0,
         },
     )

@@ -101,8 +101,7 @@ class Rule:
 
 
 def access_of(context: RequestContext) -> Access | None:
-    # getattr: unit tests hand in servers faked without one.
-    authorizer: AclAuthorizer | None = getattr(context.server, "authorizer", None)
+    authorizer = context.services.authorizer
     if authorizer is None:
         return None
     return Access(authorizer, context.principal, context.client_host, context)
@@ -295,7 +294,7 @@ def _fetch(access: Access, request: Any) -> Decision:
         replica_id = replica_state.replica_id
     if replica_id >= 0:
         return _on_cluster(Operation.CLUSTER_ACTION)(access, request)
-    cache = access.context.server.metadata_cache
+    cache = access.context.services.metadata_cache
     refused = []
     for topic in request.topics:
         name = getattr(topic, "topic", None)
@@ -411,7 +410,7 @@ def _delete_topics(access: Access, request: Any) -> Decision:
     is left to the handler)."""
     if getattr(request, "topic_names", None) is not None:
         return _each_topic("topic_names", Operation.DELETE, str)(access, request)
-    cache = access.context.server.metadata_cache
+    cache = access.context.services.metadata_cache
 
     def name_of(topic: Any) -> str | None:
         if topic.name is not None:

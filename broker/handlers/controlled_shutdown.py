@@ -21,7 +21,7 @@ from broker.protocol.zk_broker_apis import UNKNOWN_BROKER_EPOCH
 
 async def handle(context: RequestContext, request: Any) -> Any:
     broker_epoch = int(getattr(request, "broker_epoch", UNKNOWN_BROKER_EPOCH))
-    result = await context.server.controller.controlled_shutdown(
+    result = await context.services.controller.controlled_shutdown(
         int(request.broker_id), broker_epoch
     )
     remaining = [

@@ -25,7 +25,7 @@ from controller.partition_modification import NewPartitions
 async def handle(context: RequestContext, request: Any) -> Any:
     requests = [_new_partitions(topic) for topic in request.topics]
     validate_only = bool(request.validate_only)
-    results = await context.server.controller.create_partitions(requests, validate_only)
+    results = await context.services.controller.create_partitions(requests, validate_only)
     added = {r.topic: r.count for r in requests if results[r.topic].error_code == ErrorCode.none}
     timed_out: set[str] = set()
     if added and not validate_only:
@@ -34,7 +34,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
             set(added) if timeout_s <= 0 else await _wait_for_leaders(context, added, timeout_s)
         )
         shown = {topic: count for topic, count in added.items() if topic not in timed_out}
-        await wait_for_peers(context.server, shown, timeout_s)
+        await wait_for_peers(context.services, shown, timeout_s)
     cls = response_class(ApiKey.CREATE_PARTITIONS, context.api_version)
     return adapter.build(
         cls,
@@ -57,7 +57,7 @@ def _new_partitions(topic: Any) -> NewPartitions:
 async def _wait_for_leaders(
     context: RequestContext, counts: dict[str, int], timeout_s: float
 ) -> set[str]:
-    cache = context.server.metadata_cache
+    cache = context.services.metadata_cache
 
     def pending() -> set[str]:
         waiting = set()
@@ -71,7 +71,7 @@ async def _wait_for_leaders(
                 waiting.add(topic)
         return waiting
 
-    await context.server.wait_for_metadata(lambda: not pending(), timeout_s)
+    await context.services.wait_for_metadata(lambda: not pending(), timeout_s)
     return pending()
 
 

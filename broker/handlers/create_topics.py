@@ -23,10 +23,10 @@ from controller.topic_creation import NewTopic
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
-    server = context.server
+    services = context.services
     new_topics = [_new_topic(t) for t in request.topics]
     validate_only = bool(getattr(request, "validate_only", False))
-    results = await server.controller.create_topics(new_topics, validate_only)
+    results = await services.controller.create_topics(new_topics, validate_only)
     created = [t.name for t in new_topics if results[t.name].error_code == ErrorCode.none]
     timed_out: set[str] = set()
     if created and not validate_only:
@@ -51,7 +51,7 @@ def _new_topic(topic: Any) -> NewTopic:
 async def _wait_for_leaders(
     context: RequestContext, topics: list[str], timeout_s: float
 ) -> set[str]:
-    cache = context.server.metadata_cache
+    cache = context.services.metadata_cache
 
     def pending() -> set[str]:
         waiting = set()
@@ -61,14 +61,14 @@ async def _wait_for_leaders(
                 waiting.add(topic)
         return waiting
 
-    await context.server.wait_for_metadata(lambda: not pending(), timeout_s)
+    await context.services.wait_for_metadata(lambda: not pending(), timeout_s)
     return pending()
 
 
 async def _wait_for_peers(context: RequestContext, topics: list[str], timeout_s: float) -> None:
-    cache = context.server.metadata_cache
+    cache = context.services.metadata_cache
     counts = {topic: len(cache.partitions(topic) or ()) for topic in topics}
-    await wait_for_peers(context.server, counts, timeout_s)
+    await wait_for_peers(context.services, counts, timeout_s)
 
 
 def _result(
@@ -81,8 +81,8 @@ def _result(
     if error != ErrorCode.none:
         # Kafka leaves the topic's details unset on errors (even TOPIC_ALREADY_EXISTS).
         return _details(topic.name, error, message, None, -1, -1)
-    server = context.server
-    cache = server.metadata_cache
+    services = context.services
+    cache = services.metadata_cache
     partitions = cache.partitions(topic.name) or []
     details = _details(
         topic.name,
@@ -95,7 +95,7 @@ def _result(
     # v5+: the topic's configs as DescribeConfigs shows them (Kafka's Java admin client reads
     # them; `kafka-topics --create` fails on a null list).
     overrides = {name: value for name, value in topic.configs.items() if value is not None}
-    entries = topic_entries(server.config, overrides, server.dynamic_config.overrides)
+    entries = topic_entries(services.config, overrides, services.dynamic_config.overrides)
     details["configs"] = [entry_fields(entry) for entry in entries]
     return details
 

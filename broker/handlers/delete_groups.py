@@ -14,7 +14,7 @@ from broker.protocol.registry import response_class
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
-    coordinator = context.server.group_coordinator
+    coordinator = context.services.group_coordinator
     names = list(request.groups_names)
     outcomes = coordinator.membership.delete_groups(names)
     results = []

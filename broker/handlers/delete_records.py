@@ -36,7 +36,7 @@ _releases: set[asyncio.Task[None]] = set()
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
-    server = context.server
+    services = context.services
     results: dict[TopicPartition, DeleteRecordsResult] = {}
     alive = _alive(context)
     for topic in request.topics:
@@ -46,28 +46,28 @@ async def handle(context: RequestContext, request: Any) -> Any:
                 results[key] = DeleteRecordsResult(ErrorCode.invalid_topic_exception)
             else:
                 results[key] = delete_on_leader(
-                    server.replica_manager, key, int(partition.offset), alive
+                    services.replica_manager, key, int(partition.offset), alive
                 )
     moved = [key for key, result in results.items() if result.error_code == ErrorCode.none]
     if moved:
-        logs = [p.log for key in moved if (p := server.replica_manager.get(*key)) is not None]
+        logs = [p.log for key in moved if (p := services.replica_manager.get(*key)) is not None]
         # Off the request path: the answer does not depend on the files being gone.
         release = asyncio.get_running_loop().create_task(
-            release_deleted_records(server.log_manager, logs), name="delete-records-release"
+            release_deleted_records(services.log_manager, logs), name="delete-records-release"
         )
         _releases.add(release)
         release.add_done_callback(_on_released)
     if not all(result.complete for result in results.values()):
         timeout_s = max(adapter.millis(request.timeout), 0) / 1000
         results = await wait_for_low_watermarks(
-            server.replica_manager, results, lambda: _alive(context), timeout_s
+            services.replica_manager, results, lambda: _alive(context), timeout_s
         )
     cls = response_class(ApiKey.DELETE_RECORDS, context.api_version)
     return adapter.build(cls, {"throttle_time": 0, "topics": _topics(results)})
 
 
 def _alive(context: RequestContext) -> IsAlive:
-    return context.server.metadata_cache.live_brokers().__contains__
+    return context.services.metadata_cache.live_brokers().__contains__
 
 
 def _on_released(task: asyncio.Task[None]) -> None:

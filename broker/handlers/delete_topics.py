@@ -17,23 +17,23 @@ from broker.protocol.registry import response_class
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
-    server = context.server
+    services = context.services
     names = (
         [t.name for t in request.topics] if context.api_version >= 6 else list(request.topic_names)
     )
     unknown_ids = context.api_version >= 6 and any(t.name is None for t in request.topics)
     valid = [n for n in names if n is not None]
-    results = await server.controller.delete_topics(valid)
+    results = await services.controller.delete_topics(valid)
     accepted = [n for n in valid if results[n] == 0]
     if accepted:
         timeout_s = adapter.millis(request.timeout) / 1000
-        await server.wait_for_metadata(
-            lambda: not any(server.metadata_cache.has_topic(n) for n in accepted), timeout_s
+        await services.wait_for_metadata(
+            lambda: not any(services.metadata_cache.has_topic(n) for n in accepted), timeout_s
         )
     responses = []
     for name in valid:
         error = ErrorCode(results[name])
-        if error == ErrorCode.none and server.metadata_cache.has_topic(name):
+        if error == ErrorCode.none and services.metadata_cache.has_topic(name):
             error = ErrorCode.request_timed_out
         responses.append(
             {"name": name, "topic_id": None, "error_code": error, "error_message": None}

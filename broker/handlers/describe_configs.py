@@ -38,21 +38,21 @@ async def handle(context: RequestContext, request: Any) -> Any:
 
 
 async def _describe(context: RequestContext, resource: Any, synonyms: bool) -> dict[str, Any]:
-    server = context.server
+    services = context.services
     if resource.resource_type == ConfigResourceType.TOPIC:
-        if not server.metadata_cache.has_topic(resource.resource_name):
+        if not services.metadata_cache.has_topic(resource.resource_name):
             return _error(resource, ErrorCode.unknown_topic_or_partition, "unknown topic")
-        overrides = await server.kafka_zk.get_topic_configs(resource.resource_name)
-        entries = topic_entries(server.config, overrides, server.dynamic_config.overrides)
+        overrides = await services.kafka_zk.get_topic_configs(resource.resource_name)
+        entries = topic_entries(services.config, overrides, services.dynamic_config.overrides)
     elif resource.resource_type == ConfigResourceType.BROKER:
-        dynamic = server.dynamic_config.overrides
+        dynamic = services.dynamic_config.overrides
         if resource.resource_name == "":
-            entries = cluster_default_entries(server.config, dynamic)
-        elif resource.resource_name == str(server.broker_id):
-            entries = broker_entries(server.config, dynamic)
+            entries = cluster_default_entries(services.config, dynamic)
+        elif resource.resource_name == str(services.broker_id):
+            entries = broker_entries(services.config, dynamic)
         else:
             message = (
-                f"Unexpected broker id, expected {server.broker_id} or empty string, but"
+                f"Unexpected broker id, expected {services.broker_id} or empty string, but"
                 f" received {resource.resource_name}"
             )
             return _error(resource, ErrorCode.invalid_request, message)

@@ -19,7 +19,7 @@ AUTHORIZED_OPERATIONS_VERSION = 3
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
-    membership = context.server.group_coordinator.membership
+    membership = context.services.group_coordinator.membership
     groups = [_described(membership.describe_group(group_id)) for group_id in request.groups]
     if context.api_version >= AUTHORIZED_OPERATIONS_VERSION and getattr(
         request, "include_authorized_operations", False

@@ -37,12 +37,12 @@ TopicPartition = tuple[str, int]
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
-    server = context.server
-    log_manager: LogManager = server.log_manager
+    services = context.services
+    log_manager: LogManager = services.log_manager
     wanted = _wanted(request.topics)
     with_space = context.api_version >= SPACE_VERSION
     results = [
-        _describe_dir(log_dir, log_manager, wanted, server.replica_manager, with_space)
+        _describe_dir(log_dir, log_manager, wanted, services.replica_manager, with_space)
         for log_dir in log_manager.log_dirs
     ]
     cls = response_class(ApiKey.DESCRIBE_LOG_DIRS, context.api_version)

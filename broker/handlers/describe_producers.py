@@ -32,7 +32,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
 
 
 def _partition(context: RequestContext, topic: str, index: int) -> dict[str, Any]:
-    partition, error = context.server.replica_manager.replica(topic, index)
+    partition, error = context.services.replica_manager.replica(topic, index)
     if partition is None or partition.log is None:
         code = error if error != ErrorCode.none else ErrorCode.not_leader_or_follower
         return {

@@ -18,7 +18,7 @@ from broker.protocol.registry import response_class
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
-    coordinator = context.server.transaction_coordinator
+    coordinator = context.services.transaction_coordinator
     states = []
     for transactional_id in request.transactional_ids:
         error, metadata = coordinator.describe(transactional_id)

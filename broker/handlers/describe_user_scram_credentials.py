@@ -22,7 +22,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
     cls = response_class(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, context.api_version)
     users = None if request.users is None else [user.name for user in request.users]
     try:
-        results = await context.server.scram_credentials.describe(users)
+        results = await context.services.scram_credentials.describe(users)
     except ZkError as error:
         return adapter.build(
             cls,

@@ -53,7 +53,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
 
 def _requested(context: RequestContext, request: Any) -> list[TopicPartition]:
     if request.topic_partitions is None:
-        cache = context.server.metadata_cache
+        cache = context.services.metadata_cache
         return [
             (topic, metadata.partition)
             for topic in cache.topic_names()
@@ -73,12 +73,12 @@ async def _elect(
     election_type: ElectionType,
     timeout_s: float,
 ) -> dict[TopicPartition, ElectionResult]:
-    server = context.server
+    services = context.services
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
     try:
         results = await asyncio.wait_for(
-            server.controller.elect_leaders(partitions, election_type), timeout_s
+            services.controller.elect_leaders(partitions, election_type), timeout_s
         )
     except TimeoutError:
         return dict.fromkeys(partitions, _TIMED_OUT)
@@ -90,14 +90,14 @@ async def _elect(
         leaders = _leaders(context, {topic for topic, _ in expected})
         return [tp for tp, leader in expected.items() if leaders.get(tp) != leader]
 
-    await server.wait_for_metadata(lambda: not pending(), max(deadline - loop.time(), 0))
+    await services.wait_for_metadata(lambda: not pending(), max(deadline - loop.time(), 0))
     results.update(dict.fromkeys(pending(), _TIMED_OUT))
     return results
 
 
 def _leaders(context: RequestContext, topics: set[str]) -> dict[TopicPartition, int]:
     """The leader of every partition of `topics`, as this broker's metadata shows it."""
-    cache = context.server.metadata_cache
+    cache = context.services.metadata_cache
     return {
         (topic, metadata.partition): metadata.leader_id
         for topic in topics

@@ -17,7 +17,7 @@ PRODUCER_FENCED_VERSION = 2
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
-    error = await context.server.transaction_coordinator.end_transaction(
+    error = await context.services.transaction_coordinator.end_transaction(
         request.transactional_id,
         int(request.producer_id),
         int(request.producer_epoch),

@@ -69,7 +69,7 @@ SWEEPS_PER_LAG = 4
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
-    sessions = context.server.fetch_sessions
+    sessions = context.services.fetch_sessions
     version = context.api_version
     fetch_context = new_context(
         sessions, request, _now_ms(), uses_topic_ids=version >= TOPIC_ID_VERSION
@@ -124,7 +124,7 @@ async def _read_session(
     changed (or everything, when a sweep is due); with nothing to give, wait for the
     session's partitions to mark a change, and read what they marked."""
     now_ms = _now_ms()
-    sweep_interval_ms = context.server.replica_manager.replica_lag_time_max_ms // SWEEPS_PER_LAG
+    sweep_interval_ms = context.services.replica_manager.replica_lag_time_max_ms // SWEEPS_PER_LAG
     sweep = session.last_sweep_ms is None or now_ms - session.last_sweep_ms >= sweep_interval_ms
     if sweep:
         session.last_sweep_ms = now_ms
@@ -157,7 +157,7 @@ async def _read_session_keys(
     whose read left something to give stay unsettled: the next request reads them again."""
     positions = [(key, session.partitions[key].position) for key in keys]
     names.update(_topic_names(context, positions))
-    replica_manager = context.server.replica_manager
+    replica_manager = context.services.replica_manager
     replicas = {}
     for (topic, partition), _ in positions:
         name = names.get(topic)
@@ -224,7 +224,7 @@ async def _wait_for_data(
     remaining_s = deadline_s - asyncio.get_running_loop().time()
     if remaining_s <= 0 or not waited_for:
         return None
-    replica_manager = context.server.replica_manager
+    replica_manager = context.services.replica_manager
     delayed = await DelayedFetch.park(
         replica_manager.get_by_key,
         waited_for,
@@ -242,7 +242,7 @@ def _count_bytes_out(
     names: dict[str | uuid.UUID, str],
     by_follower: bool,
 ) -> None:
-    metrics = context.server.metrics
+    metrics = context.services.metrics
     for (topic, _), result in answered:
         if result.records:
             metrics.fetched(names.get(topic, ""), len(result.records), by_follower)
@@ -252,7 +252,7 @@ def _topic_names(
     context: RequestContext, positions: list[tuple[FetchKey, FetchPosition]]
 ) -> dict[str | uuid.UUID, str]:
     """Each requested topic's name; a topic id no topic has is left out (UNKNOWN_TOPIC_ID)."""
-    cache = context.server.metadata_cache
+    cache = context.services.metadata_cache
     names: dict[str | uuid.UUID, str] = {}
     for (topic, _), _ in positions:
         if topic in names:
@@ -299,7 +299,7 @@ def _response(
 def _add_current_leaders(context: RequestContext, values: dict[str, Any]) -> bool:
     """Name the current leader of each partition refused for leadership (KIP-951); whether
     any was."""
-    leaders = CurrentLeaders(context.server.metadata_cache, context.listener_name)
+    leaders = CurrentLeaders(context.services.metadata_cache, context.listener_name)
     found = False
     for topic in values["responses"]:
         for partition in topic["partitions"]:
@@ -353,12 +353,12 @@ async def _read_all(
     meanwhile to a partition already read completes the delayed fetch at once, as the parked
     position is then behind the log end. `start_bytes`: what earlier reads of this response
     already hold."""
-    replica_manager = context.server.replica_manager
+    replica_manager = context.services.replica_manager
     replica_id = _replica_id(request)
     read_committed = _read_committed(request)  # once, not per partition
     # fetch.max.bytes caps what one response may hold, whatever the client asks (KIP-541).
     budget_bytes = min(
-        getattr(request, "max_bytes", 0x7FFFFFFF), context.server.config["fetch.max.bytes"]
+        getattr(request, "max_bytes", 0x7FFFFFFF), context.services.config["fetch.max.bytes"]
     )
     statuses = parked[1].status_by_key() if parked is not None else {}
     refused = _refused_topics(context, names, replica_id)

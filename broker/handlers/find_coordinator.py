@@ -46,8 +46,8 @@ async def _find(context: RequestContext, key_type: int, key: str) -> Coordinator
     if not key:
         return CoordinatorAddress(ErrorCode.invalid_request)
     if key_type == TRANSACTION_KEY_TYPE:
-        return await context.server.transaction_coordinator.find(key, context.listener_name)
-    return await context.server.group_coordinator.find(key, context.listener_name)
+        return await context.services.transaction_coordinator.find(key, context.listener_name)
+    return await context.services.group_coordinator.find(key, context.listener_name)
 
 
 def _other_key_type_error(key_type: int, version: int) -> ErrorCode:

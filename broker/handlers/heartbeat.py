@@ -11,7 +11,7 @@ from broker.protocol.registry import response_class
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
-    error = context.server.group_coordinator.membership.heartbeat(
+    error = context.services.group_coordinator.membership.heartbeat(
         request.group_id,
         request.member_id,
         getattr(request, "group_instance_id", None),

@@ -13,7 +13,7 @@ from broker.topic_config_admin import alter_resources, apply_operations
 
 async def handle(context: RequestContext, request: Any) -> Any:
     responses = await alter_resources(
-        context.server, request.resources, apply_operations, request.validate_only
+        context.services, request.resources, apply_operations, request.validate_only
     )
     cls = response_class(ApiKey.INCREMENTAL_ALTER_CONFIGS, context.api_version)
     return adapter.build(cls, {"throttle_time": 0, "responses": responses})

@@ -30,7 +30,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
     if request.transactional_id is not None:
         return await _transactional(context, cls, request)
     try:
-        producer_id = await context.server.producer_ids.generate_producer_id()
+        producer_id = await context.services.producer_ids.generate_producer_id()
     except ZkError:
         return _response(cls, ErrorCode.coordinator_load_in_progress, -1, -1)
     return _response(cls, ErrorCode.none, producer_id, 0)
@@ -44,7 +44,7 @@ async def _transactional(context: RequestContext, cls: type, request: Any) -> An
     if expected_id != NO_PRODUCER_ID:
         expected = (expected_id, int(request.producer_epoch))
     try:
-        result = await context.server.transaction_coordinator.init_producer_id(
+        result = await context.services.transaction_coordinator.init_producer_id(
             request.transactional_id, adapter.millis(request.transaction_timeout), expected
         )
     except ZkError:

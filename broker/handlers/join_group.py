@@ -25,7 +25,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
     session_timeout_ms = adapter.millis(request.session_timeout)
     rebalance = getattr(request, "rebalance_timeout", None)
     rebalance_timeout_ms = session_timeout_ms if rebalance is None else adapter.millis(rebalance)
-    result = await context.server.group_coordinator.membership.join_group(
+    result = await context.services.group_coordinator.membership.join_group(
         group_id=request.group_id,
         member_id=request.member_id,
         group_instance_id=getattr(request, "group_instance_id", None),

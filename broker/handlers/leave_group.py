@@ -19,7 +19,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
         reasons = [getattr(m, "reason", None) for m in request.members]
     else:
         leaving, reasons = [(request.member_id, None)], [None]
-    membership = context.server.group_coordinator.membership
+    membership = context.services.group_coordinator.membership
     result = membership.leave_group(request.group_id, leaving, reasons)
     error = result.error
     if not hasattr(request, "members") and result.members and error == ErrorCode.none:

@@ -35,16 +35,16 @@ async def convert(
 ) -> Results:
     to_magic = 0 if context.api_version <= LAST_MAGIC_0_VERSION else 1
     enabled = {key: _down_conversion_enabled(context, key[0]) for key, _ in results}
-    limit_bytes = context.server.config["message.max.decompressed.bytes"]
+    limit_bytes = context.services.config["message.max.decompressed.bytes"]
     return await asyncio.to_thread(
         _convert_all, results, enabled, fetch_offsets, to_magic, limit_bytes
     )
 
 
 def _down_conversion_enabled(context: RequestContext, topic: str) -> bool:
-    value = context.server.topic_configs.cached(topic).get("message.downconversion.enable")
+    value = context.services.topic_configs.cached(topic).get("message.downconversion.enable")
     if value is None:
-        return bool(context.server.config["log.message.downconversion.enable"])
+        return bool(context.services.config["log.message.downconversion.enable"])
     return str(value).lower() == "true"
 
 

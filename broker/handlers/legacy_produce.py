@@ -29,7 +29,7 @@ async def convert_request(
     convert gets no records) and the conversion errors by partition."""
     if context.api_version > LAST_LEGACY_VERSION:
         return request, {}
-    replica_manager = context.server.replica_manager
+    replica_manager = context.services.replica_manager
     pending = {
         (topic.name, data.index): data.records
         for topic in request.topic_data
@@ -41,7 +41,7 @@ async def convert_request(
     }
     if not pending:
         return request, {}
-    limit_bytes = context.server.config["message.max.decompressed.bytes"]
+    limit_bytes = context.services.config["message.max.decompressed.bytes"]
     converted, errors = await asyncio.to_thread(_convert_all, pending, limit_bytes)
     topics = tuple(
         dataclasses.replace(

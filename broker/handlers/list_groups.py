@@ -27,7 +27,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
     types = [str(t).lower() for t in getattr(request, "types_filter", ())]
     if types and CLASSIC_GROUP_TYPE not in types:
         return adapter.build(cls, {"throttle_time": 0, "error_code": ErrorCode.none, "groups": []})
-    coordinator = context.server.group_coordinator
+    coordinator = context.services.group_coordinator
     states = [str(s) for s in getattr(request, "states_filter", ())]
     listed = {
         g.group_id: _listed(g.group_id, g.protocol_type, g.state)

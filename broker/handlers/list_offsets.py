@@ -78,7 +78,7 @@ def _knows_timestamp(version: int, timestamp: int) -> bool:
 def _list_partition(
     context: RequestContext, topic: str, request: Any, read_committed: bool, replica_id: int
 ) -> dict[str, Any]:
-    current, error = context.server.replica_manager.leader_partition(
+    current, error = context.services.replica_manager.leader_partition(
         topic, request.partition_index, getattr(request, "current_leader_epoch", -1)
     )
     if current is None:

@@ -49,7 +49,7 @@ def _list_partition(
     index = request.partition_index
     if request.timestamp < EARLIEST_TIMESTAMP:
         return _result(index, ErrorCode.unsupported_version, [])
-    current, error = context.server.replica_manager.leader_partition(topic, index)
+    current, error = context.services.replica_manager.leader_partition(topic, index)
     if current is None:
         return _result(index, error, [])
     offsets = offsets_before(current, request.timestamp, request.max_num_offsets)

@@ -23,7 +23,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
     partitions = None
     if request.topics is not None:
         partitions = [(t.name, int(p)) for t in request.topics for p in t.partition_indexes]
-    outcome = context.server.controller.list_partition_reassignments(partitions)
+    outcome = context.services.controller.list_partition_reassignments(partitions)
     if isinstance(outcome, int):
         return adapter.build(
             cls,

@@ -24,7 +24,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
     producer_ids = {int(p) for p in request.producer_id_filters}
     duration_ms = int(getattr(request, "duration_filter", -1))
     now_ms = time.time_ns() // 1_000_000
-    error, listed = context.server.transaction_coordinator.list_transactions()
+    error, listed = context.services.transaction_coordinator.list_transactions()
     matching = [
         {
             "transactional_id": metadata.transactional_id,

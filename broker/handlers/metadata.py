@@ -34,7 +34,7 @@ from controller.errors import ApiError
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
-    cache = context.server.metadata_cache
+    cache = context.services.metadata_cache
     names, unknown_ids = _requested(context, cache, request)
     allow_auto_create = getattr(request, "allow_auto_topic_creation", True)
     cls = response_class(ApiKey.METADATA, context.api_version)
@@ -66,7 +66,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
     values = {
         "throttle_time": 0,
         "brokers": _brokers(cache, context.listener_name),
-        "cluster_id": context.server.cluster_id,
+        "cluster_id": context.services.cluster_id,
         "controller_id": cache.controller_id,
         "cluster_authorized_operations": cluster_operations,
     }
@@ -153,10 +153,10 @@ async def _topic(
             # As Kafka 3.9 answers: no such topic can exist, so none is looked up or created.
             return _topic_entry(name, ErrorCode.invalid_topic_exception, None), []
         error = ErrorCode.unknown_topic_or_partition
-        if allow_auto_create and context.server.config["auto.create.topics.enable"]:
+        if allow_auto_create and context.services.config["auto.create.topics.enable"]:
             if not may_create_topic(context, name):
                 return _topic_entry(name, ErrorCode.topic_authorization_failed, None), []
-            error = await auto_create_topic(context.server, name)
+            error = await auto_create_topic(context.services, name)
         return _topic_entry(name, error, None), []
     return _topic_entry(name, ErrorCode.none, cache.topic_id(name)), partitions
 

@@ -30,7 +30,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
     cls = response_class(ApiKey.OFFSET_COMMIT, context.api_version)
     # As Kafka: partitions the broker's metadata does not know get UNKNOWN_TOPIC_OR_PARTITION
     # whatever the group's state; the rest go to the group coordinator.
-    cache = context.server.metadata_cache
+    cache = context.services.metadata_cache
     errors: dict[tuple[str, int], ErrorCode] = {}
     known = []
     for topic in request.topics:
@@ -55,7 +55,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
     }
     if offsets:
         errors.update(
-            await context.server.group_coordinator.offsets.commit(request.group_id, offsets)
+            await context.services.group_coordinator.offsets.commit(request.group_id, offsets)
         )
     return _response(cls, _in_request_order(request, errors))
 
@@ -75,10 +75,10 @@ def _commit_timestamp_ms(partition: Any, now_ms: int) -> int:
 def _group_error(context: RequestContext, request: Any) -> ErrorCode:
     if not request.group_id:
         return ErrorCode.invalid_group_id
-    error = context.server.group_coordinator.offsets.coordinator_error(request.group_id)
+    error = context.services.group_coordinator.offsets.coordinator_error(request.group_id)
     if error != ErrorCode.none:
         return error
-    return context.server.group_coordinator.membership.validate_offset_commit(
+    return context.services.group_coordinator.membership.validate_offset_commit(
         request.group_id,
         getattr(request, "member_id", ""),
         getattr(request, "group_instance_id", None),

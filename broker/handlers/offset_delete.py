@@ -22,7 +22,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
     error, per_partition = _decide(context, request.group_id, requested)
     deletable = [tp for tp, e in per_partition.items() if e == ErrorCode.none]
     if error == ErrorCode.none and deletable:
-        offsets = context.server.group_coordinator.offsets
+        offsets = context.services.group_coordinator.offsets
         written = await offsets.delete_offsets(request.group_id, deletable)
         per_partition.update(dict.fromkeys(deletable, written))
     return adapter.build(
@@ -33,7 +33,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
 def _decide(
     context: RequestContext, group_id: str, requested: list[tuple[str, int]]
 ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
-    coordinator = context.server.group_coordinator
+    coordinator = context.services.group_coordinator
     none = dict.fromkeys(requested, ErrorCode.none)
     status = coordinator.offsets.coordinator_error(group_id) if group_id else None
     if status is None:

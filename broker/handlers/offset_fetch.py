@@ -54,7 +54,7 @@ def _group(
     requested = (
         None if topics is None else [(t.name, int(p)) for t in topics for p in t.partition_indexes]
     )
-    offsets = context.server.group_coordinator.offsets
+    offsets = context.services.group_coordinator.offsets
     error = offsets.coordinator_error(group_id) if group_id else ErrorCode.invalid_group_id
     if error != ErrorCode.none:
         empty: dict[tuple[str, int], OffsetValue | None] = dict.fromkeys(requested or [])

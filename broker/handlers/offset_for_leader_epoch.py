@@ -46,7 +46,7 @@ def _end_offset(
 ) -> tuple[ErrorCode, int, int, int]:
     """(error, partition, leader epoch, end offset) for one requested partition."""
     partition = int(request.partition)
-    current, error = context.server.replica_manager.leader_partition(
+    current, error = context.services.replica_manager.leader_partition(
         topic, partition, getattr(request, "current_leader_epoch", -1)
     )
     if current is None:

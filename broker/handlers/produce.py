@@ -122,7 +122,7 @@ def _response(context: RequestContext, results: TopicResults) -> Any:
     """The response for the request's version; from v10 a partition refused for not being
     led here names its current leader, and the response lists those leaders' endpoints."""
     leaders = (
-        CurrentLeaders(context.server.metadata_cache, context.listener_name)
+        CurrentLeaders(context.services.metadata_cache, context.listener_name)
         if context.api_version >= CURRENT_LEADER_VERSION
         else None
     )
@@ -181,13 +181,13 @@ def _produce_partition(
         error = _check_min_isr(context, topic, partition)
         if error is not None:
             return _error(partition, error)
-    result: AppendResult = context.server.replica_manager.append(
+    result: AppendResult = context.services.replica_manager.append(
         topic, partition, records, compressed_checked=compressed_checked
     )
     if result.info is None:
         return _error(partition, result.error_code, result.error_message, result.record_errors)
     appended = result.info.last_offset - result.info.first_offset + 1
-    context.server.metrics.produced(topic, appended, len(records))
+    context.services.metrics.produced(topic, appended, len(records))
     return PartitionProduceResult(
         partition,
         ErrorCode.none,
@@ -206,7 +206,7 @@ async def _check_compressed_off_loop(
     Only partitions led here are checked, so routing errors still come first, as in Kafka.
     Returns the partitions checked (a partition whose leadership arrives during the await was
     not, and the append checks it) and the errors found."""
-    replica_manager = context.server.replica_manager
+    replica_manager = context.services.replica_manager
     now_ms = time.time_ns() // 1_000_000
     pending = [
         (topic.name, data.index, data.records, RecordChecks.for_log(current.log.config, now_ms))
@@ -219,7 +219,7 @@ async def _check_compressed_off_loop(
     ]
     if not pending:
         return set(), {}
-    limit_bytes = context.server.config["message.max.decompressed.bytes"]
+    limit_bytes = context.services.config["message.max.decompressed.bytes"]
     failures = await asyncio.to_thread(_check_all, pending, limit_bytes)
     checked = {(topic, partition) for topic, partition, _, _ in pending}
     errors = {key: _record_error(key[1], e) for key, e in failures.items()}
@@ -245,14 +245,14 @@ async def _wait_for_replication(
 ) -> TopicResults:
     """Park every appended partition until its high watermark passes what was appended;
     the results with each partition's outcome of that wait."""
-    replica_manager = context.server.replica_manager
+    replica_manager = context.services.replica_manager
     timeout_s = max(adapter.millis(request.timeout), 0) / 1000
-    metrics = context.server.metrics
+    metrics = context.services.metrics
 
     async def settle(topic: str, result: PartitionProduceResult) -> PartitionProduceResult:
         if result.error_code != ErrorCode.none or result.next_offset is None:
             return result
-        min_isr = context.server.topic_config_int(topic, "min.insync.replicas")
+        min_isr = context.services.topic_config_int(topic, "min.insync.replicas")
         error = await replica_manager.wait_for_replication(
             topic, result.index, result.next_offset, min_isr, timeout_s
         )
@@ -284,10 +284,10 @@ def _close_on_error(results: TopicResults) -> None:
 
 
 def _check_min_isr(context: RequestContext, topic: str, partition: int) -> ErrorCode | None:
-    current = context.server.replica_manager.get(topic, partition)
+    current = context.services.replica_manager.get(topic, partition)
     if current is None or not current.is_leader:
         return None  # the append reports the routing error
-    min_isr = context.server.topic_config_int(topic, "min.insync.replicas")
+    min_isr = context.services.topic_config_int(topic, "min.insync.replicas")
     if len(current.isr) < min_isr:
         return ErrorCode.not_enough_replicas
     return None

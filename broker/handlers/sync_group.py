@@ -12,7 +12,7 @@ from broker.protocol.registry import response_class
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
-    result = await context.server.group_coordinator.membership.sync_group(
+    result = await context.services.group_coordinator.membership.sync_group(
         group_id=request.group_id,
         generation_id=request.generation_id,
         member_id=request.member_id,

@@ -22,8 +22,8 @@ NO_GENERATION = -1
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
-    server = context.server
-    cache = server.metadata_cache
+    services = context.services
+    cache = services.metadata_cache
     requested = [(t.name, p) for t in request.topics for p in t.partitions]
     errors: dict[tuple[str, int], ErrorCode] = {
         (name, int(p.partition_index)): ErrorCode.unknown_topic_or_partition
@@ -46,7 +46,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
             for name, p in known
         }
         errors.update(
-            await server.group_coordinator.offsets.commit_transactional(
+            await services.group_coordinator.offsets.commit_transactional(
                 request.group_id, int(request.producer_id), int(request.producer_epoch), offsets
             )
         )
@@ -64,7 +64,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
 def _group_error(context: RequestContext, request: Any) -> ErrorCode:
     if not request.group_id:
         return ErrorCode.invalid_group_id
-    coordinator = context.server.group_coordinator
+    coordinator = context.services.group_coordinator
     error = coordinator.offsets.coordinator_error(request.group_id)
     if error != ErrorCode.none:
         return error

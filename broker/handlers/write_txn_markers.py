@@ -62,9 +62,9 @@ async def _write_marker(context: RequestContext, marker: Any) -> list[dict[str, 
 def _append(
     context: RequestContext, topic: str, index: int, marker: Any, end_marker: EndTxnMarker
 ) -> tuple[int, tuple[ErrorCode, int | None]]:
-    replica_manager = context.server.replica_manager
+    replica_manager = context.services.replica_manager
     current = replica_manager.get(topic, index)
-    min_isr = context.server.topic_config_int(topic, "min.insync.replicas")
+    min_isr = context.services.topic_config_int(topic, "min.insync.replicas")
     if current is not None and current.is_leader and len(current.isr) < min_isr:
         return index, (ErrorCode.not_enough_replicas, None)
     outcome = replica_manager.append_marker(
@@ -83,14 +83,14 @@ async def _replicated(
     error, required_offset = outcome
     if error != ErrorCode.none or required_offset is None:
         return error
-    min_isr = context.server.topic_config_int(topic, "min.insync.replicas")
-    timeout_s = context.server.config["request.timeout.ms"] / 1000
-    error = await context.server.replica_manager.wait_for_replication(
+    min_isr = context.services.topic_config_int(topic, "min.insync.replicas")
+    timeout_s = context.services.config["request.timeout.ms"] / 1000
+    error = await context.services.replica_manager.wait_for_replication(
         topic, index, required_offset, min_isr, timeout_s
     )
     if error == ErrorCode.none and topic == OFFSETS_TOPIC:
         # The group coordinator resolves the offsets TxnOffsetCommit wrote there.
-        context.server.group_coordinator.offsets.complete_transaction(
+        context.services.group_coordinator.offsets.complete_transaction(
             index, int(marker.producer_id), bool(marker.transaction_result)
         )
     return error

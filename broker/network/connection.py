@@ -47,7 +47,7 @@ from broker.protocol.header import (
 from broker.protocol.registry import ApiSpec, is_flexible, request_class
 
 if TYPE_CHECKING:
-    from broker.server import KafkaServer
+    from broker.services import NetworkServices
 
 log = logging.getLogger(__name__)
 
@@ -55,14 +55,14 @@ log = logging.getLogger(__name__)
 class Connection:
     def __init__(
         self,
-        server: KafkaServer,
+        services: NetworkServices,
         listener_name: str,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         principal: str = ANONYMOUS,
         sasl: ListenerSasl | None = None,
     ) -> None:
-        self._server = server
+        self._services = services
         self._listener_name = listener_name
         self._principal = principal
         self._reader = reader
@@ -70,8 +70,8 @@ class Connection:
         peer = writer.get_extra_info("peername") or ("?", 0)
         self._peer = f"{peer[0]}:{peer[1]}"
         self._client_host = str(peer[0])
-        self._max_frame_bytes: int = server.config["socket.request.max.bytes"]
-        self._idle_timeout_s = server.config["connections.max.idle.ms"] / 1000
+        self._max_frame_bytes: int = services.config["socket.request.max.bytes"]
+        self._idle_timeout_s = services.config["connections.max.idle.ms"] / 1000
         self._sasl = None if sasl is None else SaslServerSession(sasl)
 
     async def serve(self) -> None:
@@ -138,7 +138,7 @@ class Connection:
             header, offset = read_fixed_header(frame)
         except MalformedRequestError as error:
             raise CloseConnectionError(f"malformed request header: {error}") from None
-        spec = self._server.registry.get(header.api_key)
+        spec = self._services.registry.get(header.api_key)
         if spec is None:
             raise CloseConnectionError(f"unknown API key {header.api_key}")
         if not spec.is_advertised(header.api_version):
@@ -162,7 +162,7 @@ class Connection:
             header,
             self._client_host,
             self._listener_name,
-            self._server,
+            self._services,
             self._principal,
             self._sasl,
         )
@@ -235,5 +235,5 @@ class Connection:
         # UNSUPPORTED_VERSION and our ranges, so the client can retry with a version we know.
         from broker.handlers.api_versions import unsupported_version_response
 
-        body = adapter.encode(unsupported_version_response(self._server.registry))
+        body = adapter.encode(unsupported_version_response(self._services.registry))
         return frame_parts(encode_response_header(header.correlation_id, False), [body])

@@ -1,4 +1,4 @@
-"""What a handler gets besides its request: the header, the peer and the broker's parts."""
+"""What a handler gets besides its request: the header, the peer and the services it may use."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from broker.protocol.header import RequestHeader
 
 if TYPE_CHECKING:
     from broker.network.sasl import SaslServerSession
-    from broker.server import KafkaServer
+    from broker.services import HandlerServices
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,7 +18,7 @@ class RequestContext:
     header: RequestHeader
     client_host: str
     listener_name: str
-    server: KafkaServer
+    services: HandlerServices
     # Who the client is: its SASL user, else its TLS certificate's subject, else
     # User:ANONYMOUS.
     principal: str = ANONYMOUS

@@ -25,7 +25,7 @@ from broker.network.quotas import ConnectionQuotas
 
 if TYPE_CHECKING:
     from broker.config import Endpoint, KafkaConfig
-    from broker.server import KafkaServer
+    from broker.services import NetworkServices
 
 log = logging.getLogger(__name__)
 # Kafka's socket.connection.setup.timeout.ms is the client's; a server bounds the handshake
@@ -36,24 +36,26 @@ ACCEPT_RETRY_S = 0.1
 
 
 class Listener:
-    def __init__(self, server: KafkaServer, endpoint: Endpoint, quotas: ConnectionQuotas) -> None:
-        self._server = server
+    def __init__(
+        self, services: NetworkServices, endpoint: Endpoint, quotas: ConnectionQuotas
+    ) -> None:
+        self._services = services
         self._endpoint = endpoint
         self._quotas = quotas
         self._sockets: list[socket.socket] = []
         self._acceptors: list[asyncio.Task[None]] = []
         self._connections: set[asyncio.Task[None]] = set()
-        protocol = server.config.security_protocol(endpoint.listener_name)
+        protocol = services.config.security_protocol(endpoint.listener_name)
         self._protocol = protocol
         self._ssl: ssl.SSLContext | None = None
         if protocol in ("SSL", "SASL_SSL"):
-            self._ssl = tls.server_context(server.config, endpoint.listener_name)
+            self._ssl = tls.server_context(services.config, endpoint.listener_name)
             # asyncio keeps the context it was given; each handshake switches to the current
             # one, so that reloaded key and trust material serve new connections.
             self._ssl.sni_callback = self._use_current_context
         self._current_ssl = self._ssl
-        self._stores = self._store_settings(server.config)
-        self._sasl = server.sasl_listeners.get(endpoint.listener_name)
+        self._stores = self._store_settings(services.config)
+        self._sasl = services.sasl_listeners.get(endpoint.listener_name)
 
     def _store_settings(self, config: KafkaConfig) -> dict[str, object]:
         return {
@@ -121,7 +123,7 @@ class Listener:
             reader, writer = opened
             principal = tls.principal(writer.get_extra_info("ssl_object"))
             await Connection(
-                self._server, self._endpoint.listener_name, reader, writer, principal, self._sasl
+                self._services, self._endpoint.listener_name, reader, writer, principal, self._sasl
             ).serve()
         except asyncio.CancelledError:
             # Shutdown cancels connections mid-request (an acks=all produce may be waiting);

@@ -59,3 +59,25 @@ def test_only_the_zk_client_modules_import_kazoo() -> None:
             }
             if "kazoo" in names:
                 assert path in KAZOO_USERS, f"{path} imports kazoo"
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """Every module `path` imports, TYPE_CHECKING blocks included."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def test_only_the_entry_point_imports_the_broker_server() -> None:
+    """DESIGN review item 3: the broker's parts use the protocols of broker/services.py, so
+    broker/server.py and the modules it builds do not import each other in a circle."""
+    allowed = {ROOT / "broker" / "__main__.py", ROOT / "broker" / "server.py"}
+    for path in sorted((ROOT / "broker").rglob("*.py")):
+        if path not in allowed:
+            assert "broker.server" not in _imported_modules(path), f"{path} imports broker.server"

@@ -29,15 +29,15 @@ from broker.coordinator.internal_topics import (
 from broker.replication.partition import Partition
 
 if TYPE_CHECKING:
-    from broker.server import KafkaServer
+    from broker.services import CoordinatorServices
 
 log = logging.getLogger(__name__)
 
 
 class GroupCoordinator:
-    def __init__(self, server: KafkaServer) -> None:
-        self._server = server
-        config = server.config
+    def __init__(self, services: CoordinatorServices) -> None:
+        self._services = services
+        config = services.config
         self.offsets_config = OffsetsConfig(
             partition_count=config["offsets.topic.num.partitions"],
             metadata_max_bytes=config["offset.metadata.max.bytes"],
@@ -45,7 +45,7 @@ class GroupCoordinator:
             retention_ms=config["offsets.retention.minutes"] * 60_000,
         )
         self.offsets = OffsetStore(
-            server.replica_manager,
+            services.replica_manager,
             self.offsets_config,
             self._offsets_min_insync_replicas,
             named_leader=self._named_offsets_leader,
@@ -63,11 +63,11 @@ class GroupCoordinator:
         )
         self.offsets.on_group_loaded = self._on_group_loaded
         self.offsets.on_partition_unloaded = self._on_partition_unloaded
-        server.replica_manager.leadership_listeners.append(self._on_leadership_change)
+        services.replica_manager.leadership_listeners.append(self._on_leadership_change)
 
     def _named_offsets_leader(self, partition: int) -> bool:
-        leader, _ = self._server.metadata_cache.leader_and_epoch(OFFSETS_TOPIC, partition)
-        return leader == self._server.broker_id
+        leader, _ = self._services.metadata_cache.leader_and_epoch(OFFSETS_TOPIC, partition)
+        return leader == self._services.broker_id
 
     def _is_coordinator_for(self, group_id: str) -> bool:
         return self.offsets.coordinator_error(group_id) != ErrorCode.not_coordinator
@@ -89,7 +89,7 @@ class GroupCoordinator:
             log.info("unloaded %d groups of %s-%d", unloaded, OFFSETS_TOPIC, partition)
 
     def _offsets_min_insync_replicas(self) -> int:
-        return self._server.topic_config_int(OFFSETS_TOPIC, "min.insync.replicas")
+        return self._services.topic_config_int(OFFSETS_TOPIC, "min.insync.replicas")
 
     def _on_leadership_change(self, partition: Partition, is_leader: bool) -> None:
         if partition.topic == OFFSETS_TOPIC:
@@ -127,13 +127,13 @@ class GroupCoordinator:
     async def find(self, group_id: str, listener_name: str) -> CoordinatorAddress:
         """The broker leading the group's offsets partition, creating the topic if needed."""
         wanted = self.offsets.partition_of(group_id)
-        return await find_leader(self._server, self._offsets_topic(), wanted, listener_name)
+        return await find_leader(self._services, self._offsets_topic(), wanted, listener_name)
 
     async def create_offsets_topic(self) -> None:
-        await create(self._server, self._offsets_topic())
+        await create(self._services, self._offsets_topic())
 
     def _offsets_topic(self) -> InternalTopic:
-        config = self._server.config
+        config = self._services.config
         return InternalTopic(
             OFFSETS_TOPIC,
             self.offsets_config.partition_count,

@@ -25,7 +25,7 @@ from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import request_class
 
 if TYPE_CHECKING:
-    from broker.server import KafkaServer
+    from broker.services import MarkerSenderServices
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +64,8 @@ class _Connections:
 
 
 class TxnMarkerSender:
-    def __init__(self, server: KafkaServer) -> None:
-        self._server = server
+    def __init__(self, services: MarkerSenderServices) -> None:
+        self._services = services
         self._connections: dict[int, _Connections] = {}
         # The sends (one per transaction) with a partition whose leader is not live: Kafka's
         # marker channel queues those for the "unknown destination".
@@ -132,7 +132,7 @@ class TxnMarkerSender:
 
     def _by_leader(self, partitions: set[TopicPartition]) -> dict[int, list[TopicPartition]]:
         by_leader: dict[int, list[TopicPartition]] = {}
-        cache = self._server.metadata_cache
+        cache = self._services.metadata_cache
         for topic, partition in sorted(partitions):
             leader, _ = cache.leader_and_epoch(topic, partition)
             if cache.live_broker(leader) is not None:
@@ -140,12 +140,12 @@ class TxnMarkerSender:
         return by_leader
 
     def _topic_exists(self, topic: str) -> bool:
-        return self._server.metadata_cache.partitions(topic) is not None
+        return self._services.metadata_cache.partitions(topic) is not None
 
     async def _send_to(
         self, leader: int, end: TxnEnd, partitions: list[TopicPartition]
     ) -> dict[TopicPartition, ErrorCode]:
-        address = self._server.inter_broker_address(leader)
+        address = self._services.inter_broker_address(leader)
         if address is None:
             return {}
         request = adapter.build(
@@ -175,15 +175,15 @@ class TxnMarkerSender:
         }
 
     def _client(self, address: tuple[str, int]) -> BrokerClient:
-        timeout_ms = self._server.config["request.timeout.ms"]
+        timeout_ms = self._services.config["request.timeout.ms"]
         return BrokerClient(
             address[0],
             address[1],
-            client_id=f"broker-{self._server.broker_id}-txn-markers",
+            client_id=f"broker-{self._services.broker_id}-txn-markers",
             connect_timeout_ms=timeout_ms,
             request_timeout_ms=timeout_ms + 5_000,  # the leader waits for its ISR first
-            ssl_context=self._server.inter_broker_ssl,
-            sasl=self._server.inter_broker_sasl,
+            ssl_context=self._services.inter_broker_ssl,
+            sasl=self._services.inter_broker_sasl,
         )
 
 

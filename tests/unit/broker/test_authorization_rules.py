@@ -78,7 +78,7 @@ def _context(api_key: ApiKey, version: int, *acls: tuple[ResourceType, str, Oper
     return SimpleNamespace(
         header=header,
         api_version=version,
-        server=server,
+        services=server,
         principal="User:alice",
         client_host="127.0.0.1",
     )

@@ -38,13 +38,14 @@ async def _serve_pipelined() -> list[int]:
         return ApiVersionsResponse(error_code=ErrorCode.none, api_keys=())
 
     spec = ApiSpec(ApiKey.API_VERSIONS, "ApiVersions", 0, 0, 0, handler)
-    server = SimpleNamespace(
+    services = SimpleNamespace(
         config={"socket.request.max.bytes": 1 << 20, "connections.max.idle.ms": 10_000},
         registry={ApiKey.API_VERSIONS: spec},
+        authorizer=None,
     )
 
     async def on_client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await Connection(server, "PLAINTEXT", reader, writer).serve()  # type: ignore[arg-type]
+        await Connection(services, "PLAINTEXT", reader, writer).serve()  # type: ignore[arg-type]
 
     async def ticker() -> None:
         nonlocal ticks

@@ -36,7 +36,7 @@ def _context(partition: Partition) -> SimpleNamespace:
         return partition, ErrorCode.none
 
     replica_manager = SimpleNamespace(leader_partition=leader_partition)
-    return SimpleNamespace(server=SimpleNamespace(replica_manager=replica_manager))
+    return SimpleNamespace(services=SimpleNamespace(replica_manager=replica_manager))
 
 
 def _latest(partition: Partition, replica_id: int) -> dict[str, object]:

@@ -1,6 +1,6 @@
 """A parked fetch (Kafka's DelayedFetch) decides completion from offsets: a wake-up reads no
 log, completing reads each log once, and min_bytes, max_wait_ms, a leader change and a fenced
-epoch complete it as in Kafka. Real logs on a temporary directory, a stand-in server."""
+epoch complete it as in Kafka. Real logs on a temporary directory, stand-in broker services."""
 
 import asyncio
 import datetime
@@ -46,15 +46,16 @@ class Broker:
                 index, PartitionState(leader=ME, leader_epoch=0, isr=isr, controller_epoch=1)
             )
             self._count_reads(self.partition(index))
-        server = SimpleNamespace(
+        services = SimpleNamespace(
             replica_manager=self.manager,
             fetch_sessions=FetchSessionCache(max_slots=10),
             metadata_cache=None,  # topics are named, never by id, at v12
             config={"fetch.max.bytes": 50 * 1024 * 1024},
             metrics=BrokerCounters(),
+            authorizer=None,
         )
         header = RequestHeader(api_key=1, api_version=12, correlation_id=1, client_id=None)
-        self.context = RequestContext(header, "127.0.0.1", "PLAINTEXT", server)  # type: ignore[arg-type]
+        self.context = RequestContext(header, "127.0.0.1", "PLAINTEXT", services)  # type: ignore[arg-type]
 
     def apply(self, index: int, state: PartitionState, zk_version: int = 0) -> None:
         self.manager.apply_state("t", "", index, [ME, FOLLOWER], state, LogConfig(), zk_version)

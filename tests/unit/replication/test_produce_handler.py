@@ -31,14 +31,15 @@ def _context(tmp_path: Path, isr: list[int]) -> tuple[RequestContext, ReplicaMan
     prepare_now(manager, "t", "", [0])
     state = PartitionState(leader=ME, leader_epoch=0, isr=isr, controller_epoch=1)
     manager.apply_state("t", "", 0, [ME, FOLLOWER], state, LogConfig(), zk_version=0)
-    server = SimpleNamespace(
+    services = SimpleNamespace(
         replica_manager=manager,
         config={"message.max.decompressed.bytes": 1 << 20},
         topic_config_int=lambda topic, name: 1 if name == "min.insync.replicas" else 0,
         metrics=BrokerCounters(),
+        authorizer=None,
     )
     header = RequestHeader(api_key=0, api_version=9, correlation_id=1, client_id=None)
-    return RequestContext(header, "127.0.0.1", "PLAINTEXT", server), manager  # type: ignore[arg-type]
+    return RequestContext(header, "127.0.0.1", "PLAINTEXT", services), manager  # type: ignore[arg-type]
 
 
 def _request(acks: int, timeout_ms: int) -> ProduceRequest:
