@@ -19,6 +19,9 @@ Step-specific rewrites (replica placement that Kafka draws at random, transactio
 coordinators and producer ids taken from per-broker blocks, log sizes that depend on the
 producer's timing) live beside the steps in test_jvm_tools.py, each checking first that what
 it hides obeys Kafka's rules.
+
+`JvmProcess` is the skeleton of the long-running JVMs that tests watch while faults happen
+(streams_app.py, verifiable_clients.py): they differ only in command line and line parsing.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,6 +41,11 @@ TOOL_TIMEOUT_S = 90.0
 # JVM flags for start-up time only (C1 compiler, serial GC): a tool's behaviour and output are
 # the same as with kafka-run-class.sh's G1 flags, at about half the CPU per invocation.
 FAST_START_JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Djava.awt.headless=true"
+# Long enough for a shutdown hook to close a Kafka client against a cluster that has lost a
+# broker; a JVM that needs longer is SIGKILLed.
+STOP_TIMEOUT_S = 60.0
+KILL_WAIT_S = 30.0  # a SIGKILLed JVM is gone at once; this only bounds a wedged machine
+TAIL_LINES = 40
 
 
 @dataclass(frozen=True)
@@ -91,6 +100,85 @@ def _text(output: str | bytes | None) -> str:
     if output is None:
         return ""
     return output.decode(errors="replace") if isinstance(output, bytes) else output
+
+
+class JvmProcess:
+    """A JVM in the background. A thread reads its stdout as it comes, copying it to
+    NAME.stdout and handing each line to `on_line`; stderr goes to NAME.stderr. Both files stay
+    in the test's directory for reading after a failure."""
+
+    def __init__(
+        self,
+        command: list[str],
+        env: dict[str, str] | None,
+        log_dir: Path,
+        name: str,
+        on_line: Callable[[str], None],
+    ) -> None:
+        self.name = name
+        self.stdout_path = log_dir / f"{name}.stdout"
+        self.stderr_path = log_dir / f"{name}.stderr"
+        self._on_line = on_line
+        with open(self.stderr_path, "w") as stderr:
+            self.process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+                env=env,
+            )
+        self._reader = threading.Thread(target=self._read, name=f"{name}-stdout", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        with open(self.stdout_path, "w") as copy:
+            for line in self.process.stdout:
+                copy.write(line)
+                copy.flush()  # complete even if the test run itself is killed
+                self._on_line(line.rstrip("\n"))
+
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def finished(self) -> bool:
+        """Exited, with everything it printed read."""
+        if self.alive:
+            return False
+        self._reader.join(timeout=0.1)
+        return not self._reader.is_alive()
+
+    def terminate(self) -> None:
+        """SIGTERM, without waiting: the caller bounds the wait for `finished`, or calls
+        `kill` or `stop` afterwards."""
+        if self.alive:
+            self.process.terminate()
+
+    def kill(self) -> None:
+        if self.alive:
+            self.process.kill()
+        self._reap()
+
+    def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> None:
+        """SIGTERM so that the JVM's shutdown hooks close its clients; SIGKILL if that takes
+        longer than `timeout_s`."""
+        self.terminate()
+        try:
+            self.process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        self._reap()
+
+    def _reap(self) -> None:
+        self.process.wait(timeout=KILL_WAIT_S)
+        self._reader.join(timeout=KILL_WAIT_S)
+
+    def stderr_tail(self, lines: int = TAIL_LINES) -> str:
+        if not self.stderr_path.exists():
+            return ""
+        return "\n".join(self.stderr_path.read_text(errors="replace").splitlines()[-lines:])
 
 
 @dataclass(frozen=True)

@@ -1,17 +1,19 @@
 """Reading a broker's Prometheus endpoint in tests: its address from the broker's
 server.properties (the launcher sets `metrics.prometheus.listener`), the samples parsed with
-Prometheus' own text parser."""
+Prometheus' own text parser; plus the produce load the metrics tests count."""
 
 from __future__ import annotations
 
 import urllib.request
 
+from confluent_kafka import Producer
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.conftest import ClusterHandle
 
 # (sample name, sorted label pairs) -> value
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+FLUSH_TIMEOUT_S = 120
 
 
 def metrics_address(cluster: ClusterHandle, broker_id: int) -> str:
@@ -50,3 +52,14 @@ def sample(samples: Samples, name: str, **labels: str) -> float:
 def total(cluster: ClusterHandle, name: str, **labels: str) -> float:
     """`name`{labels} summed over every broker."""
     return sum(value(scrape(cluster, b), name, **labels) for b in cluster.broker_ids)
+
+
+def produce_spread(
+    bootstrap: str, topic: str, records: int, partitions: int, prefix: bytes = b"record"
+) -> None:
+    """`records` values `<prefix>-<index>`, round-robin over the partitions so that every
+    partition (and so every leader's counters) sees traffic; acks=all, all delivered."""
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for index in range(records):
+        producer.produce(topic, value=b"%s-%d" % (prefix, index), partition=index % partitions)
+    assert producer.flush(FLUSH_TIMEOUT_S) == 0

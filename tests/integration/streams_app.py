@@ -4,7 +4,6 @@ committed offsets and of the output topic."""
 
 from __future__ import annotations
 
-import subprocess
 import threading
 import time
 from collections import Counter
@@ -16,7 +15,7 @@ import pytest
 
 from tests.integration.admin_client import java_tool
 from tests.integration.conftest import ClusterHandle
-from tests.integration.jvm_tools import FAST_START_JVM_OPTS
+from tests.integration.jvm_tools import FAST_START_JVM_OPTS, TAIL_LINES, JvmProcess
 
 MAIN_CLASS = "WordCount"
 PARTITIONS = 3  # of every topic the tests create
@@ -26,7 +25,6 @@ APP_HEAP_OPTS = "-Xmx256m"
 PROGRESS_TIMEOUT_S = 150.0  # includes a dead member's session timeout and a broker failover
 READ_TIMEOUT_S = 60.0
 CREATE_TIMEOUT_S = 120.0
-TAIL_LINES = 40
 
 
 class Timeline:
@@ -40,8 +38,8 @@ class Timeline:
             timeline.write(f"{datetime.now().isoformat(sep=' ', timespec='milliseconds')} {what}\n")
 
 
-class StreamsApp:
-    """One WordCount JVM; its stdout lines are collected by a thread as they come."""
+class StreamsApp(JvmProcess):
+    """One WordCount JVM; its stdout lines are collected as they come."""
 
     def __init__(
         self,
@@ -56,9 +54,6 @@ class StreamsApp:
         replication: int,
         log_dir: Path,
     ) -> None:
-        self.name = name
-        self.stdout_path = log_dir / f"{name}.stdout"
-        self.stderr_path = log_dir / f"{name}.stderr"
         self.lines: list[str] = []
         self._lock = threading.Lock()
         jvm_tmp = log_dir / "jvm-tmp"
@@ -80,21 +75,11 @@ class StreamsApp:
             *topics,
             str(replication),
         ]
-        with open(self.stderr_path, "w") as stderr:
-            self.process = subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr, text=True
-            )
-        self._reader = threading.Thread(target=self._read, name=f"{name}-stdout", daemon=True)
-        self._reader.start()
+        super().__init__(command, None, log_dir, name, self._collect)
 
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        with open(self.stdout_path, "w") as copy:
-            for line in self.process.stdout:
-                copy.write(line)
-                copy.flush()
-                with self._lock:
-                    self.lines.append(line.rstrip("\n"))
+    def _collect(self, line: str) -> None:
+        with self._lock:
+            self.lines.append(line)
 
     def printed(self, prefix: str) -> list[str]:
         with self._lock:
@@ -109,38 +94,20 @@ class StreamsApp:
     def check_alive(self) -> None:
         """Fails the test if the application exited or a stream thread died."""
         errors = self.printed("thread-error ")
-        if errors or self.process.poll() is not None:
+        if errors or not self.alive:
             pytest.fail(f"{self.name} failed: {errors}\n{self.diagnostics()}")
 
     def restored_records(self) -> int:
         return sum(int(line.split()[-1]) for line in self.printed("restore-end "))
 
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait(timeout=30)
-        self._reader.join(timeout=30)
-
-    def stop(self) -> None:
-        """SIGTERM (the shutdown hook closes KafkaStreams), SIGKILL if that takes too long."""
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=30)
-        self._reader.join(timeout=30)
-
     def diagnostics(self) -> str:
         with self._lock:
             stdout = self.lines[-TAIL_LINES:]
-        stderr = self.stderr_path.read_text(errors="replace").splitlines()[-TAIL_LINES:]
         return (
             f"--- {self.name}: exit {self.process.poll()}\nstdout (tail):\n"
             + "\n".join(stdout)
             + "\nstderr (tail):\n"
-            + "\n".join(stderr)
+            + self.stderr_tail()
         )
 
 

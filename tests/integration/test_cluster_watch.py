@@ -18,8 +18,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from tests.integration.conftest import CLUSTER_SCRIPT, REPO_ROOT, ClusterHandle, wait_until
-from tests.integration.requests import topic_spec
-from tests.integration.wire import WireClient, controller_address, controller_id, create_topics
+from tests.integration.metrics_scrape import produce_spread
+from tests.integration.wire import controller_id, create_topic
 
 TIMEOUT_S = 120
 TOPIC = "watched"
@@ -45,15 +45,6 @@ def _parse(block: str) -> Block:
         fields = dict(w.split("=", 1) for w in line.split() if "=" in w)
         parsed[" ".join(words)] = fields
     return parsed
-
-
-def _produce(bootstrap: str) -> None:
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
-    for index in range(RECORDS):
-        producer.produce(TOPIC, value=b"watched-%d" % index, partition=index % PARTITIONS)
-    assert producer.flush(TIMEOUT_S) == 0
 
 
 @contextmanager
@@ -86,10 +77,8 @@ def test_watch_snapshots_follow_the_cluster(make_cluster: Any) -> None:
     cluster: ClusterHandle = make_cluster(
         brokers=3, overrides={"zookeeper.session.timeout.ms": "6000"}
     )
-    with WireClient.to(controller_address(cluster)) as client:
-        created = create_topics(client, [topic_spec(TOPIC, PARTITIONS, 3)])
-    assert all(int(t.error_code) == 0 for t in created.topics), created
-    _produce(cluster.bootstrap)
+    create_topic(cluster, TOPIC, PARTITIONS, 3)
+    produce_spread(cluster.bootstrap, TOPIC, RECORDS, PARTITIONS, b"watched")
     status_before = cluster.run("status").stdout
 
     with _producing(cluster.bootstrap):

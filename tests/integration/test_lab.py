@@ -23,6 +23,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,7 @@ LAG_COMMITTED_OFFSET = 10
 MEMBER_GROUP = "lab-group"
 GROUP_TIMEOUT_MS = 90_000
 HTTP_TIMEOUT_S = 5.0
+VIEWPORT = {"width": 1400, "height": 1000}
 
 # A missing prerequisite fails the module with a message (the rules forbid skipping).
 try:
@@ -364,6 +366,24 @@ def _launch(playwright: Any) -> Any:
     )
 
 
+@contextmanager
+def _page(playwright: Any, url: str, failure_png: Path) -> Iterator[Any]:
+    """The lab's page in a browser of its own, closed afterwards. A failure inside leaves a
+    screenshot of what the page showed then; a timeout of `wait_until` is a failure too,
+    although pytest's Failed is not an Exception."""
+    browser = _launch(playwright)
+    try:
+        page = browser.new_page(viewport=VIEWPORT)
+        try:
+            page.goto(url)
+            yield page
+        except (Exception, pytest.fail.Exception):
+            page.screenshot(path=str(failure_png), full_page=True)
+            raise
+    finally:
+        browser.close()
+
+
 def _wait_for_page(page: Any, description: str, condition: Any) -> None:
     last: dict[str, Any] = {}
 
@@ -378,105 +398,96 @@ def test_the_grid_charts_and_groups_show_offsets_rates_and_lag(
     lab: Lab, lab_cluster: ClusterHandle, artifacts: Path
 ) -> None:
     expect = sync_api.expect
-    with sync_api.sync_playwright() as playwright:
-        browser = _launch(playwright)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(lab.url)
-            expect(page.locator("#connection")).to_have_text("live", timeout=PAGE_TIMEOUT_MS)
-            expect(page.locator("#produce-topic")).to_have_value(TOPIC, timeout=PAGE_TIMEOUT_MS)
+    with (
+        sync_api.sync_playwright() as playwright,
+        _page(playwright, lab.url, artifacts / "failure-offsets.png") as page,
+    ):
+        expect(page.locator("#connection")).to_have_text("live", timeout=PAGE_TIMEOUT_MS)
+        expect(page.locator("#produce-topic")).to_have_value(TOPIC, timeout=PAGE_TIMEOUT_MS)
 
-            # A burst from the page's button: the chart draws its rate from the brokers'
-            # messages-in counters.
-            page.locator("#produce-count").fill(str(BURST_RECORDS))
-            page.locator("#produce-go").click()
-            expect(page.locator("#action-result")).to_have_text(
-                f"{BURST_RECORDS} of {BURST_RECORDS} records acknowledged", timeout=PAGE_TIMEOUT_MS
-            )
+        # A burst from the page's button: the chart draws its rate from the brokers'
+        # messages-in counters.
+        page.locator("#produce-count").fill(str(BURST_RECORDS))
+        page.locator("#produce-go").click()
+        expect(page.locator("#action-result")).to_have_text(
+            f"{BURST_RECORDS} of {BURST_RECORDS} records acknowledged", timeout=PAGE_TIMEOUT_MS
+        )
 
-            def drawn() -> Any:
-                chart = page.evaluate(CHART_SCRIPT)
-                return (chart is not None and chart["peak"] > 0 and chart["stroked"] > 0) or chart
+        def drawn() -> Any:
+            chart = page.evaluate(CHART_SCRIPT)
+            return (chart is not None and chart["peak"] > 0 and chart["stroked"] > 0) or chart
 
-            _wait_for_page(page, "the throughput chart to draw the burst", drawn)
+        _wait_for_page(page, "the throughput chart to draw the burst", drawn)
 
-            # Every replica: its log end (the broker's /metrics) and its high watermark (the
-            # leader's live, the followers' from their checkpoints) reach what consumers see.
-            def replicas_match() -> Any:
-                ends = _high_watermarks(lab_cluster)
-                shown = page.evaluate(REPLICAS_SCRIPT)
-                expected = {f"{TOPIC}-{p}": {str(ends[p])} for p in range(PARTITIONS)}
-                for name, replicas in shown.items():
-                    values = {r["log_end"] for r in replicas} | {r["hw"] for r in replicas}
-                    if len(replicas) != 3 or values != expected[name]:
-                        return {"page": shown, "consumers": ends}
-                sources = sorted(r["source"] for rs in shown.values() for r in rs)
-                live = sources.count("live") == PARTITIONS
-                return (len(shown) == PARTITIONS and live) or {"page": shown, "sources": sources}
-
-            wait_until(
-                lambda: replicas_match() is True,
-                SCENARIO_TIMEOUT_MS / 1000,
-                lambda: f"every replica's log end and high watermark {replicas_match()}",
-            )
-
-            # A group that committed offset 10 everywhere: its lag is the rest.
-            _commit_lagging_offsets(lab_cluster)
+        # Every replica: its log end (the broker's /metrics) and its high watermark (the
+        # leader's live, the followers' from their checkpoints) reach what consumers see.
+        def replicas_match() -> Any:
             ends = _high_watermarks(lab_cluster)
-            expected_rows = {
-                f"{TOPIC}-{p}": {
-                    "committed": str(LAG_COMMITTED_OFFSET),
-                    "log_end": str(ends[p]),
-                    "lag": str(ends[p] - LAG_COMMITTED_OFFSET),
-                    "owner": "-",
-                }
-                for p in range(PARTITIONS)
+            shown = page.evaluate(REPLICAS_SCRIPT)
+            expected = {f"{TOPIC}-{p}": {str(ends[p])} for p in range(PARTITIONS)}
+            for name, replicas in shown.items():
+                values = {r["log_end"] for r in replicas} | {r["hw"] for r in replicas}
+                if len(replicas) != 3 or values != expected[name]:
+                    return {"page": shown, "consumers": ends}
+            sources = sorted(r["source"] for rs in shown.values() for r in rs)
+            live = sources.count("live") == PARTITIONS
+            return (len(shown) == PARTITIONS and live) or {"page": shown, "sources": sources}
+
+        wait_until(
+            lambda: replicas_match() is True,
+            SCENARIO_TIMEOUT_MS / 1000,
+            lambda: f"every replica's log end and high watermark {replicas_match()}",
+        )
+
+        # A group that committed offset 10 everywhere: its lag is the rest.
+        _commit_lagging_offsets(lab_cluster)
+        ends = _high_watermarks(lab_cluster)
+        expected_rows = {
+            f"{TOPIC}-{p}": {
+                "committed": str(LAG_COMMITTED_OFFSET),
+                "log_end": str(ends[p]),
+                "lag": str(ends[p] - LAG_COMMITTED_OFFSET),
+                "owner": "-",
             }
-            wait_until(
-                lambda: (
-                    page.evaluate(GROUP_SCRIPT, LAG_GROUP) == {"members": 0, "rows": expected_rows}
-                ),
-                GROUP_TIMEOUT_MS / 1000,
-                lambda: (
-                    f"group {LAG_GROUP} {page.evaluate(GROUP_SCRIPT, LAG_GROUP)} to show "
-                    f"{expected_rows}"
-                ),
-            )
+            for p in range(PARTITIONS)
+        }
+        wait_until(
+            lambda: page.evaluate(GROUP_SCRIPT, LAG_GROUP) == {"members": 0, "rows": expected_rows},
+            GROUP_TIMEOUT_MS / 1000,
+            lambda: (
+                f"group {LAG_GROUP} {page.evaluate(GROUP_SCRIPT, LAG_GROUP)} to show "
+                f"{expected_rows}"
+            ),
+        )
 
-            # A member started from the page joins, is assigned every partition, reads to the
-            # end and commits (lag 0); stopped, it leaves the group.
-            page.locator("#member-group").fill(MEMBER_GROUP)
-            page.locator("#member-start").click()
+        # A member started from the page joins, is assigned every partition, reads to the
+        # end and commits (lag 0); stopped, it leaves the group.
+        page.locator("#member-group").fill(MEMBER_GROUP)
+        page.locator("#member-start").click()
 
-            def caught_up() -> Any:
-                seen = page.evaluate(GROUP_SCRIPT, MEMBER_GROUP)
-                if seen is None or seen["members"] != 1 or len(seen["rows"]) != PARTITIONS:
-                    return seen
-                done = all(
-                    r["lag"] == "0" and r["owner"] == "kafka-lab-member-1"
-                    for r in seen["rows"].values()
-                )
-                return done or seen
+        def caught_up() -> Any:
+            seen = page.evaluate(GROUP_SCRIPT, MEMBER_GROUP)
+            if seen is None or seen["members"] != 1 or len(seen["rows"]) != PARTITIONS:
+                return seen
+            done = all(
+                r["lag"] == "0" and r["owner"] == "kafka-lab-member-1"
+                for r in seen["rows"].values()
+            )
+            return done or seen
 
-            wait_until(
-                lambda: caught_up() is True,
-                GROUP_TIMEOUT_MS / 1000,
-                lambda: f"the lab's member to consume everything: {caught_up()}",
-            )
-            page.screenshot(path=str(artifacts / "0-offsets-charts-groups.png"), full_page=True)
-            page.locator("#lab-members button.member-stop").click()
-            expect(page.locator(f'#groups [data-group="{MEMBER_GROUP}"] .member')).to_have_count(
-                0, timeout=GROUP_TIMEOUT_MS
-            )
-            expect(page.locator("#timeline")).to_contain_text(
-                f"consumer kafka-lab-member-1 leaves group {MEMBER_GROUP}"
-            )
-        except Exception:
-            if "page" in locals():
-                page.screenshot(path=str(artifacts / "failure-offsets.png"), full_page=True)
-            raise
-        finally:
-            browser.close()
+        wait_until(
+            lambda: caught_up() is True,
+            GROUP_TIMEOUT_MS / 1000,
+            lambda: f"the lab's member to consume everything: {caught_up()}",
+        )
+        page.screenshot(path=str(artifacts / "0-offsets-charts-groups.png"), full_page=True)
+        page.locator("#lab-members button.member-stop").click()
+        expect(page.locator(f'#groups [data-group="{MEMBER_GROUP}"] .member')).to_have_count(
+            0, timeout=GROUP_TIMEOUT_MS
+        )
+        expect(page.locator("#timeline")).to_contain_text(
+            f"consumer kafka-lab-member-1 leaves group {MEMBER_GROUP}"
+        )
 
 
 def test_the_page_follows_the_cluster_through_a_controller_kill_and_the_scenario(
@@ -484,102 +495,92 @@ def test_the_page_follows_the_cluster_through_a_controller_kill_and_the_scenario
 ) -> None:
     expect = sync_api.expect
     started = time.monotonic()
-    with sync_api.sync_playwright() as playwright, zk_session(lab_cluster) as zk:
-        browser = _launch(playwright)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(lab.url)
-            expect(page.locator("#connection")).to_have_text("live", timeout=PAGE_TIMEOUT_MS)
-            expect(page.locator("#brokers tbody tr")).to_have_count(3, timeout=PAGE_TIMEOUT_MS)
-            expect(page.locator(f'#partitions table[data-topic="{TOPIC}"] tr')).to_have_count(
-                PARTITIONS + 1, timeout=PAGE_TIMEOUT_MS
-            )
-            _wait_until_page_matches_zookeeper(page, zk)
-            page.locator("#znode-path").fill("/controller")
-            page.locator("#znode-go").click()
-            controller, epoch = _controller(zk)
-            expect(page.locator("#znode-data")).to_contain_text(
-                f'"brokerid":{controller}', timeout=PAGE_TIMEOUT_MS
-            )
-            expect(page.locator('#znode-stat [data-stat="ephemeral_owner"]')).not_to_have_text(
-                re.compile(r"^0 "), timeout=PAGE_TIMEOUT_MS
-            )
-            page.screenshot(path=str(artifacts / "1-healthy.png"), full_page=True)
-            # Marks the page: a reload would lose it, so seeing it later proves there was none.
-            page.evaluate("window.__labNotReloaded = true")
+    with (
+        sync_api.sync_playwright() as playwright,
+        zk_session(lab_cluster) as zk,
+        _page(playwright, lab.url, artifacts / "failure.png") as page,
+    ):
+        expect(page.locator("#connection")).to_have_text("live", timeout=PAGE_TIMEOUT_MS)
+        expect(page.locator("#brokers tbody tr")).to_have_count(3, timeout=PAGE_TIMEOUT_MS)
+        expect(page.locator(f'#partitions table[data-topic="{TOPIC}"] tr')).to_have_count(
+            PARTITIONS + 1, timeout=PAGE_TIMEOUT_MS
+        )
+        _wait_until_page_matches_zookeeper(page, zk)
+        page.locator("#znode-path").fill("/controller")
+        page.locator("#znode-go").click()
+        controller, epoch = _controller(zk)
+        expect(page.locator("#znode-data")).to_contain_text(
+            f'"brokerid":{controller}', timeout=PAGE_TIMEOUT_MS
+        )
+        expect(page.locator('#znode-stat [data-stat="ephemeral_owner"]')).not_to_have_text(
+            re.compile(r"^0 "), timeout=PAGE_TIMEOUT_MS
+        )
+        page.screenshot(path=str(artifacts / "1-healthy.png"), full_page=True)
+        # Marks the page: a reload would lose it, so seeing it later proves there was none.
+        page.evaluate("window.__labNotReloaded = true")
 
-            page.locator(
-                f'#brokers tr[data-broker="{controller}"] button[data-action="kill"]'
-            ).click()
-            expect(page.locator("#controller-id")).not_to_have_text(
-                re.compile(rf"^({controller}|none|\?)$"), timeout=FAILOVER_TIMEOUT_MS
-            )
-            new_controller = page.locator("#controller-id").inner_text()
-            # One entry if the lab saw /controller move in one read, two (newest first) if it
-            # also saw it absent.
-            moved = rf"controller changed: broker {controller} -> broker {new_controller} "
-            elected = (
-                rf"controller elected: broker {new_controller} [\s\S]*"
-                rf"/controller deleted \(was broker {controller}\)"
-            )
-            expect(page.locator("#timeline")).to_contain_text(
-                re.compile(f"{moved}|{elected}"), timeout=PAGE_TIMEOUT_MS
-            )
-            expect(page.locator(f'#brokers tr[data-broker="{controller}"] .process')).to_have_text(
-                "dead", timeout=PAGE_TIMEOUT_MS
-            )
-            wait_until(
-                lambda: _controller(zk)[1] > epoch and _controller(zk)[0] != controller,
-                FAILOVER_TIMEOUT_MS / 1000,
-                "ZooKeeper to name the new controller",
-            )
-            _wait_until_page_matches_zookeeper(page, zk)
-            assert page.evaluate("window.__labNotReloaded === true")
-            page.screenshot(path=str(artifacts / "2-controller-killed.png"), full_page=True)
+        page.locator(f'#brokers tr[data-broker="{controller}"] button[data-action="kill"]').click()
+        expect(page.locator("#controller-id")).not_to_have_text(
+            re.compile(rf"^({controller}|none|\?)$"), timeout=FAILOVER_TIMEOUT_MS
+        )
+        new_controller = page.locator("#controller-id").inner_text()
+        # One entry if the lab saw /controller move in one read, two (newest first) if it
+        # also saw it absent.
+        moved = rf"controller changed: broker {controller} -> broker {new_controller} "
+        elected = (
+            rf"controller elected: broker {new_controller} [\s\S]*"
+            rf"/controller deleted \(was broker {controller}\)"
+        )
+        expect(page.locator("#timeline")).to_contain_text(
+            re.compile(f"{moved}|{elected}"), timeout=PAGE_TIMEOUT_MS
+        )
+        expect(page.locator(f'#brokers tr[data-broker="{controller}"] .process')).to_have_text(
+            "dead", timeout=PAGE_TIMEOUT_MS
+        )
+        wait_until(
+            lambda: _controller(zk)[1] > epoch and _controller(zk)[0] != controller,
+            FAILOVER_TIMEOUT_MS / 1000,
+            "ZooKeeper to name the new controller",
+        )
+        _wait_until_page_matches_zookeeper(page, zk)
+        assert page.evaluate("window.__labNotReloaded === true")
+        page.screenshot(path=str(artifacts / "2-controller-killed.png"), full_page=True)
 
-            # Bring the killed broker back with its start button, then run the scenario.
-            page.locator(
-                f'#brokers tr[data-broker="{controller}"] button[data-action="start"]'
-            ).click()
-            expect(
-                page.locator(f'#brokers tr[data-broker="{controller}"] .registered')
-            ).to_have_text("yes", timeout=START_BROKER_TIMEOUT_MS)
-            expect(page.locator("#timeline")).to_contain_text(
-                f"broker {controller} registered", timeout=PAGE_TIMEOUT_MS
-            )
+        # Bring the killed broker back with its start button, then run the scenario.
+        page.locator(f'#brokers tr[data-broker="{controller}"] button[data-action="start"]').click()
+        expect(page.locator(f'#brokers tr[data-broker="{controller}"] .registered')).to_have_text(
+            "yes", timeout=START_BROKER_TIMEOUT_MS
+        )
+        expect(page.locator("#timeline")).to_contain_text(
+            f"broker {controller} registered", timeout=PAGE_TIMEOUT_MS
+        )
 
-            page.locator("#scenario-start").click()
-            expect(page.locator("#scenario-status")).to_have_text(
-                re.compile(r"^(done|failed.*)$"), timeout=SCENARIO_TIMEOUT_MS
-            )
-            expect(page.locator("#scenario-status")).to_have_text("done")
-            expect(page.locator("#scenario-steps li.done")).to_have_count(7)
-            expect(page.locator("#timeline")).to_contain_text("scenario kill the controller: done")
-            _wait_until_page_matches_zookeeper(page, zk)
-            assert page.evaluate("window.__labNotReloaded === true")
-            page.screenshot(path=str(artifacts / "3-scenario-done.png"), full_page=True)
+        page.locator("#scenario-start").click()
+        expect(page.locator("#scenario-status")).to_have_text(
+            re.compile(r"^(done|failed.*)$"), timeout=SCENARIO_TIMEOUT_MS
+        )
+        expect(page.locator("#scenario-status")).to_have_text("done")
+        expect(page.locator("#scenario-steps li.done")).to_have_count(7)
+        expect(page.locator("#timeline")).to_contain_text("scenario kill the controller: done")
+        _wait_until_page_matches_zookeeper(page, zk)
+        assert page.evaluate("window.__labNotReloaded === true")
+        page.screenshot(path=str(artifacts / "3-scenario-done.png"), full_page=True)
 
-            # ZooKeeper dies and comes back: the page says so and carries on.
-            page.locator('#zookeeper tr[data-zookeeper="1"] button[data-action="kill"]').click()
-            expect(page.locator("#zookeeper-state")).to_have_text(
-                "ZooKeeper unreachable", timeout=PAGE_TIMEOUT_MS
-            )
-            page.locator('#zookeeper tr[data-zookeeper="1"] button[data-action="start"]').click()
-            expect(page.locator("#zookeeper-state")).to_have_text(
-                "ZooKeeper connected", timeout=START_BROKER_TIMEOUT_MS
-            )
-            expect(page.locator("#timeline")).to_contain_text("ZooKeeper is reachable again")
-            assert page.evaluate("window.__labNotReloaded === true")
-            readme_shot = os.environ.get("LAB_README_SCREENSHOT")
-            if readme_shot:
-                page.screenshot(path=str(artifacts / "readme.png"))
-                shutil.copyfile(artifacts / "readme.png", readme_shot)
-        except Exception:
-            if "page" in locals():
-                page.screenshot(path=str(artifacts / "failure.png"), full_page=True)
-            raise
-        finally:
-            browser.close()
+        # ZooKeeper dies and comes back: the page says so and carries on.
+        page.locator('#zookeeper tr[data-zookeeper="1"] button[data-action="kill"]').click()
+        expect(page.locator("#zookeeper-state")).to_have_text(
+            "ZooKeeper unreachable", timeout=PAGE_TIMEOUT_MS
+        )
+        page.locator('#zookeeper tr[data-zookeeper="1"] button[data-action="start"]').click()
+        expect(page.locator("#zookeeper-state")).to_have_text(
+            "ZooKeeper connected", timeout=START_BROKER_TIMEOUT_MS
+        )
+        expect(page.locator("#timeline")).to_contain_text("ZooKeeper is reachable again")
+        assert page.evaluate("window.__labNotReloaded === true")
+        readme_shot = os.environ.get("LAB_README_SCREENSHOT")
+        if readme_shot:
+            page.screenshot(path=str(artifacts / "readme.png"))
+            shutil.copyfile(artifacts / "readme.png", readme_shot)
     print(f"browser flow took {time.monotonic() - started:.1f} s; screenshots in {artifacts}")
 
 
@@ -587,51 +588,45 @@ def test_the_expire_session_scenario_runs_to_its_end(
     lab: Lab, lab_cluster: ClusterHandle, artifacts: Path
 ) -> None:
     expect = sync_api.expect
-    with sync_api.sync_playwright() as playwright, zk_session(lab_cluster) as zk:
-        browser = _launch(playwright)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(lab.url)
-            expect(page.locator("#connection")).to_have_text("live", timeout=PAGE_TIMEOUT_MS)
-            # The previous test's scenario left its victim dead: start it from the page, and
-            # wait for every broker to be back in every ISR before the fault.
-            for broker_id, record in lab_cluster.status().brokers.items():
-                if not record.alive:
-                    page.locator(
-                        f'#brokers tr[data-broker="{broker_id}"] button[data-action="start"]'
-                    ).click()
-                    expect(
-                        page.locator(f'#brokers tr[data-broker="{broker_id}"] .registered')
-                    ).to_have_text("yes", timeout=START_BROKER_TIMEOUT_MS)
-            wait_until(
-                lambda: all(len(s["isr"]) == 3 for s in _states(zk).values()),
-                SCENARIO_TIMEOUT_MS / 1000,
-                "every ISR to be whole again",
-            )
-            page.locator("#scenario-select").select_option("expire-session")
-            page.locator("#scenario-start").click()
-            expect(page.locator("#scenario-name")).to_have_text(
-                "expire a broker's ZooKeeper session", timeout=PAGE_TIMEOUT_MS
-            )
-            expect(page.locator("#scenario-status")).to_have_text(
-                re.compile(r"^(done|failed.*)$"), timeout=SCENARIO_TIMEOUT_MS
-            )
-            expect(page.locator("#scenario-status")).to_have_text("done")
-            expect(page.locator("#scenario-steps li.done")).to_have_count(6)
-            # The observations name what ZooKeeper did: the registration went, came back with a
-            # new broker epoch, and the broker counted the expiry.
-            steps = page.locator("#scenario-steps li")
-            expect(steps.nth(1)).to_contain_text(re.compile(r"/brokers/ids/\d+ no longer exists"))
-            expect(steps.nth(4)).to_contain_text(
-                re.compile(r"broker epoch \d+ -> \d+; its zookeeperexpires counter reads [1-9]")
-            )
-            expect(page.locator("#timeline")).to_contain_text(
-                "scenario expire a broker's ZooKeeper session: done"
-            )
-            page.screenshot(path=str(artifacts / "4-session-expired.png"), full_page=True)
-        except Exception:
-            if "page" in locals():
-                page.screenshot(path=str(artifacts / "failure-expire.png"), full_page=True)
-            raise
-        finally:
-            browser.close()
+    with (
+        sync_api.sync_playwright() as playwright,
+        zk_session(lab_cluster) as zk,
+        _page(playwright, lab.url, artifacts / "failure-expire.png") as page,
+    ):
+        expect(page.locator("#connection")).to_have_text("live", timeout=PAGE_TIMEOUT_MS)
+        # The previous test's scenario left its victim dead: start it from the page, and
+        # wait for every broker to be back in every ISR before the fault.
+        for broker_id, record in lab_cluster.status().brokers.items():
+            if not record.alive:
+                page.locator(
+                    f'#brokers tr[data-broker="{broker_id}"] button[data-action="start"]'
+                ).click()
+                expect(
+                    page.locator(f'#brokers tr[data-broker="{broker_id}"] .registered')
+                ).to_have_text("yes", timeout=START_BROKER_TIMEOUT_MS)
+        wait_until(
+            lambda: all(len(s["isr"]) == 3 for s in _states(zk).values()),
+            SCENARIO_TIMEOUT_MS / 1000,
+            "every ISR to be whole again",
+        )
+        page.locator("#scenario-select").select_option("expire-session")
+        page.locator("#scenario-start").click()
+        expect(page.locator("#scenario-name")).to_have_text(
+            "expire a broker's ZooKeeper session", timeout=PAGE_TIMEOUT_MS
+        )
+        expect(page.locator("#scenario-status")).to_have_text(
+            re.compile(r"^(done|failed.*)$"), timeout=SCENARIO_TIMEOUT_MS
+        )
+        expect(page.locator("#scenario-status")).to_have_text("done")
+        expect(page.locator("#scenario-steps li.done")).to_have_count(6)
+        # The observations name what ZooKeeper did: the registration went, came back with a
+        # new broker epoch, and the broker counted the expiry.
+        steps = page.locator("#scenario-steps li")
+        expect(steps.nth(1)).to_contain_text(re.compile(r"/brokers/ids/\d+ no longer exists"))
+        expect(steps.nth(4)).to_contain_text(
+            re.compile(r"broker epoch \d+ -> \d+; its zookeeperexpires counter reads [1-9]")
+        )
+        expect(page.locator("#timeline")).to_contain_text(
+            "scenario expire a broker's ZooKeeper session: done"
+        )
+        page.screenshot(path=str(artifacts / "4-session-expired.png"), full_page=True)

@@ -9,9 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from tests.integration.conftest import ClusterHandle, wait_until
-from tests.integration.metrics_scrape import sample, scrape, value
-from tests.integration.requests import topic_spec
-from tests.integration.wire import WireClient, controller_address, create_topics
+from tests.integration.metrics_scrape import produce_spread, sample, scrape, value
+from tests.integration.wire import create_topic
 
 TIMEOUT_S = 60
 TOPIC = "metrics-topic"
@@ -23,24 +22,13 @@ ACTIVE_CONTROLLER = "kafka_controller_kafkacontroller_activecontrollercount"
 ELECTIONS = "kafka_controller_controllerstats_leaderelectionrateandtimems_count"
 
 
-def _produce(bootstrap: str) -> None:
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
-    for index in range(RECORDS):
-        producer.produce(TOPIC, value=b"record-%d" % index, partition=index % PARTITIONS)
-    assert producer.flush(TIMEOUT_S) == 0
-
-
 def test_metrics_follow_production_and_a_broker_failure(make_cluster: Any) -> None:
     cluster: ClusterHandle = make_cluster(
         brokers=3, overrides={"zookeeper.session.timeout.ms": "6000"}
     )
-    with WireClient.to(controller_address(cluster)) as client:
-        created = create_topics(client, [topic_spec(TOPIC, PARTITIONS, 3)])
-    assert all(int(t.error_code) == 0 for t in created.topics), created
+    create_topic(cluster, TOPIC, PARTITIONS, 3)
 
-    _produce(cluster.bootstrap)
+    produce_spread(cluster.bootstrap, TOPIC, RECORDS, PARTITIONS)
 
     def produced_counted() -> bool:
         scraped = [scrape(cluster, b) for b in cluster.broker_ids]

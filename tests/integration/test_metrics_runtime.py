@@ -10,9 +10,8 @@ import re
 from typing import Any
 
 from tests.integration.conftest import ClusterHandle, wait_until
-from tests.integration.metrics_scrape import Samples, sample, scrape, total, value
-from tests.integration.requests import topic_spec
-from tests.integration.wire import WireClient, controller_address, create_topics
+from tests.integration.metrics_scrape import Samples, produce_spread, sample, scrape, total, value
+from tests.integration.wire import create_topic
 
 TIMEOUT_S = 120
 TOPIC = "runtime-metrics"
@@ -67,15 +66,6 @@ def _follower_lags(cluster: ClusterHandle, replicas: dict[int, tuple[int, list[i
     return "; ".join(missing)
 
 
-def _produce(bootstrap: str) -> None:
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
-    for index in range(RECORDS):
-        producer.produce(TOPIC, value=b"record-%d" % index, partition=index % PARTITIONS)
-    assert producer.flush(TIMEOUT_S) == 0
-
-
 def _consume_and_commit(bootstrap: str) -> Any:
     from confluent_kafka import Consumer
 
@@ -120,11 +110,9 @@ def test_lag_coordinators_and_loop_metrics(make_cluster: Any) -> None:
             "transaction.state.log.num.partitions": str(INTERNAL_PARTITIONS),
         },
     )
-    with WireClient.to(controller_address(cluster)) as client:
-        created = create_topics(client, [topic_spec(TOPIC, PARTITIONS, 3)])
-    assert all(int(t.error_code) == 0 for t in created.topics), created
+    create_topic(cluster, TOPIC, PARTITIONS, 3)
 
-    _produce(cluster.bootstrap)
+    produce_spread(cluster.bootstrap, TOPIC, RECORDS, PARTITIONS)
     replicas = _replicas(cluster.bootstrap)
     wait_until(
         lambda: _follower_lags(cluster, replicas) == "",

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import threading
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
@@ -21,20 +19,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.integration.jvm_tools import FAST_START_JVM_OPTS, KAFKA_JVM
+from tests.integration.jvm_tools import FAST_START_JVM_OPTS, KAFKA_JVM, JvmProcess
 
 # A long-running client needs far less than the 512 MB that Kafka's scripts give it, and
 # the machine also runs three brokers and ZooKeeper.
 CLIENT_HEAP_OPTS = "-Xmx256m"
-STDERR_TAIL_CHARS = 4000
 
 Event = dict[str, Any]
 # One of these per record: handed to `on_event` only, not kept in the client's own list.
 BULK_EVENTS = frozenset({"record_data", "producer_send_success"})
 
 
-class VerifiableClient:
-    """One verifiable producer or consumer JVM and the events it has printed so far."""
+class VerifiableClient(JvmProcess):
+    """One verifiable producer or consumer JVM and the events it has printed so far. On
+    SIGTERM (`terminate`, `stop`) both clients' shutdown hooks close the Kafka client cleanly
+    and print shutdown_complete; the producer first waits for its outstanding sends."""
 
     def __init__(
         self,
@@ -44,9 +43,6 @@ class VerifiableClient:
         log_dir: Path,
         on_event: Callable[[Event], None] | None = None,
     ) -> None:
-        self.name = name
-        self.stderr_path = log_dir / f"{name}.stderr"
-        self.stdout_path = log_dir / f"{name}.stdout"
         self._lock = threading.Lock()
         self._events: list[Event] = []
         self._other_lines: list[str] = []
@@ -58,28 +54,12 @@ class VerifiableClient:
         )
         env.pop("KAFKA_JVM_LOG_LEVEL", None)
         env.pop("KAFKA_LOG4J_OPTS", None)
-        with open(self.stderr_path, "w") as stderr:
-            # scripts/kafka-jvm execs java, so this pid is the JVM's and a signal reaches its
-            # shutdown hook directly.
-            self.process = subprocess.Popen(
-                [str(KAFKA_JVM), tool, *args],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=stderr,
-                text=True,
-                env=env,
-            )
-        self._reader = threading.Thread(target=self._read, name=f"{name}-stdout", daemon=True)
-        self._reader.start()
+        # scripts/kafka-jvm execs java, so this pid is the JVM's and a signal reaches its
+        # shutdown hook directly.
+        super().__init__([str(KAFKA_JVM), tool, *args], env, log_dir, name, self._parse)
 
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        with open(self.stdout_path, "w") as copy:
-            for line in self.process.stdout:
-                copy.write(line)
-                self._parse(line.strip())
-
-    def _parse(self, text: str) -> None:
+    def _parse(self, line: str) -> None:
+        text = line.strip()
         try:
             event = json.loads(text) if text.startswith("{") else None
         except ValueError:
@@ -106,38 +86,14 @@ class VerifiableClient:
         with self._lock:
             return any(e.get("name") == name for e in self._events)
 
-    @property
-    def alive(self) -> bool:
-        return self.process.poll() is None
-
-    def terminate(self) -> None:
-        """SIGTERM: both clients' shutdown hooks close the Kafka client cleanly and print
-        shutdown_complete (the producer first waits for its outstanding sends)."""
-        if self.alive:
-            self.process.send_signal(signal.SIGTERM)
-
-    def finished(self) -> bool:
-        """Exited, with everything it printed read."""
-        if self.alive:
-            return False
-        self._reader.join(timeout=0.1)
-        return not self._reader.is_alive()
-
-    def kill(self) -> None:
-        if self.alive:
-            self.process.kill()
-        self.process.wait(timeout=30)
-        self._reader.join(timeout=30)
-
     def diagnostics(self) -> str:
         with self._lock:
             other = self._other_lines[-20:]
             count = len(self._events)
-        stderr = self.stderr_path.read_text(errors="replace") if self.stderr_path.exists() else ""
         return (
             f"--- {self.name}: exit {self.process.poll()}, {count} events\n"
             f"non-JSON stdout: {other}\n"
-            f"stderr (tail):\n{stderr[-STDERR_TAIL_CHARS:]}"
+            f"stderr (tail):\n{self.stderr_tail()}"
         )
 
 

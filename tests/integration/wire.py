@@ -27,6 +27,7 @@ from tests.integration.requests import (
     list_offsets_request,
     metadata_request,
     produce_request,
+    topic_spec,
 )
 
 API_VERSIONS = 18
@@ -145,6 +146,13 @@ def create_topics(
     return client.request(
         CREATE_TOPICS, version, create_topics_request(specs, timeout_ms, validate_only)
     )
+
+
+def create_topic(cluster: ClusterHandle, name: str, partitions: int, replication: int) -> None:
+    """Create one topic through the controller; fails unless it was created."""
+    with WireClient.to(controller_address(cluster)) as client:
+        created = create_topics(client, [topic_spec(name, partitions, replication)])
+    assert all(int(t.error_code) == 0 for t in created.topics), created
 
 
 def delete_topics(
