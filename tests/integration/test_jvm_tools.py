@@ -52,7 +52,14 @@ from tests.integration.jvm_tools import (
 # The fixture that runs `make reference` (shared with tests/reference/).
 from tests.reference.conftest import reference_lib as reference_lib
 
-pytestmark = [pytest.mark.integration, pytest.mark.reference]
+# The first test's set-up runs the whole scenario (two clusters, about 40 tool runs each):
+# 190-240 s beside one CPU hog, 360 s on a more loaded machine.
+SCENARIO_TIMEOUT_S = 900
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.reference,
+    pytest.mark.timeout(SCENARIO_TIMEOUT_S),
+]
 
 OVERRIDES = {
     "auto.leader.rebalance.enable": "false",

@@ -27,6 +27,7 @@ DEFAULT_ZOOKEEPER_PORT = 2181
 ZOOKEEPER_COUNT = 3
 BROKER_COUNT = 3
 BLOCK_TIMEOUT_S = 180.0
+WALKTHROUGH_TIMEOUT_S = 900
 # Long enough for a SIGKILLed broker's ZooKeeper session (18 s) to expire and the controller
 # to act on it, on a busy 2-CPU machine.
 RETRY_BOUND_S = 120.0
@@ -114,6 +115,9 @@ def run_until_done(block: Block, body: str, environment: Path) -> None:
         time.sleep(RETRY_PAUSE_S)
 
 
+# Every block of the README, clusters and JVM tools included: 100-160 s beside one CPU hog,
+# 230 s on a more loaded machine.
+@pytest.mark.timeout(WALKTHROUGH_TIMEOUT_S)
 def test_readme_walkthrough_runs(tmp_path: Path) -> None:
     blocks = walkthrough_blocks()
     assert len(blocks) >= 10, "the README walkthrough blocks were not found"
