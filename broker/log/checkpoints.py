@@ -4,8 +4,15 @@ Offset checkpoints (`recovery-point-offset-checkpoint`, `replication-offset-chec
 `log-start-offset-checkpoint`, `cleaner-offset-checkpoint`): "<topic> <partition> <offset>".
 The cleaner's offset is the first dirty (not yet compacted) offset of each compacted log.
 Leader epoch checkpoint (per partition, `leader-epoch-checkpoint`): "<epoch> <start_offset>".
-Writes go to "<name>.tmp", are fsynced, then renamed over the file (and the directory fsynced),
-so a crash leaves either the old or the new file, never a mix.
+Offset checkpoint writes go to "<name>.tmp", are fsynced, then renamed over the file (and the
+directory fsynced), so a crash leaves either the old or the new file, never a mix.
+
+A leader-epoch checkpoint is overwritten in place instead: a failover rewrites thousands of
+them, and on ext4 each rename over an existing file costs about a millisecond of kernel CPU
+(it starts the new file's write-back), against some 20 microseconds for a write in place. A
+crash mid-write can leave a mix of old and new, which the count line almost always exposes; the
+log's loader checks the file against the batches anyway and rebuilds one it cannot trust
+(`epoch_cache.EpochRebuilder`).
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ def fsync_directory(directory: Path) -> None:
 def write_checkpoint_lines(path: Path, entries: Sequence[str], fsync: bool = True) -> None:
     """Write the file anew (a temporary file renamed over it). Without `fsync` the caller
     makes it durable another way (a sync of the whole file system at shutdown)."""
-    text = f"{CHECKPOINT_VERSION}\n{len(entries)}\n" + "".join(f"{e}\n" for e in entries)
+    text = _checkpoint_text(entries)
     temporary = path.with_name(path.name + ".tmp")
     with open(temporary, "w", encoding="utf-8") as file:
         file.write(text)
@@ -52,6 +59,27 @@ def write_checkpoint_lines(path: Path, entries: Sequence[str], fsync: bool = Tru
     os.replace(temporary, path)
     if fsync:
         fsync_directory(path.parent)
+
+
+def overwrite_checkpoint_lines(path: Path, entries: Sequence[str], fsync: bool = True) -> None:
+    """Write the file anew in place (see the module's docstring for when that is safe)."""
+    data = _checkpoint_text(entries).encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        written = os.pwrite(fd, data, 0)
+        if written != len(data):
+            raise OSError(f"{path}: wrote {written} of {len(data)} bytes")
+        os.ftruncate(fd, len(data))
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    if fsync:
+        fsync_directory(path.parent)
+
+
+def _checkpoint_text(entries: Sequence[str]) -> str:
+    return f"{CHECKPOINT_VERSION}\n{len(entries)}\n" + "".join(f"{e}\n" for e in entries)
 
 
 def read_checkpoint_lines(path: Path, fields_per_line: int) -> list[list[str]]:
@@ -107,4 +135,4 @@ def write_leader_epoch_checkpoint(
     path: Path, entries: Sequence[tuple[int, int]], fsync: bool = True
 ) -> None:
     lines = [f"{epoch} {start_offset}" for epoch, start_offset in entries]
-    write_checkpoint_lines(path, lines, fsync)
+    overwrite_checkpoint_lines(path, lines, fsync)

@@ -128,7 +128,7 @@ class LeaderEpochCache:
 
     def write_checkpoint(self, fsync: bool = True) -> None:
         """Write the current entries (blocking: a worker thread, or a log not on the loop);
-        without `fsync`, see write_checkpoint_lines."""
+        without `fsync`, see overwrite_checkpoint_lines."""
         version, entries = self.version, list(self.entries)
         write_leader_epoch_checkpoint(self.path, entries, fsync)
         self.written_version = version

@@ -53,6 +53,20 @@ def test_leader_epoch_checkpoint_round_trip(tmp_path: Path) -> None:
     assert read_leader_epoch_checkpoint(path) == [(0, 0), (3, 120)]
 
 
+def test_leader_epoch_checkpoint_is_overwritten_in_place_at_its_new_length(
+    tmp_path: Path,
+) -> None:
+    """In place, not renamed over (see broker/log/checkpoints.py): the same file, cut to
+    the new content when it shrinks after a truncation."""
+    path = tmp_path / "leader-epoch-checkpoint"
+    write_leader_epoch_checkpoint(path, [(0, 0), (3, 120), (5, 300)], fsync=False)
+    inode = path.stat().st_ino
+    write_leader_epoch_checkpoint(path, [(0, 0)])
+    assert path.read_text() == "0\n1\n0 0\n"
+    assert path.stat().st_ino == inode
+    assert list(tmp_path.iterdir()) == [path]
+
+
 def test_leader_epoch_cache_answers_end_offsets_like_kafka(tmp_path: Path) -> None:
     cache = LeaderEpochCache(tmp_path / "leader-epoch-checkpoint")
     cache.assign(1, 0)

@@ -267,6 +267,20 @@ def test_a_missing_checkpoint_is_rebuilt_from_the_batches(tmp_path: Path) -> Non
     assert open_log(tmp_path).leader_epoch_cache.entries == [(0, 0), (2, 2), (5, 3)]
 
 
+def test_a_checkpoint_torn_by_a_crash_mid_overwrite_is_rebuilt(tmp_path: Path) -> None:
+    """The file is overwritten in place: a crash after a shorter write but before the cut
+    leaves the new lines followed by the old tail, which the count line exposes."""
+    log = open_log(tmp_path)
+    for epoch in (0, 0, 2, 5):
+        log.append_as_leader(make_batch(1), leader_epoch=epoch, now_ms=0)
+    log.close()
+    path = log.directory / LEADER_EPOCH_CHECKPOINT
+    assert path.read_text() == "0\n3\n0 0\n2 2\n5 3\n"
+    with open(path, "r+") as file:
+        file.write("0\n1\n0 0\n")  # a truncation's content, never cut to its length
+    assert open_log(tmp_path).leader_epoch_cache.entries == [(0, 0), (2, 2), (5, 3)]
+
+
 def test_a_failed_background_epoch_checkpoint_write_is_reported(tmp_path: Path) -> None:
     reported: list[OSError] = []
 
