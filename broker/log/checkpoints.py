@@ -46,19 +46,16 @@ def fsync_directory(directory: Path) -> None:
     fsync_path(directory)
 
 
-def write_checkpoint_lines(path: Path, entries: Sequence[str], fsync: bool = True) -> None:
-    """Write the file anew (a temporary file renamed over it). Without `fsync` the caller
-    makes it durable another way (a sync of the whole file system at shutdown)."""
+def write_checkpoint_lines(path: Path, entries: Sequence[str]) -> None:
+    """Write the file anew: a temporary file, fsynced, renamed over it."""
     text = _checkpoint_text(entries)
     temporary = path.with_name(path.name + ".tmp")
     with open(temporary, "w", encoding="utf-8") as file:
         file.write(text)
         file.flush()
-        if fsync:
-            os.fsync(file.fileno())
+        os.fsync(file.fileno())
     os.replace(temporary, path)
-    if fsync:
-        fsync_directory(path.parent)
+    fsync_directory(path.parent)
 
 
 def overwrite_checkpoint_lines(path: Path, entries: Sequence[str], fsync: bool = True) -> None:

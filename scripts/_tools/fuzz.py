@@ -174,10 +174,8 @@ async def _fire_all(
     logged_in = functools.partial(security.open, authenticate=True, timeout_s=CONNECT_TIMEOUT_S)
     first = await fire_one(addresses[0], frame(KILLER_PAYLOAD), timeout_s, logged_in)
     last = tallies[phases[-1][0]]
-    if first == REFUSED:
-        last.refused += 1
-    elif first == CONNECT_TIMED_OUT:
-        last.connect_timeouts += 1
+    if first in (REFUSED, CONNECT_TIMED_OUT):
+        last.count_connect_failure(first)
     else:
         last.add(names[METADATA], "historic 18-byte frame", first)
     budget = max(args.frames - 1, 0)

@@ -77,6 +77,13 @@ class Tally:
             row = table.setdefault(key, dict.fromkeys(OUTCOMES, 0))
             row[outcome] += 1
 
+    def count_connect_failure(self, outcome: str) -> None:
+        """A connection that `_connect` could not open: CONNECT_TIMED_OUT or REFUSED."""
+        if outcome == CONNECT_TIMED_OUT:
+            self.connect_timeouts += 1
+        else:
+            self.refused += 1
+
     def merged(self, other: Tally) -> Tally:
         """Both tallies' counts together."""
         total = Tally(self.frames + other.frames, self.refused + other.refused)
@@ -187,10 +194,7 @@ async def _worker(index: int, source: _Source, options: FireOptions, tally: Tall
         if connection is None:
             opened = await _connect(options.addresses[position], options.open)
             if not isinstance(opened, _Connection):
-                if opened == CONNECT_TIMED_OUT:
-                    tally.connect_timeouts += 1
-                else:
-                    tally.refused += 1
+                tally.count_connect_failure(opened)
                 position = (position + 1) % len(options.addresses)
                 await asyncio.sleep(REFUSED_BACKOFF_S)
                 continue

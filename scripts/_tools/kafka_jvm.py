@@ -28,10 +28,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _cluster.kafka_reference import class_sharing_options
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-REFERENCE_LIB = REPO_ROOT / "reference" / "lib"
+from _cluster.kafka_reference import REFERENCE_LIB, class_sharing_options
 
 # Tool name (bin/NAME.sh without `.sh`) -> the main class that Kafka 3.9's bin/NAME.sh runs.
 MAIN_CLASSES: dict[str, str] = {
