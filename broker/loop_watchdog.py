@@ -5,6 +5,12 @@ in some callback (or blocked in a system call) instead of serving requests. Ever
 `stall_log_ms` or more is logged with its length, and the longest stall since the last
 `take_longest_stall_ms()` is kept for metrics and benchmarks.
 
+A stall is not always our code: on a machine with more runnable threads than cores the loop's
+thread waits for a CPU, and while another thread of the broker holds the GIL it waits for
+that. So each logged stall says, for the time since the watchdog last slept, how long the loop's
+thread ran (its CPU time) and how long it waited, runnable, for a CPU (the kernel's run-queue
+wait, /proc/thread-self/schedstat); the rest it was idle or blocked (a system call, the GIL).
+
 The length alone does not say what held the loop, and once the loop runs again the culprit
 has returned. So a thread beside it looks every `interval_ms`: when the loop has not woken
 for `stack_log_ms`, it logs the stack the loop's thread is in at that moment, once a stall.
@@ -19,10 +25,12 @@ import asyncio
 import contextlib
 import gc
 import logging
+import os
 import sys
 import threading
 import time
 import traceback
+from dataclasses import dataclass
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +41,77 @@ DEFAULT_STALL_LOG_MS = 100
 # A stall this long has its stack logged: long enough to be rare, short enough to catch the
 # stalls that matter.
 DEFAULT_STACK_LOG_MS = 500
+
+
+SCHEDSTAT_PATH = "/proc/thread-self/schedstat"
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadTimes:
+    """One thread's CPU time and run-queue wait so far, in seconds (wait None: unknown)."""
+
+    ran_s: float
+    queued_s: float | None
+
+
+class ThreadClock:
+    """The calling thread's CPU time and, on Linux, the time it spent runnable waiting for a
+    CPU. Made and read on the same thread (the loop's): the schedstat file names the thread
+    that opened it."""
+
+    def __init__(self) -> None:
+        try:
+            self._schedstat_fd: int | None = os.open(SCHEDSTAT_PATH, os.O_RDONLY)
+        except OSError:
+            self._schedstat_fd = None  # not Linux, or a kernel without schedstats
+
+    def read(self) -> ThreadTimes:
+        return ThreadTimes(time.thread_time(), self._queued_s())
+
+    def close(self) -> None:
+        if self._schedstat_fd is not None:
+            os.close(self._schedstat_fd)
+            self._schedstat_fd = None
+
+    def _queued_s(self) -> float | None:
+        if self._schedstat_fd is None:
+            return None
+        # "<on-CPU ns> <run-queue wait ns> <time slices>"
+        fields = os.pread(self._schedstat_fd, 128, 0).split()
+        return int(fields[1]) / 1e9 if len(fields) >= 2 else None
+
+
+@dataclass(frozen=True, slots=True)
+class Stall:
+    """How late the loop woke the watchdog, and what its thread did from the moment the
+    watchdog asked to wake (`window_ms`, the stall plus the interval), in milliseconds."""
+
+    stall_ms: float
+    window_ms: float
+    ran_ms: float
+    queued_ms: float | None
+
+    def describe(self) -> str:
+        what = f"its thread ran {self.ran_ms:.0f} ms"
+        if self.queued_ms is not None:
+            what += f" and waited {self.queued_ms:.0f} ms for a CPU"
+        return (
+            f"{self.stall_ms:.0f} ms (in the {self.window_ms:.0f} ms since it last slept, {what})"
+        )
+
+
+def stall_between(
+    asked_s: float, woke_s: float, interval_s: float, before: ThreadTimes, after: ThreadTimes
+) -> Stall:
+    queued_ms = None
+    if before.queued_s is not None and after.queued_s is not None:
+        queued_ms = (after.queued_s - before.queued_s) * 1000
+    return Stall(
+        stall_ms=max(0.0, (woke_s - asked_s - interval_s) * 1000),
+        window_ms=(woke_s - asked_s) * 1000,
+        ran_ms=(after.ran_s - before.ran_s) * 1000,
+        queued_ms=queued_ms,
+    )
 
 
 class LoopWatchdog:
@@ -88,10 +167,10 @@ class LoopWatchdog:
         longest, self.longest_stall_ms = self.longest_stall_ms, 0.0
         return longest
 
-    def record(self, stall_ms: float) -> None:
-        self.longest_stall_ms = max(self.longest_stall_ms, stall_ms)
-        if stall_ms >= self.stall_log_ms:
-            log.warning("event loop stalled for %.0f ms", stall_ms)
+    def record(self, stall: Stall) -> None:
+        self.longest_stall_ms = max(self.longest_stall_ms, stall.stall_ms)
+        if stall.stall_ms >= self.stall_log_ms:
+            log.warning("event loop stalled for %s", stall.describe())
 
     def _on_gc(self, phase: str, info: dict[str, int]) -> None:
         if phase == "start":
@@ -109,11 +188,17 @@ class LoopWatchdog:
 
     async def _run(self) -> None:
         interval_s = self.interval_ms / 1000
-        while True:
-            asked = time.monotonic()
-            await asyncio.sleep(interval_s)
-            self._last_wake_s = time.monotonic()
-            self.record(max(0.0, (self._last_wake_s - asked - interval_s) * 1000))
+        clock = ThreadClock()
+        try:
+            times = clock.read()
+            while True:
+                asked_s = time.monotonic()
+                await asyncio.sleep(interval_s)
+                self._last_wake_s = time.monotonic()
+                before, times = times, clock.read()
+                self.record(stall_between(asked_s, self._last_wake_s, interval_s, before, times))
+        finally:
+            clock.close()
 
     def _watch_stacks(self, loop_thread_id: int) -> None:
         interval_s = self.interval_ms / 1000

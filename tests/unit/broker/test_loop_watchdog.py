@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from broker.loop_watchdog import LoopWatchdog
+from broker.loop_watchdog import LoopWatchdog, Stall, ThreadClock
 
 BLOCK_S = 0.3
 
@@ -38,9 +38,75 @@ def test_a_blocking_call_on_the_loop_is_measured_and_logged(
 def test_stalls_under_the_bound_are_kept_but_not_logged(caplog: pytest.LogCaptureFixture) -> None:
     watchdog = LoopWatchdog(interval_ms=10, stall_log_ms=100)
     with caplog.at_level(logging.WARNING, logger="broker.loop_watchdog"):
-        watchdog.record(40.0)
+        watchdog.record(Stall(stall_ms=40.0, window_ms=50.0, ran_ms=40.0, queued_ms=0.0))
     assert watchdog.longest_stall_ms == 40.0
     assert not caplog.records
+
+
+def _longest_stall_line(caplog: pytest.LogCaptureFixture) -> str:
+    """The line of the longest logged stall (a loaded machine may log others)."""
+    lines = [r.message for r in caplog.records if "event loop stalled for" in r.message]
+    assert lines, "no stall was logged"
+    return max(lines, key=lambda line: int(line.split("stalled for ")[1].split(" ms")[0]))
+
+
+def test_a_stall_spent_blocked_shows_the_loop_thread_did_not_run(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    watchdog = LoopWatchdog(interval_ms=10, stall_log_ms=100)
+    with caplog.at_level(logging.WARNING, logger="broker.loop_watchdog"):
+        asyncio.run(_run_with_watchdog(watchdog, BLOCK_S))  # time.sleep: no CPU
+    line = _longest_stall_line(caplog)
+    ran_ms = int(line.split("its thread ran ")[1].split(" ms")[0])
+    assert ran_ms < BLOCK_S * 1000 / 2, line
+
+
+def _spin(seconds: float) -> None:
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+async def _spin_with_watchdog(watchdog: LoopWatchdog, spin_s: float) -> None:
+    watchdog.start()
+    await asyncio.sleep(0.05)
+    _spin(spin_s)
+    await asyncio.sleep(0.05)
+    await watchdog.stop()
+
+
+def test_a_stall_spent_computing_shows_the_loop_thread_ran(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    watchdog = LoopWatchdog(interval_ms=10, stall_log_ms=100)
+    with caplog.at_level(logging.WARNING, logger="broker.loop_watchdog"):
+        asyncio.run(_spin_with_watchdog(watchdog, BLOCK_S))
+    line = _longest_stall_line(caplog)
+    ran_ms = int(line.split("its thread ran ")[1].split(" ms")[0])
+    assert ran_ms >= BLOCK_S * 1000 - 20, line  # the spin's CPU time, however long the wait
+
+
+def test_the_thread_clock_reads_its_own_thread() -> None:
+    clock = ThreadClock()
+    try:
+        before = clock.read()
+        _spin(0.05)
+        after = clock.read()
+    finally:
+        clock.close()
+    assert after.ran_s - before.ran_s >= 0.05
+    if before.queued_s is not None:  # Linux: the run-queue wait only grows
+        assert after.queued_s is not None and after.queued_s >= before.queued_s
+
+
+def test_a_stall_describes_its_parts() -> None:
+    stall = Stall(stall_ms=180.4, window_ms=200.4, ran_ms=31.2, queued_ms=140.0)
+    assert stall.describe() == (
+        "180 ms (in the 200 ms since it last slept, its thread ran 31 ms "
+        "and waited 140 ms for a CPU)"
+    )
+    unknown = Stall(stall_ms=180.0, window_ms=200.0, ran_ms=31.0, queued_ms=None)
+    assert "waited" not in unknown.describe()
 
 
 def test_bounds_must_be_positive() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "scripts"))
 
-from _tools.bench_failover import longest_stalls
+from _tools.bench_failover import logged_stalls
 
 
 def _at(seconds: float) -> str:
@@ -28,4 +28,22 @@ def test_only_stalls_inside_the_window_count(tmp_path: Path) -> None:
     )
     (tmp_path / "broker-2").mkdir()
     (tmp_path / "broker-2" / "broker.log").write_text(f"[{_at(start + 1)}] INFO quiet (x)\n")
-    assert longest_stalls(tmp_path, [1, 2], start, start + 10) == {1: "250", 2: "<100"}
+    stalls = logged_stalls(tmp_path, [1, 2], start, start + 10)
+    assert {b: s.longest for b, s in stalls.items()} == {1: "250", 2: "<100"}
+    assert stalls[1].most_ran_ms is None  # an older line: no thread times
+
+
+def test_a_stall_line_gives_its_thread_time_and_cpu_wait(tmp_path: Path) -> None:
+    start = 1_800_000_000.0
+    (tmp_path / "broker-1").mkdir()
+    prefix = "WARNING event loop stalled for"
+    (tmp_path / "broker-1" / "broker.log").write_text(
+        f"[{_at(start + 1)}] {prefix} 230 ms (in the 250 ms since it last slept, its thread"
+        " ran 40 ms and waited 190 ms for a CPU) (broker.loop_watchdog)\n"
+        f"[{_at(start + 2)}] {prefix} 120 ms (in the 140 ms since it last slept, its thread"
+        " ran 95 ms and waited 10 ms for a CPU) (broker.loop_watchdog)\n"
+    )
+    [(broker, stalls)] = logged_stalls(tmp_path, [1], start, start + 10).items()
+    assert broker == 1
+    assert stalls.longest == "230 (ran 40, waited 190 for a CPU)"
+    assert stalls.most_ran_ms == 95
