@@ -31,6 +31,7 @@ from controller.state_change_log import ChangeReason, partition_changed
 from controller.stats import ControllerStats
 from controller.zk_api import ControllerZk, PartitionState
 from zk.errors import BadVersionError, ControllerMovedError, NoNodeError
+from zk.loop_slice import TurnGate
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -42,9 +43,8 @@ MAX_WRITES_IN_FLIGHT = 256
 # the server far more than one more op in it, so a failover writes thousands of states in a
 # few requests (about 30 KB each, far below jute.maxbuffer's 1 MB).
 MAX_STATES_PER_WRITE = 200
-# Batches in flight at once. Each batch is prepared in one step of the event loop (a few tens
-# of milliseconds for 200 states), so only a few may start together; a few already keep
-# ZooKeeper busy.
+# Batches in flight at once. Each batch is prepared in one synchronous step (about 10 ms for
+# 200 states), taken one per turn of the event loop; a few in flight keep ZooKeeper busy.
 MAX_BATCHES_IN_FLIGHT = 8
 # Decisions made between two yields to the event loop: deciding thousands of partitions in
 # one go would keep requests waiting (about 0.1 ms each).
@@ -93,6 +93,8 @@ class PartitionStateMachine:
         # `on_unsettled` (the controller's retry timer) says so. Dicts as ordered sets.
         self._retries: dict[_Retry, dict[TopicPartition, None]] = {}
         self._on_unsettled = on_unsettled
+        # The batches of a write prepare their requests one per turn of the event loop.
+        self._batch_turns = TurnGate()
 
     async def initialize_partitions(self, partitions: Iterable[TopicPartition]) -> None:
         """Create state znodes for partitions that have none and at least one live replica."""
@@ -303,6 +305,7 @@ class PartitionStateMachine:
         if len(batch) == 1:
             tp, decision = batch[0]
             return [await self._write(tp, decision, self._reason_of(tp, decision, reason))]
+        await self._batch_turns.enter()
         writes = [(tp, self._next_state(tp, decision)) for tp, decision in batch]
         try:
             versions = await self._zk.update_partition_states(

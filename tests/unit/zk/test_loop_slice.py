@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from zk.loop_slice import LoopSlice
+from zk.loop_slice import LoopSlice, TurnGate
 
 
 class _Clock:
@@ -39,3 +39,29 @@ def test_pause_yields_only_once_the_slice_is_spent() -> None:
 def test_a_slice_must_be_positive() -> None:
     with pytest.raises(ValueError):
         LoopSlice(slice_ms=0)
+
+
+def test_a_turn_gate_lets_one_task_through_per_turn() -> None:
+    async def scenario() -> list[tuple[int, int]]:
+        gate = TurnGate()
+        turn = 0
+        entered: list[tuple[int, int]] = []  # (task, turn it passed the gate in)
+
+        def next_turn() -> None:
+            nonlocal turn
+            turn += 1
+            if turn < 10:
+                asyncio.get_running_loop().call_soon(next_turn)
+
+        async def task(index: int) -> None:
+            await gate.enter()
+            entered.append((index, turn))
+
+        asyncio.get_running_loop().call_soon(next_turn)
+        await asyncio.gather(*(task(index) for index in range(3)))
+        return entered
+
+    entered = asyncio.run(scenario())
+    assert [index for index, _ in entered] == [0, 1, 2]  # in order
+    turns = [turn for _, turn in entered]
+    assert len(set(turns)) == 3, entered  # each in a turn of its own
