@@ -690,27 +690,27 @@ class KafkaServer:
         if self._controlled_shutdown is not None:
             self._controlled_shutdown.cancel()
             await asyncio.gather(self._controlled_shutdown, return_exceptions=True)
-        await _quietly(self.log_cleaner.close())
-        await _quietly(self.log_dir_mover.stop())
-        await _quietly(self.log_dir_failures.stop())
+        await _quietly("log cleaner", self.log_cleaner.close())
+        await _quietly("log dir mover", self.log_dir_mover.stop())
+        await _quietly("log dir failure handler", self.log_dir_failures.stop())
         tasks = [*self._background, *([self._reregister_task] if self._reregister_task else [])]
         for task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        await _quietly(self.transaction_coordinator.stop())
-        await _quietly(self.controller.stop())
+        await _quietly("background tasks", asyncio.gather(*tasks, return_exceptions=True))
+        await _quietly("transaction coordinator", self.transaction_coordinator.stop())
+        await _quietly("controller", self.controller.stop())
         if self.metrics_endpoint is not None:
-            await self.metrics_endpoint.stop()
+            await _quietly("metrics endpoint", self.metrics_endpoint.stop())
         for listener in self.listeners:
-            await _quietly(listener.stop())
+            await _quietly("listener", listener.stop())
         fetchers, isr_writer = self.replica_manager.fetchers, self.replica_manager.isr_writer
         if fetchers is not None:
-            await _quietly(fetchers.shutdown())
+            await _quietly("replica fetchers", fetchers.shutdown())
         if isr_writer is not None:
-            await _quietly(isr_writer.stop())
+            await _quietly("ISR writer", isr_writer.stop())
         if self.authorizer is not None:
-            await _quietly(self.authorizer.stop())
-        await _quietly(self.zk_client.close())
+            await _quietly("authorizer", self.authorizer.stop())
+        await _quietly("ZooKeeper client", self.zk_client.close())
         self.log_manager.shutdown()
         await self.loop_watchdog.stop()
         log.info("broker %d shut down", self.broker_id)
@@ -720,11 +720,20 @@ def _hosts(assignment: TopicAssignment, broker_id: int) -> bool:
     return any(broker_id in replicas for replicas in assignment.partitions.values())
 
 
-async def _quietly(step: object) -> None:
+# A shutdown step that takes longer is logged with its time: the exit has a 5 s budget.
+SLOW_SHUTDOWN_STEP_MS = 100
+
+
+async def _quietly(name: str, step: Awaitable[object]) -> None:
+    """Await one shutdown step; its failure is logged and the shutdown goes on."""
+    started = time.monotonic()
     try:
-        await step  # type: ignore[misc]
+        await step
     except Exception:
-        log.exception("shutdown step failed; continuing")
+        log.exception("shutdown step failed (%s); continuing", name)
+    took_ms = (time.monotonic() - started) * 1000
+    if took_ms >= SLOW_SHUTDOWN_STEP_MS:
+        log.info("shutdown: stopping the %s took %.0f ms", name, took_ms)
 
 
 def inter_broker_ssl_context(config: KafkaConfig) -> ssl.SSLContext | None:
