@@ -52,15 +52,18 @@ class TurnGate:
     loop for 80 ms. Awaiting `enter()` before such a step spreads the steps over turns."""
 
     def __init__(self) -> None:
-        self._taken = False
+        # The loop whose current turn is taken (a gate left taken by a loop that closed
+        # before its next turn does not bind another loop).
+        self._taken_on: asyncio.AbstractEventLoop | None = None
 
     async def enter(self) -> None:
-        while self._taken:
+        loop = asyncio.get_running_loop()
+        while self._taken_on is loop:
             await asyncio.sleep(0)
-        self._taken = True
+        self._taken_on = loop
         # Scheduled now, so it runs at the start of the next turn, before the tasks that
         # yielded above resume.
-        asyncio.get_running_loop().call_soon(self._release)
+        loop.call_soon(self._release)
 
     def _release(self) -> None:
-        self._taken = False
+        self._taken_on = None
