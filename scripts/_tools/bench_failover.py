@@ -53,6 +53,7 @@ import re
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -279,22 +280,42 @@ def _stall_detail(match: re.Match[str]) -> str:
 BENCH_NICE = 19
 
 
-def _yield_cpu_to_cluster() -> None:
+AUTOGROUP_PATH = Path("/proc/self/autogroup")
+
+
+@contextlib.contextmanager
+def _yielding_cpu_to_cluster() -> Iterator[None]:
     """Lower every thread of this process, and its autogroup (Linux gives each session one,
     and shares the CPU between groups first), to BENCH_NICE; threads started later, such as
-    librdkafka's, inherit it. The cluster was started before, at its own priority."""
+    librdkafka's, inherit it. The cluster was started before, at its own priority. The
+    autogroup is the caller's whole session (their shell): its nice is put back on the way
+    out."""
     for task in Path("/proc/self/task").iterdir():
         with contextlib.suppress(OSError):
             os.setpriority(os.PRIO_PROCESS, int(task.name), BENCH_NICE)
+    previous = _autogroup_nice()
     with contextlib.suppress(OSError):
-        Path("/proc/self/autogroup").write_text(str(BENCH_NICE))
+        AUTOGROUP_PATH.write_text(str(BENCH_NICE))
+    try:
+        yield
+    finally:
+        if previous is not None:
+            with contextlib.suppress(OSError):
+                AUTOGROUP_PATH.write_text(str(previous))
+
+
+def _autogroup_nice() -> int | None:
+    """The nice of this session's autogroup ("/autogroup-42 nice 0"), None without one."""
+    try:
+        return int(AUTOGROUP_PATH.read_text().split()[-1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _fail_and_measure(
     args: argparse.Namespace, bootstrap: str, directory: Path, zk: Any
 ) -> dict[str, object]:
     states = _wait_until_ready(zk, args.partitions)
-    _yield_cpu_to_cluster()
     producer = _producer(bootstrap)
     _produce_one_each(producer, list(range(args.partitions)))
     controller, _ = _controller(zk)
@@ -360,7 +381,8 @@ def failover_main(argv: list[str]) -> int:
         try:
             _say(f"{args.impl}: creating {args.partitions} partitions (RF 3)")
             _create_topic(bootstrap, args.partitions)
-            results = _fail_and_measure(args, bootstrap, directory, zk)
+            with _yielding_cpu_to_cluster():
+                results = _fail_and_measure(args, bootstrap, directory, zk)
         finally:
             zk.stop()
             zk.close()

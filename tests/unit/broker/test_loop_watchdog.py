@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import logging
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -14,13 +16,22 @@ from broker.loop_watchdog import LoopWatchdog, Stall, ThreadClock
 BLOCK_S = 0.3
 
 
-async def _run_with_watchdog(watchdog: LoopWatchdog, block_s: float) -> None:
+async def _hold_loop_under_watchdog(
+    watchdog: LoopWatchdog, hold: Callable[[], None] | None, settle_s: float = 0.05
+) -> None:
+    """Start the watchdog, let it take a few quiet samples, hold the loop with `hold`, then
+    let it see the loop run again before stopping it."""
     watchdog.start()
-    await asyncio.sleep(0.1)  # let it take a few quiet samples first
-    if block_s:
-        time.sleep(block_s)  # blocks the loop, as a synchronous fsync on it would
-    await asyncio.sleep(0.1)
+    await asyncio.sleep(settle_s)
+    if hold is not None:
+        hold()
+    await asyncio.sleep(settle_s)
     await watchdog.stop()
+
+
+def _sleep(seconds: float) -> Callable[[], None]:
+    """Blocks the loop without using CPU, as a synchronous fsync on it would."""
+    return functools.partial(time.sleep, seconds)
 
 
 def test_a_blocking_call_on_the_loop_is_measured_and_logged(
@@ -28,7 +39,7 @@ def test_a_blocking_call_on_the_loop_is_measured_and_logged(
 ) -> None:
     watchdog = LoopWatchdog(interval_ms=10, stall_log_ms=100)
     with caplog.at_level(logging.WARNING, logger="broker.loop_watchdog"):
-        asyncio.run(_run_with_watchdog(watchdog, BLOCK_S))
+        asyncio.run(_hold_loop_under_watchdog(watchdog, _sleep(BLOCK_S)))
     longest = watchdog.take_longest_stall_ms()
     assert longest >= BLOCK_S * 1000 - 20
     assert any("event loop stalled for" in record.message for record in caplog.records)
@@ -55,7 +66,7 @@ def test_a_stall_spent_blocked_shows_the_loop_thread_did_not_run(
 ) -> None:
     watchdog = LoopWatchdog(interval_ms=10, stall_log_ms=100)
     with caplog.at_level(logging.WARNING, logger="broker.loop_watchdog"):
-        asyncio.run(_run_with_watchdog(watchdog, BLOCK_S))  # time.sleep: no CPU
+        asyncio.run(_hold_loop_under_watchdog(watchdog, _sleep(BLOCK_S)))  # no CPU
     line = _longest_stall_line(caplog)
     ran_ms = int(line.split("its thread ran ")[1].split(" ms")[0])
     assert ran_ms < BLOCK_S * 1000 / 2, line
@@ -67,20 +78,12 @@ def _spin(seconds: float) -> None:
         pass
 
 
-async def _spin_with_watchdog(watchdog: LoopWatchdog, spin_s: float) -> None:
-    watchdog.start()
-    await asyncio.sleep(0.05)
-    _spin(spin_s)
-    await asyncio.sleep(0.05)
-    await watchdog.stop()
-
-
 def test_a_stall_spent_computing_shows_the_loop_thread_ran(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     watchdog = LoopWatchdog(interval_ms=10, stall_log_ms=100)
     with caplog.at_level(logging.WARNING, logger="broker.loop_watchdog"):
-        asyncio.run(_spin_with_watchdog(watchdog, BLOCK_S))
+        asyncio.run(_hold_loop_under_watchdog(watchdog, functools.partial(_spin, BLOCK_S)))
     line = _longest_stall_line(caplog)
     ran_ms = int(line.split("its thread ran ")[1].split(" ms")[0])
     assert ran_ms >= BLOCK_S * 1000 - 20, line  # the spin's CPU time, however long the wait
@@ -118,20 +121,16 @@ def _blocking_function_under_test(block_s: float) -> None:
     time.sleep(block_s)
 
 
-async def _block_in_named_function(watchdog: LoopWatchdog, block_s: float) -> None:
-    watchdog.start()
-    await asyncio.sleep(0.05)
-    _blocking_function_under_test(block_s)
-    await asyncio.sleep(0.05)
-    await watchdog.stop()
-
-
 def test_a_long_stall_logs_the_stack_that_holds_the_loop(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     watchdog = LoopWatchdog(interval_ms=10, stall_log_ms=100, stack_log_ms=100)
     with caplog.at_level(logging.WARNING, logger="broker.loop_watchdog"):
-        asyncio.run(_block_in_named_function(watchdog, 0.5))
+        asyncio.run(
+            _hold_loop_under_watchdog(
+                watchdog, functools.partial(_blocking_function_under_test, 0.5)
+            )
+        )
     stacks = [r.message for r in caplog.records if "so far, in:" in r.message]
     assert len(stacks) == 1, stacks  # once per stall, however long
     assert "_blocking_function_under_test" in stacks[0]
@@ -142,7 +141,7 @@ def test_no_stack_is_logged_when_the_loop_keeps_running(
 ) -> None:
     watchdog = LoopWatchdog(interval_ms=10, stall_log_ms=100, stack_log_ms=100)
     with caplog.at_level(logging.WARNING, logger="broker.loop_watchdog"):
-        asyncio.run(_run_with_watchdog(watchdog, 0.0))
+        asyncio.run(_hold_loop_under_watchdog(watchdog, None))
     assert not [r for r in caplog.records if "so far, in:" in r.message]
 
 

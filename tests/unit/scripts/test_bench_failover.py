@@ -1,4 +1,5 @@
-"""The failover benchmark reads each broker's longest loop stall from its log, in a window."""
+"""The failover benchmark reads each broker's loop stalls from its log, in a window, and gives
+the CPU back to its session afterwards."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "scripts"))
 
+import pytest
+from _tools import bench_failover
 from _tools.bench_failover import logged_stalls
 
 
@@ -47,3 +50,16 @@ def test_a_stall_line_gives_its_thread_time_and_cpu_wait(tmp_path: Path) -> None
     assert broker == 1
     assert stalls.longest == "230 (ran 40, waited 190 for a CPU)"
     assert stalls.most_ran_ms == 95
+
+
+def test_the_bench_puts_its_sessions_cpu_priority_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The autogroup is the whole session of whoever ran the bench: it must not stay at 19.
+    autogroup = tmp_path / "autogroup"
+    autogroup.write_text("/autogroup-42 nice 0\n")
+    monkeypatch.setattr(bench_failover, "AUTOGROUP_PATH", autogroup)
+    monkeypatch.setattr(bench_failover.os, "setpriority", lambda *_args: None)
+    with bench_failover._yielding_cpu_to_cluster():
+        assert autogroup.read_text() == str(bench_failover.BENCH_NICE)
+    assert autogroup.read_text() == "0"
