@@ -611,8 +611,7 @@ class LogManager:
         with concurrent.futures.ThreadPoolExecutor(
             FLUSH_ALL_THREADS, thread_name_prefix="epoch-checkpoint"
         ) as pool:
-            for _ in pool.map(_write_end_state, logs):
-                pass
+            snapshots = sum(pool.map(_write_end_state, logs))
         written = time.monotonic()
         synced: set[Path] = set()
         for log_dir in self.online_log_dirs:
@@ -626,10 +625,11 @@ class LogManager:
             if log.directory.parent in synced:
                 log.mark_synced(end_offset, truncations)
         logger.info(
-            "synced %d logs (%d epoch checkpoints written) in %d ms: their end states written"
-            " in %d ms, then the file systems synced in %d ms",
+            "synced %d logs (%d epoch checkpoints and %d producer snapshots written) in %d ms:"
+            " their end states written in %d ms, then the file systems synced in %d ms",
             len(logs),
             dirty,
+            snapshots,
             (time.monotonic() - started) * 1000,
             (written - started) * 1000,
             (time.monotonic() - written) * 1000,
@@ -703,7 +703,8 @@ class LogManager:
             fsync_directory(log_dir)
 
 
-def _write_end_state(log: Log) -> None:
-    """At shutdown: what the next start-up reads instead of scanning the log."""
+def _write_end_state(log: Log) -> bool:
+    """At shutdown: what the next start-up reads instead of scanning the log. True if a
+    producer snapshot was written."""
     log.write_epoch_checkpoint_if_dirty(fsync=False)
-    log.write_end_snapshot()
+    return log.write_end_snapshot()
