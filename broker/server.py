@@ -46,7 +46,6 @@ from broker.security.acl import AuthorizerSettings
 from broker.security.authorizer import AclAuthorizer, parse_super_users
 from broker.security.credentials import ScramCredentials
 from broker.security.zk_client_security import zk_client_security
-from broker.shutdown_snapshots import write_snapshots_of_settled_logs
 from broker.topic_config import TopicConfigs
 from broker.topic_defaults import default_log_config
 from controller.config import ControllerConfig
@@ -671,15 +670,7 @@ class KafkaServer:
             # down): a leader would otherwise take this broker back into an ISR the controller
             # just shrank it out of, between the move and the broker's exit.
             await self._stop_following()
-            snapshots = asyncio.get_running_loop().create_task(
-                write_snapshots_of_settled_logs(self.replica_manager.all_partitions),
-                name="shutdown-snapshots",
-            )
-            try:
-                await shutdown.run()
-            finally:
-                snapshots.cancel()
-                await asyncio.gather(snapshots, return_exceptions=True)
+            await shutdown.run()
         except Exception:
             log.exception("controlled shutdown failed; shutting down anyway")
         finally:

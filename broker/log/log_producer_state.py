@@ -136,35 +136,6 @@ class ProducerStateLog:
         with self._lifecycle_lock:
             return not self._closed and self._write_end_snapshot_locked()
 
-    async def write_end_snapshot_early(self) -> bool:
-        """The close-time snapshot, written now by the log's worker (the loop): for a log that
-        no longer changes before the broker exits. If its end moves after all, the close
-        writes another at the new end; a truncation deletes this one, in the worker's order.
-        True if it wrote one."""
-        end_offset, truncations = self.log_end_offset, self.truncation_count
-        if end_offset == self._end_snapshot_offset:
-            return False
-        if self._producer_batches_since_truncation is not None:
-            return False  # partial until its rebuild ends: the close writes it
-        entries = self.producer_state.snapshot_entries()
-
-        def write() -> bool:
-            with self._lifecycle_lock:
-                if self._closed or self.truncation_count != truncations:
-                    return False
-                write_snapshot(snapshot_path(self.directory, end_offset), entries)
-                return True
-
-        try:
-            written = await self.worker.run(write)
-        except OSError as error:
-            logger.error("writing the producer snapshot of %s failed: %s", self, error)
-            self._report_io_error(error)
-            return False
-        if written and self.truncation_count == truncations:
-            self._end_snapshot_offset = end_offset
-        return written
-
     def _write_end_snapshot_locked(self) -> bool:
         end_offset = self.log_end_offset
         if end_offset == self._end_snapshot_offset:

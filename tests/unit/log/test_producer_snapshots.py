@@ -201,54 +201,6 @@ def test_the_rebuild_after_a_truncation_starts_from_the_latest_snapshot_below_it
     assert state[ENTRY.producer_id] == ENTRY
 
 
-def test_an_early_end_snapshot_spares_the_close_its_write(tmp_path: Path) -> None:
-    log = _open(tmp_path / "t-0")
-    _fill(log, 7, 3)
-    end = log.log_end_offset
-    asyncio.run(log.write_end_snapshot_early())
-    path = snapshot_path(log.directory, end)
-    assert read_snapshot(path) == log.producer_state.snapshot_entries()
-    # Proof that the close does not write it again: a producer only the file knows stays.
-    write_snapshot(path, [*read_snapshot(path), ENTRY])
-    log.close()
-    assert ENTRY in read_snapshot(path)
-
-
-def test_an_append_after_an_early_end_snapshot_gets_its_own_at_close(tmp_path: Path) -> None:
-    log = _open(tmp_path / "t-0")
-    _fill(log, 7, 3)
-    early_end = log.log_end_offset
-    asyncio.run(log.write_end_snapshot_early())
-    early_state = _state(log)
-    log.append_as_leader(_batch(8, 0), 0, 1)
-    expected, end = _state(log), log.log_end_offset
-    log.close()
-    assert snapshot_offsets(log.directory)[-2:] == [early_end, end]
-    assert read_snapshot(snapshot_path(log.directory, early_end)) == early_state
-    reopened = _open(tmp_path / "t-0", had_clean_shutdown=True)
-    assert _state(reopened) == expected
-
-
-def test_a_truncation_after_an_early_end_snapshot_deletes_it(tmp_path: Path) -> None:
-    log = _open(tmp_path / "t-0")
-    _fill(log, 7, 3)
-    early_end = log.log_end_offset
-
-    async def snapshot_then_truncate() -> None:
-        await log.write_end_snapshot_early()
-        log.truncate_to(early_end - 2)
-        assert log._producer_rebuild is not None
-        await log._producer_rebuild
-
-    asyncio.run(snapshot_then_truncate())
-    assert early_end not in snapshot_offsets(log.directory)
-    expected, end = _state(log), log.log_end_offset
-    log.close()
-    assert snapshot_offsets(log.directory)[-1] == end
-    reopened = _open(tmp_path / "t-0", had_clean_shutdown=True)
-    assert _state(reopened) == expected
-
-
 def test_a_log_closed_before_its_rebuild_ends_writes_no_partial_end_snapshot(
     tmp_path: Path,
 ) -> None:
