@@ -5,9 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import logging.handlers
 import os
-import queue
 import signal
 import sys
 import threading
@@ -19,18 +17,14 @@ from broker.gc_policy import GcPolicy
 from broker.log.meta_properties import MetaPropertiesError
 from broker.security.zk_client_security import ZkClientSecurityError
 from broker.server import KafkaServer
-from controller.state_change_log import LOGGER_NAME as STATE_CHANGE_LOGGER
+from broker.state_change_log_file import LOG_FORMAT, route_state_change_log
 from zk.errors import BrokerIdInUseError, ZkError
 
 log = logging.getLogger("broker")
 
 EXIT_GRACE_S = 10.0
-# Kafka's log4j layout ([%d] %p %m (%c)); asctime has milliseconds, so lines of several
-# brokers merge into one timeline (`scripts/cluster events`).
-LOG_FORMAT = "[%(asctime)s] %(levelname)s %(message)s (%(name)s)"
 # Kafka's kafka.logs.dir comes from this variable (bin/kafka-run-class.sh).
 LOG_DIR_ENV = "LOG_DIR"
-STATE_CHANGE_LOG_FILE = "state-change.log"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT, stream=sys.stderr)
     _skip_unused_record_fields()
-    listener = _route_state_change_log(os.environ.get(LOG_DIR_ENV))
+    listener = route_state_change_log(os.environ.get(LOG_DIR_ENV))
     try:
         return _main(args)
     finally:
@@ -56,39 +50,6 @@ def _skip_unused_record_fields() -> None:
     logging.logThreads = False
     logging.logProcesses = False
     logging.logMultiprocessing = False
-
-
-class _UnformattedQueueHandler(logging.handlers.QueueHandler):
-    """Queues the record as it is: the listener's thread formats it. The standard handler
-    formats on the caller's thread (the event loop) so that records survive pickling and
-    later changes to their arguments; the state-change log's arguments are strings and
-    numbers, and the queue stays in the process."""
-
-    def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
-        return record
-
-
-def _route_state_change_log(log_dir: str | None) -> logging.handlers.QueueListener | None:
-    """Write `state.change.logger` to $LOG_DIR/state-change.log instead of the main log, as
-    Kafka's log4j config does (additivity false): a failover writes thousands of its lines.
-    A thread writes the file, so the event loop never waits for the disk."""
-    if not log_dir:
-        return None
-    path = Path(log_dir) / STATE_CHANGE_LOG_FILE
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        file_handler = logging.FileHandler(path, encoding="utf-8")
-    except OSError as error:
-        log.warning("cannot write %s: %s", path, error)
-        return None
-    file_handler.setFormatter(logging.Formatter(LOG_FORMAT))
-    records: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
-    state_change = logging.getLogger(STATE_CHANGE_LOGGER)
-    state_change.addHandler(_UnformattedQueueHandler(records))
-    state_change.propagate = False
-    listener = logging.handlers.QueueListener(records, file_handler)
-    listener.start()
-    return listener
 
 
 def _main(args: argparse.Namespace) -> int:
