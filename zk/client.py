@@ -36,7 +36,7 @@ from kazoo.protocol.paths import _prefix_root
 
 from zk import errors
 from zk.client_security import creation_acls, new_session, start_logged_in, stop
-from zk.kazoo_extensions import MultiRead, SetWatches
+from zk.kazoo_extensions import LoopHandoff, MultiRead, SetWatches
 from zk.loop_slice import LoopSlice
 from zk.path_rules import path_error
 from zk.zk_security import ZkSaslCredentials
@@ -112,7 +112,7 @@ OpResult = str | ZnodeStat | bool
 
 
 @dataclass(frozen=True, slots=True)
-class _KazooWatcher:
+class _KazooWatcher(LoopHandoff):
     """What kazoo calls when a one-shot watch fires. kazoo keeps a set of watchers per path, so
     watchers that compare equal for the same (client, kind, path) are registered once however
     often the path is re-armed, and the client keeps no per-path watcher that could outlive the
@@ -124,6 +124,30 @@ class _KazooWatcher:
 
     def __call__(self, event: Any) -> None:  # kazoo thread
         self.client._on_kazoo_watch(self.kind, self.path, event)
+
+
+class _Settle(LoopHandoff):
+    """Linked to kazoo's result of a request: hands the outcome to `settle` on the loop. Runs on
+    kazoo's connection thread (or the loop, if the result was ready when linked)."""
+
+    __slots__ = ("loop", "settle")
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        settle: Callable[[Any, BaseException | None], None],
+    ) -> None:
+        self.loop = loop
+        self.settle = settle
+
+    def __call__(self, result: Any) -> None:
+        try:
+            value, exc = result.get_nowait(), None
+        except BaseException as error:
+            value, exc = None, error
+        # A closed loop means nobody is waiting any more.
+        with contextlib.suppress(RuntimeError):
+            self.loop.call_soon_threadsafe(self.settle, value, exc)
 
 
 def split_chroot(connect: str) -> tuple[str, str | None]:
@@ -332,16 +356,7 @@ class ZkClient:
             else:
                 future.set_exception(_translate(exc, path))
 
-        def on_ready(result: Any) -> None:  # kazoo thread (or the loop, if already ready)
-            try:
-                value, exc = result.get_nowait(), None
-            except BaseException as error:
-                value, exc = None, error
-            # A closed loop means nobody is waiting any more.
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(settle, value, exc)
-
-        async_result.rawlink(on_ready)
+        async_result.rawlink(_Settle(loop, settle))
 
     def _send_waiting(self, loop: asyncio.AbstractEventLoop) -> None:
         while self._waiting and self._in_flight < MAX_REQUESTS_IN_FLIGHT:

@@ -1,11 +1,14 @@
-"""What zk/client.py adds to kazoo: a cheaper `select` for its connection thread, two
-ZooKeeper requests kazoo lacks (multiRead, setWatches; kazoo sends any object with `type`,
-`serialize()` and `deserialize()`), and zk.zk_security's ACLs and credentials in kazoo's
-terms."""
+"""What zk/client.py adds to kazoo: a cheaper `select` for its connection thread, callbacks
+that hand over to the event loop straight from that thread, two ZooKeeper requests kazoo
+lacks (multiRead, setWatches; kazoo sends any object with `type`, `serialize()` and
+`deserialize()`), and zk.zk_security's ACLs and credentials in kazoo's terms."""
 
 from __future__ import annotations
 
+import functools
+import logging
 import math
+import queue
 import select
 import threading
 from collections.abc import Sequence
@@ -30,6 +33,8 @@ from kazoo.protocol.states import KeeperState
 from kazoo.security import ACL, Id
 
 from zk.zk_security import ZkAcl, ZkSaslCredentials
+
+log = logging.getLogger(__name__)
 
 
 def kazoo_acls(acls: Sequence[ZkAcl]) -> list[Any]:
@@ -70,11 +75,47 @@ def sasl_options(credentials: ZkSaslCredentials) -> dict[str, str]:
     }
 
 
+class LoopHandoff:
+    """A kazoo callback (a watcher, or a completion linked to an answer) that only hands over to
+    an event loop (`call_soon_threadsafe`) and never blocks. `PollingHandler` runs it on kazoo's
+    connection thread as the event or answer is read, instead of queueing it for one of kazoo's
+    worker threads: a failover's thousands of watch events and answers then cost no queue
+    operations and wake no other thread, and reach the loop in the order ZooKeeper sent them."""
+
+    __slots__ = ()
+
+
+def _hand_over(callback: Any, *args: Any) -> None:
+    try:
+        callback(*args)
+    except Exception:  # the connection thread must go on reading
+        log.exception("ZooKeeper callback %r failed", callback)
+
+
+class _CompletionQueue(queue.Queue[Any]):
+    """kazoo's completion queue: a completion of a `LoopHandoff` runs at once."""
+
+    def put(self, item: Any, block: bool = True, timeout: float | None = None) -> None:
+        if isinstance(item, functools.partial) and isinstance(item.func, LoopHandoff):
+            _hand_over(item.func, *item.args)
+        else:
+            super().put(item, block, timeout)
+
+
 class PollingHandler(SequentialThreadingHandler):  # type: ignore[misc]
-    """kazoo's threading handler with a cheaper `select`. kazoo's connection thread sends one
-    request or reads one response per `select`, and kazoo's own creates and closes an epoll
-    selector each time: with thousands of requests in flight (a controller failover) that was
-    a third of the thread's time. `poll` has no fd limit either and keeps no kernel object."""
+    """kazoo's threading handler with a cheaper `select`, and `LoopHandoff` callbacks run on the
+    connection thread. kazoo's connection thread sends one request or reads one response per
+    `select`, and kazoo's own creates and closes an epoll selector each time: with thousands of
+    requests in flight (a controller failover) that was a third of the thread's time. `poll`
+    has no fd limit either and keeps no kernel object."""
+
+    queue_impl = _CompletionQueue
+
+    def dispatch_callback(self, callback: Any) -> None:
+        if isinstance(callback.func, LoopHandoff):
+            _hand_over(callback.func, *callback.args)
+        else:
+            super().dispatch_callback(callback)
 
     def select(
         self, rlist: list[Any], wlist: list[Any], xlist: list[Any], timeout: float | None = None
