@@ -59,10 +59,11 @@ def _four_letter_word(port: int, word: bytes) -> bytes:
 
 
 def _zookeeper_jars() -> Path:
-    pyspark = pytest.importorskip("pyspark")
+    import pyspark  # the project's dependency; its jars hold ZooKeeper's
+
     jars = Path(pyspark.__file__).parent / "jars"
     if not list(jars.glob("zookeeper-*.jar")):
-        pytest.skip("pyspark ships no ZooKeeper jar")
+        pytest.fail(f"no zookeeper-*.jar in {jars}: this test starts that ZooKeeper server")
     return jars
 
 
@@ -70,7 +71,7 @@ def _zookeeper_jars() -> Path:
 def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A standalone ZooKeeper server; yields its connect string."""
     if shutil.which("java") is None:
-        pytest.skip("java is not on PATH")
+        pytest.fail("java is not on PATH: this test starts a real ZooKeeper server (make setup)")
     jars = _zookeeper_jars()
     base = tmp_path_factory.mktemp("zookeeper")
     port = _free_port()
