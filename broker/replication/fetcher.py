@@ -153,13 +153,8 @@ class ReplicaFetcher:
 
     async def _do_work(self) -> None:
         now_s = time.monotonic()
-        # One pass over thousands of partitions, on every request.
-        truncating: dict[TopicPartition, FetchState] = {}
-        fetching: dict[TopicPartition, FetchState] = {}
-        for key, state in self.partitions.items():
-            if state.delayed_until_s <= now_s:
-                (truncating if state.truncating else fetching)[key] = state
-        if not truncating and not fetching:
+        truncating, wanted = self._scan(now_s)
+        if not truncating and not wanted:
             await self._idle(now_s)
             return
         client = self._connect()
@@ -168,9 +163,45 @@ class ReplicaFetcher:
             return
         if truncating:
             await self._truncate(client, truncating)
-            fetching.update((k, s) for k, s in truncating.items() if not s.truncating)
-        if fetching:
-            await self._fetch(client, fetching)
+            # The truncation's round trip let other work run: take every position anew.
+            wanted = self._scan(time.monotonic(), truncate=False)[1]
+        if wanted:
+            await self._fetch(client, wanted)
+
+    def _scan(
+        self, now_s: float, truncate: bool = True
+    ) -> tuple[dict[TopicPartition, FetchState], dict[TopicPartition, FetchPosition]]:
+        """The partitions not backed off: those to truncate first (if `truncate`), and the
+        positions to fetch the others from. One pass over thousands of partitions on every
+        request (a failover's fetches come back at once, tens a second): no call but the
+        follower check per partition, and a position made anew only when it changed."""
+        truncating: dict[TopicPartition, FetchState] = {}
+        wanted: dict[TopicPartition, FetchPosition] = {}
+        follower = self._logs.follower
+        max_bytes = self._config.partition_max_bytes
+        for key, state in self.partitions.items():
+            if state.delayed_until_s > now_s:
+                continue
+            if state.truncating:
+                if truncate:
+                    truncating[key] = state
+                continue
+            partition = follower(key, state.leader_epoch)
+            if partition is None:
+                continue
+            log_start_offset = partition.log.log_start_offset
+            position = state.position
+            if (
+                position is None
+                or position.fetch_offset != state.fetch_offset
+                or position.current_leader_epoch != state.leader_epoch
+                or position.log_start_offset != log_start_offset
+            ):
+                position = state.position = FetchPosition(
+                    state.fetch_offset, max_bytes, state.leader_epoch, log_start_offset
+                )
+            wanted[key] = position
+        return truncating, wanted
 
     async def _idle(self, now_s: float) -> None:
         self._wakeup.clear()
@@ -290,14 +321,9 @@ class ReplicaFetcher:
 
     # -- fetching ------------------------------------------------------------------------
 
-    async def _fetch(self, client: BrokerClient, states: dict[TopicPartition, FetchState]) -> None:
-        wanted: dict[TopicPartition, FetchPosition] = {}
-        for key, state in states.items():
-            partition = self._logs.follower(key, state.leader_epoch)
-            if partition is not None:
-                wanted[key] = self._position(state, partition.log.log_start_offset)
-        if not wanted:
-            return
+    async def _fetch(
+        self, client: BrokerClient, wanted: dict[TopicPartition, FetchPosition]
+    ) -> None:
         request = self._session.build(wanted)
         response = await client.send(self._fetch_request(request))
         error = response.error_code
@@ -322,22 +348,6 @@ class ReplicaFetcher:
                 if position is not None:
                     self._on_partition_data(key, position.fetch_offset, data, errors)
         errors.log()
-
-    def _position(self, state: FetchState, log_start_offset: int) -> FetchPosition:
-        position = state.position
-        if (
-            position is None
-            or position.fetch_offset != state.fetch_offset
-            or position.current_leader_epoch != state.leader_epoch
-            or position.log_start_offset != log_start_offset
-        ):
-            position = state.position = FetchPosition(
-                state.fetch_offset,
-                self._config.partition_max_bytes,
-                state.leader_epoch,
-                log_start_offset,
-            )
-        return position
 
     def _fetch_request(self, request: SessionRequest) -> EncodedRequest:
         # Packed rather than built as a kio entity: a full request names thousands of
