@@ -12,8 +12,9 @@ thread ran (its CPU time) and how long it waited, runnable, for a CPU (the kerne
 wait, /proc/thread-self/schedstat); the rest it was idle or blocked (a system call, the GIL).
 
 The length alone does not say what held the loop, and once the loop runs again the culprit
-has returned. So a thread beside it looks every `interval_ms`: when the loop has not woken
-for `stack_log_ms`, it logs the stack the loop's thread is in at that moment, once a stall.
+has returned. So a thread beside it wakes when a stall would reach `stack_log_ms`: when the
+loop has not woken for that long, it logs the stack the loop's thread is in at that moment,
+once a stall.
 A stall with no frame of ours on that stack is often CPython's garbage collector, which stops
 every thread while it walks the heap: collections of `stall_log_ms` or more are logged too,
 with their generation, and the longest is kept.
@@ -201,13 +202,25 @@ class LoopWatchdog:
             clock.close()
 
     def _watch_stacks(self, loop_thread_id: int) -> None:
+        # It sleeps until the loop's current stall, if it goes on, reaches stack_log_ms: a
+        # thread that woke every interval would want the GIL 50 times a second, and on a busy
+        # machine the loop's thread, once it hands the GIL over, waits until this one gets a
+        # CPU to take it.
         interval_s = self.interval_ms / 1000
+        stack_log_s = self.stack_log_ms / 1000
         logged_for = 0.0  # the wake after which the current stall was already logged
-        while not self._stopped.wait(interval_s):
+        wait_s = stack_log_s
+        while not self._stopped.wait(wait_s):
             last_wake_s = self._last_wake_s
-            stalled_ms = (time.monotonic() - last_wake_s - interval_s) * 1000
-            if stalled_ms < self.stack_log_ms or logged_for == last_wake_s:
+            stalled_s = time.monotonic() - last_wake_s - interval_s
+            if logged_for == last_wake_s:
+                wait_s = stack_log_s
                 continue
+            if stalled_s < stack_log_s:
+                wait_s = max(interval_s, stack_log_s - stalled_s)
+                continue
+            stalled_ms = stalled_s * 1000
+            wait_s = stack_log_s
             frame = sys._current_frames().get(loop_thread_id)
             if frame is None:
                 return  # the loop's thread is gone

@@ -6,6 +6,7 @@ import asyncio
 import functools
 import gc
 import logging
+import threading
 import time
 from collections.abc import Callable
 
@@ -143,6 +144,26 @@ def test_no_stack_is_logged_when_the_loop_keeps_running(
     with caplog.at_level(logging.WARNING, logger="broker.loop_watchdog"):
         asyncio.run(_hold_loop_under_watchdog(watchdog, None))
     assert not [r for r in caplog.records if "so far, in:" in r.message]
+
+
+class _CountedEvent(threading.Event):
+    def __init__(self) -> None:
+        super().__init__()
+        self.waits = 0
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waits += 1
+        return super().wait(timeout)
+
+
+def test_the_stack_thread_wakes_only_when_a_stall_could_reach_its_bound() -> None:
+    """With the loop running, the stack thread sleeps stack_log_ms at a time, not one interval:
+    each of its wakes wants the GIL from the loop's thread."""
+    watchdog = LoopWatchdog(interval_ms=10, stall_log_ms=100, stack_log_ms=200)
+    stopped = watchdog._stopped = _CountedEvent()
+    asyncio.run(_hold_loop_under_watchdog(watchdog, None, settle_s=0.5))
+    # One second of a running loop: 100 intervals; the thread woke about 5 times.
+    assert 1 <= stopped.waits <= 20, stopped.waits
 
 
 def test_a_long_garbage_collection_is_logged_with_its_generation(
