@@ -1,15 +1,6 @@
 """Settings shared by every test session."""
 
-import os
-
 import pytest
-
-# The ZooKeeper servers the tests start through scripts/cluster add SERVER_JVMFLAGS to their
-# JVM options, as ZooKeeper's zkServer.sh does. Stopping at the C1 compiler halves the CPU the
-# JVM spends starting up, which is most of what a test's ZooKeeper does. (Kafka's reference
-# brokers keep Kafka's JVM options: they do enough work for C2 to pay.) A value set outside wins.
-os.environ.setdefault("SERVER_JVMFLAGS", "-XX:TieredStopAtLevel=1")
-
 
 # The longest modules (seconds of one run of `make test`, 2026-11-27), longest first. With
 # `--dist loadfile --no-loadscope-reorder` xdist hands modules out in collection order, so

@@ -34,13 +34,11 @@ def test_zookeeper_adds_server_jvmflags_as_zkserver_sh_does(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("SERVER_JVMFLAGS", raising=False)
-    assert zookeeper.server_jvm_options() == ["-XX:+UseSerialGC"]
-    monkeypatch.setenv("SERVER_JVMFLAGS", "-XX:TieredStopAtLevel=1 -Dx=a")
-    assert zookeeper.server_jvm_options() == [
-        "-XX:+UseSerialGC",
-        "-XX:TieredStopAtLevel=1",
-        "-Dx=a",
-    ]
+    defaults = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
+    assert zookeeper.server_jvm_options() == defaults
+    # Appended, so that a flag given there wins over a default (HotSpot takes the last one).
+    monkeypatch.setenv("SERVER_JVMFLAGS", "-XX:TieredStopAtLevel=4 -Dx=a")
+    assert zookeeper.server_jvm_options() == [*defaults, "-XX:TieredStopAtLevel=4", "-Dx=a"]
 
 
 def test_reference_brokers_take_kafka_jvm_performance_opts(
