@@ -10,6 +10,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import NoReturn
 
 import broker._startup  # noqa: F401  (first: see its docstring)
 from broker.config import ConfigError, KafkaConfig, load_config
@@ -36,10 +37,11 @@ def main(argv: list[str] | None = None) -> int:
     _skip_unused_record_fields()
     listener = route_state_change_log(os.environ.get(LOG_DIR_ENV))
     try:
-        return _main(args)
+        code = _main(args)
     finally:
         if listener is not None:
             listener.stop()
+    _exit_without_teardown(code)
 
 
 def _skip_unused_record_fields() -> None:
@@ -107,6 +109,17 @@ def _exit_if_finalization_hangs(code: int) -> None:
     timer = threading.Timer(EXIT_GRACE_S, force_exit)
     timer.daemon = True
     timer.start()
+
+
+def _exit_without_teardown(code: int) -> NoReturn:
+    """The broker is stopped: its logs closed and synced, its threads stopped. End the process
+    before the interpreter's own teardown, which frees a broker's millions of objects one by
+    one (with 5,000 partitions, a few hundred milliseconds of a SIGTERM's exit); only the
+    log handlers' buffers still matter, and they are flushed first."""
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

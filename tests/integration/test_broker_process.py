@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.integration.conftest import ClusterHandle
+from tests.integration.conftest import ClusterHandle, wait_until
 
 START_TIMEOUT_S = 60
 
@@ -75,3 +77,41 @@ def test_log_dir_of_another_broker_is_refused(cluster: ClusterHandle, tmp_path: 
     assert result.returncode == 1
     assert "broker 77 failed to start" in result.stderr
     assert "broker.id" in result.stderr
+
+
+def test_a_sigtermed_broker_shuts_down_cleanly_and_exits_zero(
+    cluster: ClusterHandle, tmp_path: Path
+) -> None:
+    """The process ends without the interpreter's teardown: nothing it wrote may be lost, and
+    its exit code is still 0."""
+    port = cluster.broker_port(cluster.broker_count + 7)
+    properties = _properties(tmp_path, cluster.zk_connect, 78, port)
+    stderr_path = tmp_path / "broker.log"
+    env = {**os.environ, "LOG_DIR": str(tmp_path / "logs")}
+    with stderr_path.open("w") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "broker", str(properties)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            env=env,
+        )
+        try:
+            wait_until(
+                lambda: (
+                    "broker 78 started" in stderr_path.read_text() or process.poll() is not None
+                ),
+                START_TIMEOUT_S,
+                "broker 78 to start",
+            )
+            assert process.poll() is None, stderr_path.read_text()[-3000:]
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(START_TIMEOUT_S) == 0, stderr_path.read_text()[-3000:]
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    log_lines = stderr_path.read_text().splitlines()
+    assert "INFO broker 78 shut down (broker.server)" in log_lines[-1], log_lines[-5:]
+    assert (tmp_path / "data" / ".kafka_cleanshutdown").exists()
+    assert (tmp_path / "logs" / "state-change.log").exists()
