@@ -604,14 +604,21 @@ class LogManager:
         started = time.monotonic()
         logs = [*self.all_logs(), *self.all_future_logs()]
         ends = [(log, log.log_end_offset, log.truncation_count) for log in logs]
-        dirty = sum(1 for log in logs if log.leader_epoch_cache.dirty)
-        # The syncfs below makes them and the producer snapshots at the log ends durable;
-        # written on threads, as each rename still waits for the disk (ext4 flushes a file
-        # renamed over another).
+        dirty = [log for log in logs if log.leader_epoch_cache.dirty]
+        # The syncfs below makes them and the producer snapshots at the log ends durable.
+        # Epoch checkpoints on threads: each rename over the old file waits for the disk
+        # (ext4 flushes a file renamed over another). Snapshots, new files, on this thread
+        # meanwhile: more threads only slowed them down (5,000 new files: 0.45 s on one
+        # thread, 0.7-1.0 s on two to eight).
         with concurrent.futures.ThreadPoolExecutor(
             FLUSH_ALL_THREADS, thread_name_prefix="epoch-checkpoint"
         ) as pool:
-            snapshots = sum(pool.map(_write_end_state, logs))
+            checkpoints = [
+                pool.submit(log.write_epoch_checkpoint_if_dirty, fsync=False) for log in dirty
+            ]
+            snapshots = sum(log.write_end_snapshot() for log in logs)
+            for checkpoint in checkpoints:
+                checkpoint.result()
         written = time.monotonic()
         synced: set[Path] = set()
         for log_dir in self.online_log_dirs:
@@ -628,7 +635,7 @@ class LogManager:
             "synced %d logs (%d epoch checkpoints and %d producer snapshots written) in %d ms:"
             " their end states written in %d ms, then the file systems synced in %d ms",
             len(logs),
-            dirty,
+            len(dirty),
             snapshots,
             (time.monotonic() - started) * 1000,
             (written - started) * 1000,
@@ -701,10 +708,3 @@ class LogManager:
         for log_dir in self.online_log_dirs:
             (log_dir / CLEAN_SHUTDOWN_FILE).touch()
             fsync_directory(log_dir)
-
-
-def _write_end_state(log: Log) -> bool:
-    """At shutdown: what the next start-up reads instead of scanning the log. True if a
-    producer snapshot was written."""
-    log.write_epoch_checkpoint_if_dirty(fsync=False)
-    return log.write_end_snapshot()

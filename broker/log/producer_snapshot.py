@@ -15,7 +15,6 @@ on instead of the whole log.
 
 from __future__ import annotations
 
-import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,11 +100,11 @@ def read_snapshot(path: Path) -> list[SnapshotEntry]:
 
 
 def write_snapshot(path: Path, entries: list[SnapshotEntry]) -> None:
-    """Temp file and rename (blocking: the log's worker). Not fsynced: a file a crash tore
-    fails its CRC and is ignored, and loading trusts none above the recovery point."""
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_bytes(encode_snapshot(entries))
-    os.replace(temporary, path)
+    """Written in place, as Kafka does (blocking: the log's worker, or the shutdown). Readers
+    hold the log's lifecycle lock as the writer does, so only a crash can leave a partial
+    file: it fails its CRC and is ignored, and loading trusts none above the recovery point.
+    No temp file and rename: at shutdown 5,000 of them took twice as long."""
+    path.write_bytes(encode_snapshot(entries))
 
 
 def delete_snapshots(directory: Path, keep_from: int, keep_to: int) -> None:
