@@ -646,6 +646,7 @@ class KafkaServer:
             self._controlled_shutdown = asyncio.get_running_loop().create_task(
                 self._controlled_shutdown_then_stop(), name="controlled-shutdown"
             )
+            self.log_manager.start_early_sync()
         else:
             self._stopped.set()
 

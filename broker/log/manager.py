@@ -594,6 +594,16 @@ class LogManager:
             for _ in pool.map(self.flush_log, logs):
                 pass
 
+    def start_early_sync(self) -> None:
+        """A controlled shutdown is starting: write back what is dirty now, on a thread,
+        while the controller moves the partitions away, so that the syncfs at the end has
+        only what was written since. Its errors are left to that syncfs to report."""
+        if not syncfs_available():
+            return
+        threading.Thread(
+            target=_sync_quietly, args=(self.online_log_dirs,), name="early-syncfs", daemon=True
+        ).start()
+
     def _sync_all_at_once(self) -> bool:
         """At shutdown, when nothing appends any more: dirty epoch checkpoints written, then
         one syncfs per log dir instead of an fsync per file of every log, then each log's
@@ -708,3 +718,13 @@ class LogManager:
         for log_dir in self.online_log_dirs:
             (log_dir / CLEAN_SHUTDOWN_FILE).touch()
             fsync_directory(log_dir)
+
+
+def _sync_quietly(log_dirs: list[Path]) -> None:
+    for log_dir in log_dirs:
+        try:
+            sync_file_system(log_dir)
+        except OSError as error:
+            logger.info(
+                "early sync of %s failed (the shutdown's sync reports it): %s", log_dir, error
+            )

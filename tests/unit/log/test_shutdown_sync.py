@@ -3,6 +3,7 @@ fsync per file, and falls back to flushing log by log where syncfs does not exis
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -83,3 +84,45 @@ def test_a_failed_sync_leaves_that_dirs_recovery_points_behind(
     for log in manager.all_logs():
         expected = 0 if log.directory.parent.name == "d2" else 3
         assert log.recovery_point == expected
+
+
+def test_the_early_sync_writes_back_each_log_dir_on_its_own_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: list[tuple[Path, str]] = []
+    done = threading.Event()
+
+    def recording_sync(path: Path) -> None:
+        synced.append((path, threading.current_thread().name))
+        if len(synced) == 2:
+            done.set()
+
+    monkeypatch.setattr(manager_module, "sync_file_system", recording_sync)
+    manager = _manager_with_logs(tmp_path)
+    manager.start_early_sync()
+    assert done.wait(10), f"the early sync reached only {synced}"
+    assert sorted(path for path, _ in synced) == [tmp_path / "d1", tmp_path / "d2"]
+    assert {thread for _, thread in synced} == {"early-syncfs"}
+
+
+def test_a_failed_early_sync_is_left_to_the_shutdowns_sync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[Path] = []
+    early_done = threading.Event()
+
+    def failing_first_in_d1(path: Path) -> None:
+        calls.append(path)
+        if len(calls) == 2:
+            early_done.set()
+        if path.name == "d1" and len(calls) == 1:
+            raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(manager_module, "sync_file_system", failing_first_in_d1)
+    manager = _manager_with_logs(tmp_path)
+    manager.start_early_sync()
+    assert early_done.wait(10), f"the early sync reached only {calls}"
+    assert calls == [tmp_path / "d1", tmp_path / "d2"]  # it went on past the failure
+    assert manager.online_log_dirs == [tmp_path / "d1", tmp_path / "d2"]
+    manager.shutdown()
+    assert _recovery_points(tmp_path) == {("t", p): 3 for p in range(4)}
