@@ -76,7 +76,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
     )
     if fetch_context.error_code != ErrorCode.none:
         return _response(context, fetch_context.error_code, INVALID_SESSION_ID, [])
-    replica_id = _replica_id(request)
+    replica_id = replica_id_of(request)
     deadline_s = asyncio.get_running_loop().time() + adapter.millis(request.max_wait) / 1000
     session = fetch_context.session
     if session is not None and request.min_bytes <= 1:
@@ -166,7 +166,7 @@ async def _read_session_keys(
         replicas[(topic, partition)] = replica
     earlier_bytes = sum(len(result.records) for result in read.values())
     results, _, _ = await _read_all(context, request, positions, names, start_bytes=earlier_bytes)
-    replica_id = _replica_id(request)
+    replica_id = replica_id_of(request)
     read_committed = _read_committed(request)
     for (key, result), (_, position) in zip(results, positions, strict=True):
         read[key] = result
@@ -229,7 +229,7 @@ async def _wait_for_data(
         replica_manager.get_by_key,
         waited_for,
         request.min_bytes,
-        follower=_replica_id(request) >= 0,
+        follower=replica_id_of(request) >= 0,
         read_committed=_read_committed(request),
     )
     await replica_manager.wait_for_fetch(delayed, deadline_s - asyncio.get_running_loop().time())
@@ -330,7 +330,8 @@ def _aborted(result: ReadResult) -> list[dict[str, int]] | None:
     ]
 
 
-def _replica_id(request: Any) -> int:
+def replica_id_of(request: Any) -> int:
+    """The fetching replica's id (v15+ in `replica_state`), -1 for a consumer."""
     replica_state = getattr(request, "replica_state", None)
     if replica_state is not None:
         return int(replica_state.replica_id)
@@ -354,7 +355,7 @@ async def _read_all(
     position is then behind the log end. `start_bytes`: what earlier reads of this response
     already hold."""
     replica_manager = context.services.replica_manager
-    replica_id = _replica_id(request)
+    replica_id = replica_id_of(request)
     read_committed = _read_committed(request)  # once, not per partition
     # fetch.max.bytes caps what one response may hold, whatever the client asks (KIP-541).
     budget_bytes = min(

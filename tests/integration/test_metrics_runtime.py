@@ -1,7 +1,8 @@
 """The metrics beyond the topic meters, read from every broker of a running cluster: each
 follower's ConsumerLag settles at 0 once producing stops; the group coordinator counts a live
 consumer group as Stable with its committed offsets, then Empty once the consumer leaves; the
-transaction coordinator counts its loaded partitions and a transactional id; the request
+transaction coordinator counts its loaded partitions and a transactional id; every Fetch is
+also counted as FetchConsumer or FetchFollower, as Kafka's RequestMetrics do; the request
 queue, the event loop's idle ratios and the ZooKeeper meters are there and sane."""
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ HANDLER_IDLE_NS = "kafka_server_kafkarequesthandlerpool_requesthandleravgidleper
 HANDLER_IDLE = "kafka_server_kafkarequesthandlerpool_requesthandleravgidle_percent"
 QUEUE_SIZE = "kafka_network_requestchannel_requestqueuesize"
 SYNC_CONNECTS = "kafka_server_sessionexpirelistener_zookeepersyncconnects_total"
+REQUEST_TIMES = "kafka_network_requestmetrics_totaltimems_count"
 
 
 def _replicas(bootstrap: str) -> dict[int, tuple[int, list[int]]]:
@@ -102,6 +104,22 @@ def _commit_a_transaction(bootstrap: str) -> None:
     producer.commit_transaction(TIMEOUT_S)
 
 
+def _check_fetches_by_kind(cluster: ClusterHandle) -> None:
+    """The consumer's fetches and the followers' were counted apart, and each Fetch once as
+    either (one scrape per broker: the three timers move together)."""
+    counts = {}
+    for broker_id in cluster.broker_ids:
+        samples = scrape(cluster, broker_id)
+        counts[broker_id] = {
+            kind: value(samples, REQUEST_TIMES, request=kind)
+            for kind in ("Fetch", "FetchConsumer", "FetchFollower")
+        }
+    for by_kind in counts.values():
+        assert by_kind["Fetch"] == by_kind["FetchConsumer"] + by_kind["FetchFollower"], counts
+    assert sum(c["FetchConsumer"] for c in counts.values()) > 0, counts
+    assert sum(c["FetchFollower"] for c in counts.values()) > 0, counts
+
+
 def test_lag_coordinators_and_loop_metrics(make_cluster: Any) -> None:
     cluster: ClusterHandle = make_cluster(
         brokers=3,
@@ -136,6 +154,7 @@ def test_lag_coordinators_and_loop_metrics(make_cluster: Any) -> None:
         )
     finally:
         consumer.close()
+    _check_fetches_by_kind(cluster)
     wait_until(
         lambda: (
             total(cluster, GROUPS + "numgroupsempty") == 1

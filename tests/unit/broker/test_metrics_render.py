@@ -6,6 +6,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
+from dataclasses import replace
+from types import SimpleNamespace
+from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -217,3 +220,34 @@ def test_per_partition_families_are_written_as_prometheus_client_writes_them() -
     expected = generate_latest(registry).decode()
     assert expected in text
     assert 'kafka_log_log_logendoffset{partition="3",topic="big"} 1.2345678e+07' in text
+
+
+def test_a_fetch_is_also_counted_as_fetchconsumer_or_fetchfollower() -> None:
+    from broker.handlers import build_registry
+    from broker.protocol.registry import Registry
+
+    counters = BrokerCounters()
+    registry: Registry = build_registry()
+    spec = next(spec for spec in registry.all() if spec.name == "Fetch")
+
+    async def answered(_context: object, _request: object) -> str:
+        return "answered"
+
+    timed = timed_registry(Registry([replace(spec, handler=answered)]), counters).all()[0]
+
+    async def fetch(api_version: int, request: object) -> object:
+        context: Any = SimpleNamespace(api_version=api_version)
+        return await timed.handler(context, request)
+
+    for replica_id in (-1, 2, -1):
+        assert asyncio.run(fetch(12, SimpleNamespace(replica_id=replica_id))) == "answered"
+    # v15+ names the follower in replica_state.
+    asyncio.run(fetch(15, SimpleNamespace(replica_state=SimpleNamespace(replica_id=3))))
+    assert counters.requests == {
+        ("Fetch", 12): 3,
+        ("FetchConsumer", 12): 2,
+        ("FetchFollower", 12): 1,
+        ("Fetch", 15): 1,
+        ("FetchFollower", 15): 1,
+    }
+    assert sorted(counters.request_times) == ["Fetch", "FetchConsumer", "FetchFollower"]
