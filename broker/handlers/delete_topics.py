@@ -1,11 +1,15 @@
-"""DeleteTopics: advertised v0-v6, implemented v1-v6 (by name). Answered only by the controller.
+"""DeleteTopics: advertised v0-v6, implemented v1-v6. Answered only by the controller.
 
-The controller marks each topic under /admin/delete_topics; we wait (up to the timeout) until
-the topics disappear from this broker's metadata.
+v6 names each topic by name or by id (KIP-516), as Kafka 3.9 does in ZooKeeper mode: an id is
+looked up in the metadata, an unknown one answered UNKNOWN_TOPIC_ID, and a topic named both
+ways makes the whole request INVALID_REQUEST. The controller marks each topic under
+/admin/delete_topics; we wait (up to the timeout) until the topics disappear from this
+broker's metadata.
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -15,37 +19,70 @@ from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
 
+BOTH_NAMED = "Topic name and topic ID can not both be specified."
+
+# A topic as the request names it: (name, id), one of them None.
+_Named = tuple[str | None, uuid.UUID | None]
+
 
 async def handle(context: RequestContext, request: Any) -> Any:
-    services = context.services
-    names = (
-        [t.name for t in request.topics] if context.api_version >= 6 else list(request.topic_names)
+    entries = _entries(context.api_version, request)
+    if any(name is not None and topic_id is not None for name, topic_id in entries):
+        return _respond(
+            context, [_result(n, i, ErrorCode.invalid_request, BOTH_NAMED) for n, i in entries]
+        )
+    cache = context.services.metadata_cache
+    resolved = [
+        (name if topic_id is None else cache.topic_name(topic_id), topic_id)
+        for name, topic_id in entries
+    ]
+    errors = await _delete(context, request, [name for name, _ in resolved if name is not None])
+    return _respond(
+        context,
+        [
+            _result(name, topic_id, ErrorCode.unknown_topic_id if name is None else errors[name])
+            for name, topic_id in resolved
+        ],
     )
-    unknown_ids = context.api_version >= 6 and any(t.name is None for t in request.topics)
-    valid = [n for n in names if n is not None]
-    results = await services.controller.delete_topics(valid)
-    accepted = [n for n in valid if results[n] == 0]
+
+
+def _entries(api_version: int, request: Any) -> list[_Named]:
+    if api_version < 6:
+        return [(str(name), None) for name in request.topic_names]
+    return [(topic.name, _topic_id(topic)) for topic in request.topics]
+
+
+def _topic_id(topic: Any) -> uuid.UUID | None:
+    topic_id = topic.topic_id
+    return None if topic_id is None or topic_id.int == 0 else topic_id
+
+
+async def _delete(context: RequestContext, request: Any, names: list[str]) -> dict[str, ErrorCode]:
+    """The controller's answer per topic; a deleted topic still in the metadata when the
+    request's timeout passes is REQUEST_TIMED_OUT."""
+    services = context.services
+    results = await services.controller.delete_topics(names)
+    accepted = [name for name in names if results[name] == 0]
     if accepted:
         timeout_s = adapter.millis(request.timeout) / 1000
         await services.wait_for_metadata(
             lambda: not any(services.metadata_cache.has_topic(n) for n in accepted), timeout_s
         )
-    responses = []
-    for name in valid:
+    errors = {}
+    for name in names:
         error = ErrorCode(results[name])
         if error == ErrorCode.none and services.metadata_cache.has_topic(name):
             error = ErrorCode.request_timed_out
-        responses.append(
-            {"name": name, "topic_id": None, "error_code": error, "error_message": None}
-        )
-    if unknown_ids:
-        responses.append(
-            {
-                "name": None,
-                "topic_id": None,
-                "error_code": ErrorCode.unsupported_version,
-                "error_message": "deleting topics by id is not supported",
-            }
-        )
+        errors[name] = error
+    return errors
+
+
+def _result(
+    name: str | None, topic_id: uuid.UUID | None, error: ErrorCode, message: str | None = None
+) -> dict[str, Any]:
+    return {"name": name, "topic_id": topic_id, "error_code": error, "error_message": message}
+
+
+def _respond(context: RequestContext, responses: list[dict[str, Any]]) -> Any:
     cls = response_class(ApiKey.DELETE_TOPICS, context.api_version)
     return adapter.build(cls, {"throttle_time": 0, "responses": responses})

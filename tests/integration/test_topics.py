@@ -15,7 +15,7 @@ from kazoo.client import KazooClient
 
 from broker.log.record_codec import SimpleRecord, build_batch, decode_records
 from tests.integration.conftest import ClusterFactory, ClusterHandle, wait_until, zk_session
-from tests.integration.requests import topic_spec
+from tests.integration.requests import DELETE_TOPICS, topic_spec
 from tests.integration.wire import (
     WireClient,
     broker_address,
@@ -34,6 +34,7 @@ from tests.integration.wire import (
 NONE, UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE = 0, 3, 5
 TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR = 36, 37, 38
 INVALID_REPLICA_ASSIGNMENT, INVALID_CONFIG, NOT_CONTROLLER = 39, 40, 41
+UNKNOWN_TOPIC_ID = 100
 TIMEOUT_S = 60
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -418,6 +419,28 @@ def test_delete_topics_removes_metadata_and_logs_and_recreate_starts_empty(
     assert int(data.error_code) == NONE
     assert decode_records(data.records or b"") == []
     assert int(data.high_watermark) == 0
+
+
+def test_delete_topics_by_topic_id(cluster: ClusterHandle) -> None:
+    """DeleteTopics v6 names topics by id (KIP-516), as Kafka 3.9's Java admin client can: a
+    known id deletes its topic, an unknown one is UNKNOWN_TOPIC_ID."""
+    name = _unique("by-id")
+    topic_id = _create_topic(cluster, name, partitions=1, rf=3).topic_id
+    controller = controller_address(cluster)
+    wait_until(partial(_knows_all, controller, [name]), TIMEOUT_S, f"{name} in the metadata")
+    unknown = uuid.uuid4()
+    request = {
+        "topic_names": [],
+        "topics": [{"name": None, "topic_id": topic_id}, {"name": None, "topic_id": unknown}],
+        "timeout": 30000,
+    }
+    with WireClient.to(controller, timeout_s=40) as client:
+        response = client.request(DELETE_TOPICS, 6, request)
+    results = [(r.name, r.topic_id, int(r.error_code)) for r in response.responses]
+    assert results == [(name, topic_id, NONE), (None, unknown, UNKNOWN_TOPIC_ID)]
+    for broker_id in cluster.broker_ids:
+        address = broker_address(cluster, broker_id)
+        wait_until(partial(_is_unknown, address, name), TIMEOUT_S, f"{name} gone at {address}")
 
 
 # -- Metadata contents --------------------------------------------------------------------

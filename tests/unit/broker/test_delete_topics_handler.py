@@ -1,6 +1,7 @@
 """The DeleteTopics handler against fake broker services (broker/services.py): the per-topic
 errors the controller gives, a timeout while a topic is still in the metadata, and topics named
-only by id (v6), which we do not delete."""
+by id (v6): deleted when the id is known, UNKNOWN_TOPIC_ID otherwise, and a topic named both
+ways makes the whole request INVALID_REQUEST (Kafka 3.9's answers)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,13 @@ class _Services:
         self._lingering = set(lingering)
         self.asked: list[list[str]] = []
         self.controller = SimpleNamespace(delete_topics=self._delete_topics)
-        self.metadata_cache = SimpleNamespace(has_topic=lambda name: name in self.topics)
+        self.ids = {uuid.uuid5(uuid.NAMESPACE_OID, name): name for name in existing}
+        self.metadata_cache = SimpleNamespace(
+            has_topic=lambda name: name in self.topics,
+            topic_name=lambda topic_id: (
+                self.ids[topic_id] if self.ids.get(topic_id) in self.topics else None
+            ),
+        )
         self.authorizer = None
 
     async def _delete_topics(self, names: list[str]) -> dict[str, int]:
@@ -76,11 +83,36 @@ def test_a_topic_still_in_the_metadata_after_the_timeout_is_request_timed_out() 
     assert _errors(response) == {"a": ErrorCode.none, "slow": ErrorCode.request_timed_out}
 
 
-def test_topics_named_only_by_id_are_refused_and_the_named_ones_deleted() -> None:
-    services = _Services({"a"})
-    topic_id = uuid.UUID("7b2a8f6e-0c41-4b8e-9d55-1f0e3c2a9b10")
+def _results(response: Any) -> list[tuple[str | None, uuid.UUID | None, ErrorCode]]:
+    return [(r.name, r.topic_id, r.error_code) for r in response.responses]
+
+
+def test_topics_named_by_id_are_deleted_and_an_unknown_id_is_unknown_topic_id() -> None:
+    services = _Services({"a", "b"})
+    b_id = next(topic_id for topic_id, name in services.ids.items() if name == "b")
+    unknown = uuid.UUID("7b2a8f6e-0c41-4b8e-9d55-1f0e3c2a9b10")
     response = _handle(
-        services, 6, [{"name": "a", "topic_id": None}, {"name": None, "topic_id": topic_id}]
+        services,
+        6,
+        [
+            {"name": "a", "topic_id": None},
+            {"name": None, "topic_id": b_id},
+            {"name": None, "topic_id": unknown},
+        ],
     )
-    assert _errors(response) == {"a": ErrorCode.none, None: ErrorCode.unsupported_version}
-    assert services.asked == [["a"]]
+    assert _results(response) == [
+        ("a", None, ErrorCode.none),
+        ("b", b_id, ErrorCode.none),
+        (None, unknown, ErrorCode.unknown_topic_id),
+    ]
+    assert services.asked == [["a", "b"]]
+
+
+def test_a_topic_named_both_ways_makes_the_request_invalid() -> None:
+    services = _Services({"a", "b"})
+    b_id = next(topic_id for topic_id, name in services.ids.items() if name == "b")
+    response = _handle(
+        services, 6, [{"name": "a", "topic_id": None}, {"name": "b", "topic_id": b_id}]
+    )
+    assert [error for _, _, error in _results(response)] == [ErrorCode.invalid_request] * 2
+    assert services.asked == []
