@@ -16,8 +16,8 @@ Kafka's rules (LogCleaner.shouldRetainRecord, MemoryRecords.filterTo):
   correctly after a restart rebuilds producer state from the log.
 - transactions follow `compaction_txn`: a marker is copied untouched or dropped whole, an
   aborted transaction's batch loses every record.
-Deviation (DEVIATIONS.md): records without a key are kept (Kafka drops them, but it also
-refuses them on produce, which this broker does not yet).
+Deviation (DEVIATIONS.md): records without a key are kept, where Kafka drops them (produce
+refuses them on a compacted topic, so only records from before the topic was compacted).
 """
 
 from __future__ import annotations
