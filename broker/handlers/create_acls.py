@@ -1,7 +1,7 @@
-"""CreateAcls: v1-v3 (v0, advertised as in Kafka 3.9, closes the connection: kio cannot
-decode it). Needs Alter on the cluster (the registry's rule); answers SECURITY_DISABLED without
-an authorizer and INVALID_REQUEST for an ACL Kafka refuses. Any broker writes the ACLs to
-ZooKeeper, as Kafka's ZooKeeper-mode AclAuthorizer does."""
+"""CreateAcls: advertised v0-v3 as in Kafka 3.9, implemented v1-v3 (v0 closes the connection:
+kio cannot decode it). Needs Alter on the cluster (the registry's rule); answers
+SECURITY_DISABLED without an authorizer and INVALID_REQUEST for an ACL Kafka refuses. Any broker
+writes the ACLs to ZooKeeper, as Kafka's ZooKeeper-mode AclAuthorizer does."""
 
 from __future__ import annotations
 

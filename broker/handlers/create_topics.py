@@ -1,4 +1,4 @@
-"""CreateTopics: advertised v0-v7, implemented v2-v7. Answered only by the controller.
+"""CreateTopics: v0-v7 (v0-v1 derived in `protocol/legacy.py`). Answered only by the controller.
 
 The controller validates and writes the topic znodes; we then wait (up to the request's
 timeout) until this broker's metadata shows a leader for every new partition, as Kafka waits

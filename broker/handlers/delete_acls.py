@@ -1,4 +1,5 @@
-"""DeleteAcls: v1-v3 (v0 closes the connection: kio cannot decode it). Needs Alter on the
+"""DeleteAcls: advertised v0-v3, implemented v1-v3 (v0 closes the connection: kio cannot
+decode it). Needs Alter on the
 cluster (the registry's rule); SECURITY_DISABLED without an authorizer, INVALID_REQUEST for a
 filter with an unknown field; each filter answers the ACLs it deleted."""
 

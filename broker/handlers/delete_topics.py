@@ -1,4 +1,4 @@
-"""DeleteTopics: advertised v0-v6, implemented v1-v6. Answered only by the controller.
+"""DeleteTopics: v0-v6 (v0 derived in `protocol/legacy.py`). Answered only by the controller.
 
 v6 names each topic by name or by id (KIP-516), as Kafka 3.9 does in ZooKeeper mode: an id is
 looked up in the metadata, an unknown one answered UNKNOWN_TOPIC_ID, and a topic named both

@@ -1,4 +1,5 @@
-"""DescribeAcls: v1-v3 (v0 closes the connection: kio cannot decode it). Needs Describe on
+"""DescribeAcls: advertised v0-v3, implemented v1-v3 (v0 closes the connection: kio cannot
+decode it). Needs Describe on
 the cluster (the registry's rule); SECURITY_DISABLED without an authorizer, INVALID_REQUEST for
 a filter with an unknown field. The answer comes from this broker's ACL cache."""
 

@@ -1,4 +1,4 @@
-"""OffsetFetch: v0-v8 (v0 derived in `protocol/legacy.py`; Kafka read v0 from ZooKeeper, we
+"""OffsetFetch: v0-v9 (v0 derived in `protocol/legacy.py`; Kafka read v0 from ZooKeeper, we
 read `__consumer_offsets` for every version); v8 asks for several groups at once (KIP-709).
 v9 adds each group's member id and epoch for the new consumer protocol (KIP-848); classic
 groups ignore them, as Kafka 3.9 in ZooKeeper mode does.

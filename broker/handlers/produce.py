@@ -7,7 +7,8 @@ NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below the minimum meanwhile,
 REQUEST_TIMED_OUT, or NOT_LEADER_OR_FOLLOWER if leadership moved. Produce never auto-creates
 topics, as in Kafka. From v10 a NOT_LEADER_OR_FOLLOWER partition names its current leader and
 the response lists that leader's endpoint (KIP-951). v11 changes only how a transactional
-producer's missing partition is reported (KIP-890), and there are no transactions here.
+producer's write to a partition outside its transaction is reported (KIP-890); the broker does
+not run that verification (DEVIATIONS.md), so v11 answers as v10 does.
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
-"""WriteTxnMarkers v1 (inter-broker): the transaction coordinator asks each partition leader to
-end a producer's transaction with a commit or abort marker (KIP-98).
+"""WriteTxnMarkers: advertised v0-v1, implemented v1 (inter-broker): the transaction coordinator
+asks each partition leader to end a producer's transaction with a commit or abort marker
+(KIP-98).
 
 As in Kafka, a marker is appended like an acks=all write: the partition must be led here and
 have at least `min.insync.replicas` in its ISR, and the answer waits until the marker is below
 the high watermark (or the request timeout, `request.timeout.ms`, passes). A marker older than
 what the partition has seen gets INVALID_PRODUCER_EPOCH or TRANSACTION_COORDINATOR_FENCED.
-v0 (brokers before 2.8) is advertised but not decoded.
+v0 (brokers before 2.8) closes the connection: it is advertised but not decoded.
 """
 
 from __future__ import annotations
