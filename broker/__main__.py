@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import NoReturn
 
 import broker._startup  # noqa: F401  (first: see its docstring)
-from broker.config import ConfigError, KafkaConfig, load_config
-from broker.gc_policy import GcPolicy
+from broker.config.kafka_config import ConfigError, KafkaConfig, load_config
 from broker.log.meta_properties import MetaPropertiesError
+from broker.process.gc_policy import GcPolicy
+from broker.process.state_change_log_file import LOG_FORMAT, route_state_change_log
 from broker.security.zk_client_security import ZkClientSecurityError
 from broker.server import KafkaServer
-from broker.state_change_log_file import LOG_FORMAT, route_state_change_log
 from zk.errors import BrokerIdInUseError, ZkError
 
 log = logging.getLogger("broker")

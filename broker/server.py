@@ -15,27 +15,34 @@ import ssl
 import time
 from collections.abc import Awaitable, Callable
 
-from broker.config import TLS_PROTOCOLS, KafkaConfig
-from broker.config_changes import ConfigChangeListener
-from broker.controlled_shutdown import ControlledShutdown, ControlledShutdownConfig
+from broker.cluster.controlled_shutdown import ControlledShutdown, ControlledShutdownConfig
+from broker.cluster.log_dir_failure import LogDirFailureHandler
+from broker.cluster.metadata_cache import MetadataCache
+from broker.config.changes import ConfigChangeListener
+from broker.config.dynamic import DynamicBrokerConfig
+from broker.config.kafka_config import TLS_PROTOCOLS, KafkaConfig
+from broker.config.topic_defaults import default_log_config
+from broker.config.topic_overrides import TopicConfigs
 from broker.coordinator.group.coordinator import GroupCoordinator
 from broker.coordinator.transaction.coordinator import TransactionCoordinator
 from broker.coordinator.transaction.producer_id_manager import ProducerIdManager
-from broker.dynamic_config import DynamicBrokerConfig
 from broker.handlers import build_registry
 from broker.log.cleaner import delete_retained_segments
 from broker.log.compaction import CleanerConfig, LogCleaner
 from broker.log.log import LogConfig
 from broker.log.manager import LogManager
 from broker.log.meta_properties import ensure_meta_properties
-from broker.log_dir_failure import LogDirFailureHandler
-from broker.loop_watchdog import LoopWatchdog
-from broker.metadata_cache import MetadataCache
-from broker.metrics import BrokerCounters, MetricsEndpoint, parse_listener, timed_registry
+from broker.metrics.prometheus import (
+    BrokerCounters,
+    MetricsEndpoint,
+    parse_listener,
+    timed_registry,
+)
 from broker.network import tls
 from broker.network.listener import Listener
 from broker.network.quotas import ConnectionQuotas, parse_per_ip_overrides
 from broker.network.sasl import SASL_PROTOCOLS, SaslClientConfig
+from broker.process.loop_watchdog import LoopWatchdog
 from broker.replication.alter_log_dirs import ReplicaAlterLogDirs
 from broker.replication.fetch_session import FetchSessionCache
 from broker.replication.fetcher import FetcherConfig, ReplicaFetcherManager
@@ -46,8 +53,6 @@ from broker.security.acl import AuthorizerSettings
 from broker.security.authorizer import AclAuthorizer, parse_super_users
 from broker.security.credentials import ScramCredentials
 from broker.security.zk_client_security import zk_client_security
-from broker.topic_config import TopicConfigs
-from broker.topic_defaults import default_log_config
 from controller.config import ControllerConfig
 from controller.controller import Controller
 from zk.client import ZkClient
@@ -77,7 +82,7 @@ class KafkaServer:
         self.inter_broker_ssl = inter_broker_ssl_context(config)
         # ... and authenticates there when it is a SASL listener (None: no SASL).
         self.inter_broker_sasl = sasl_config.inter_broker_client(config)
-        # Counted as the broker works; served by `metrics_endpoint` (broker.metrics).
+        # Counted as the broker works; served by `metrics_endpoint` (broker.metrics.prometheus).
         self.metrics = BrokerCounters()
         self.metrics_endpoint: MetricsEndpoint | None = None
         self.registry = timed_registry(build_registry(), self.metrics)

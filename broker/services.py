@@ -11,17 +11,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
-from broker.metadata_propagation import Peers
+from broker.cluster.metadata_propagation import Peers
 
 if TYPE_CHECKING:
-    from broker.config import KafkaConfig
+    from broker.cluster.metadata_cache import MetadataCache
+    from broker.config.dynamic import DynamicBrokerConfig
+    from broker.config.kafka_config import KafkaConfig
+    from broker.config.topic_overrides import TopicConfigs
     from broker.coordinator.group.coordinator import GroupCoordinator
     from broker.coordinator.transaction.coordinator import TransactionCoordinator
     from broker.coordinator.transaction.producer_id_manager import ProducerIdManager
-    from broker.dynamic_config import DynamicBrokerConfig
     from broker.log.manager import LogManager
-    from broker.metadata_cache import MetadataCache
-    from broker.metrics import BrokerCounters
+    from broker.metrics.prometheus import BrokerCounters
     from broker.network.sasl import ListenerSasl
     from broker.protocol.registry import Registry
     from broker.replication.alter_log_dirs import ReplicaAlterLogDirs
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
     from broker.replication.replica_manager import ReplicaManager
     from broker.security.authorizer import AclAuthorizer
     from broker.security.credentials import ScramCredentials
-    from broker.topic_config import TopicConfigs
     from controller.config import ControllerConfig
     from controller.controller import Controller
     from zk.client import ZkClient

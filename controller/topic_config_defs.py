@@ -4,8 +4,8 @@ supplies the default, allowed values, and whether that broker config is dynamic 
 Everything else about topic configs is derived from `TOPIC_CONFIGS`: the controller's
 validation of CreateTopics and AlterConfigs (controller/topic_configs.py), what a log applies
 (broker/log/config.py: a config whose name with dots as underscores is a `LogConfig` field),
-what DescribeConfigs reports (broker/config_entries.py) and which broker-level defaults can be
-changed dynamically (broker/dynamic_config.py). Values are strings, as on the wire and in
+what DescribeConfigs reports (broker/config/entries.py) and which broker-level defaults can be
+changed dynamically (broker/config/dynamic.py). Values are strings, as on the wire and in
 ZooKeeper; `parse_config_value` reads them as Kafka's ConfigDef does.
 """
 

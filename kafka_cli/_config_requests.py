@@ -14,8 +14,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.config_protocol import ConfigResourceType
-from broker.config_synonym import Synonym
+from broker.config.protocol import ConfigResourceType
+from broker.config.synonym import Synonym
 from broker.network.broker_client import BrokerClient, BrokerClientError
 from broker.protocol.api_keys import ApiKey
 from kafka_cli._cluster_requests import build_request, parse_address

@@ -19,7 +19,7 @@ import argparse
 import asyncio
 import re
 
-from broker.config_protocol import AlterConfigOp, ConfigResourceType, ConfigSource
+from broker.config.protocol import AlterConfigOp, ConfigResourceType, ConfigSource
 from kafka_cli import _scram_users
 from kafka_cli._config_requests import ConfigAdmin, Entry
 from kafka_cli.common import ToolArgumentParser, ToolError, bootstrap_servers, run_tool

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.config.topic_admin import alter_resources, replace_all
 from broker.network.context import RequestContext
 from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
-from broker.topic_config_admin import alter_resources, replace_all
 
 
 async def handle(context: RequestContext, request: Any) -> Any:

@@ -13,7 +13,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.metadata_propagation import wait_for_peers
+from broker.cluster.metadata_propagation import wait_for_peers
 from broker.network.context import RequestContext
 from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey

@@ -12,8 +12,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.config_entries import entry_fields, topic_entries
-from broker.metadata_propagation import wait_for_peers
+from broker.cluster.metadata_propagation import wait_for_peers
+from broker.config.entries import entry_fields, topic_entries
 from broker.network.context import RequestContext
 from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.metadata_cache import MetadataCache
+from broker.cluster.metadata_cache import MetadataCache
 
 
 class CurrentLeaders:

@@ -16,14 +16,14 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.config_entries import (
+from broker.config.entries import (
     ConfigEntry,
     broker_entries,
     cluster_default_entries,
     entry_fields,
     topic_entries,
 )
-from broker.config_protocol import ConfigResourceType
+from broker.config.protocol import ConfigResourceType
 from broker.network.context import RequestContext
 from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey

@@ -16,19 +16,19 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.cluster.metadata_cache import MetadataCache
+from broker.cluster.topic_auto_creation import auto_create_topic
 from broker.handlers.authorization import may_create_topic, may_describe_topic
 from broker.handlers.authorized_operations import (
     OMITTED,
     authorized_operations,
     cluster_authorized_operations,
 )
-from broker.metadata_cache import MetadataCache
 from broker.network.context import RequestContext
 from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
 from broker.security.acl import ResourceType
-from broker.topics import auto_create_topic
 from controller.assignment import validate_topic_name
 from controller.errors import ApiError
 

@@ -24,7 +24,7 @@ from broker.network.connection import Connection
 from broker.network.quotas import ConnectionQuotas
 
 if TYPE_CHECKING:
-    from broker.config import Endpoint, KafkaConfig
+    from broker.config.kafka_config import Endpoint, KafkaConfig
     from broker.services import NetworkServices
 
 log = logging.getLogger(__name__)

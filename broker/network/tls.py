@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from cryptography import x509
 
 if TYPE_CHECKING:
-    from broker.config import KafkaConfig
+    from broker.config.kafka_config import KafkaConfig
 
 log = logging.getLogger(__name__)
 ANONYMOUS = "User:ANONYMOUS"
@@ -37,7 +37,7 @@ _CLIENT_AUTH = {
 }
 _TLS_VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 # Kafka's SslConfigs.RECONFIGURABLE_CONFIGS: the key and trust material, which a listener
-# reloads when they change dynamically (broker.dynamic_config).
+# reloads when they change dynamically (broker.config.dynamic).
 RECONFIGURABLE_CONFIGS = frozenset(
     {
         "ssl.keystore.type",

@@ -22,7 +22,7 @@ from typing import Any, Protocol, TypeVar
 
 from kio.schema.errors import ErrorCode
 
-from broker.java_hash import java_abs, java_string_hash, to_int32
+from broker.cluster.java_hash import java_abs, java_string_hash, to_int32
 from broker.log.errors import RecordError, UnexpectedAppendOffsetError
 from broker.network.broker_client import BrokerClient, BrokerClientError
 from broker.network.sasl import SaslClientConfig

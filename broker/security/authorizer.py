@@ -18,7 +18,7 @@ import functools
 import logging
 from collections.abc import Callable, Iterable
 
-from broker.change_notifications import ChangeNotificationListener
+from broker.cluster.change_notifications import ChangeNotificationListener
 from broker.security.acl import OPERATION_NAMES as _OPERATION_NAMES
 from broker.security.acl import (
     OPERATIONS_BY_NAME,

@@ -25,7 +25,7 @@ from broker.network.sasl import (
 from broker.security import jaas, scram
 
 if TYPE_CHECKING:
-    from broker.config import KafkaConfig
+    from broker.config.kafka_config import KafkaConfig
 
 log = logging.getLogger(__name__)
 _USER_PREFIX = "user_"

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from broker.config import build_config, read_properties
+from broker.config.kafka_config import build_config, read_properties
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from broker.cluster.java_hash import key_partition
 from broker.coordinator.record_io import RecordFormatError, RecordReader, RecordWriter
-from broker.java_hash import key_partition
 
 OFFSET_COMMIT_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2

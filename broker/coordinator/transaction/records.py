@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from broker.cluster.java_hash import key_partition
 from broker.coordinator.record_io import RecordFormatError, RecordReader, RecordWriter
 from broker.coordinator.transaction.state import TxnState
-from broker.java_hash import key_partition
 
 KEY_VERSION = 0
 VALUE_VERSION = 0

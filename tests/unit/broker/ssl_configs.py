@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from broker.config import KafkaConfig, build_config
+from broker.config.kafka_config import KafkaConfig, build_config
 from scripts._cluster import tls_material
 
 BASE = {"broker.id": "1", "zookeeper.connect": "127.0.0.1:2181"}

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
-from broker.change_notifications import NOTIFICATION_EXPIRY_MS
+from broker.cluster.change_notifications import NOTIFICATION_EXPIRY_MS
 from broker.security.acl import (
     AccessControlEntry,
     AclBinding,

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.config import ConfigError, build_config, load_config, read_properties
+from broker.config.kafka_config import ConfigError, build_config, load_config, read_properties
 
 BASE = {"broker.id": "1", "zookeeper.connect": "127.0.0.1:2181"}
 

@@ -4,8 +4,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from broker.change_notifications import NOTIFICATION_EXPIRY_MS
-from broker.config_changes import ConfigChangeListener
+from broker.cluster.change_notifications import NOTIFICATION_EXPIRY_MS
+from broker.config.changes import ConfigChangeListener
 from zk.errors import ConnectionLossError
 
 

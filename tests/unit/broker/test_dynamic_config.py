@@ -2,8 +2,13 @@ from pathlib import Path
 
 import pytest
 
-from broker.config import ConfigError, build_config
-from broker.config_entries import (
+from broker.config.dynamic import (
+    DynamicOverrides,
+    check_passwords,
+    check_update,
+    effective_config,
+)
+from broker.config.entries import (
     DEFAULT_CONFIG_SOURCE,
     DYNAMIC_BROKER_CONFIG_SOURCE,
     DYNAMIC_DEFAULT_BROKER_CONFIG_SOURCE,
@@ -12,12 +17,7 @@ from broker.config_entries import (
     cluster_default_entries,
     topic_entries,
 )
-from broker.dynamic_config import (
-    DynamicOverrides,
-    check_passwords,
-    check_update,
-    effective_config,
-)
+from broker.config.kafka_config import ConfigError, build_config
 from scripts._cluster import tls_material
 from tests.unit.broker.ssl_configs import ssl_config
 

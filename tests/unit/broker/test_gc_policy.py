@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from broker.gc_policy import OLDEST_GENERATION, GcPolicy
+from broker.process.gc_policy import OLDEST_GENERATION, GcPolicy
 
 CHECK_S = 0.01
 

@@ -11,10 +11,10 @@ from typing import Any, cast
 
 from kio.schema.errors import ErrorCode
 
+from broker.cluster.log_dir_failure import LogDirFailureHandler
 from broker.log.config import LogConfig
 from broker.log.manager import LogManager
 from broker.log.record_codec import SimpleRecord, build_batch
-from broker.log_dir_failure import LogDirFailureHandler
 from broker.replication.alter_log_dirs import ReplicaAlterLogDirs
 from broker.replication.replica_manager import ReplicaManager
 from tests.unit.replication.hosting import prepare_now

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import pytest
 
-from broker.loop_watchdog import LoopWatchdog, Stall, ThreadClock
+from broker.process.loop_watchdog import LoopWatchdog, Stall, ThreadClock
 
 BLOCK_S = 0.3
 
@@ -39,7 +39,7 @@ def test_a_blocking_call_on_the_loop_is_measured_and_logged(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     watchdog = LoopWatchdog(interval_ms=10, stall_log_ms=100)
-    with caplog.at_level(logging.WARNING, logger="broker.loop_watchdog"):
+    with caplog.at_level(logging.WARNING, logger="broker.process.loop_watchdog"):
         asyncio.run(_hold_loop_under_watchdog(watchdog, _sleep(BLOCK_S)))
     longest = watchdog.take_longest_stall_ms()
     assert longest >= BLOCK_S * 1000 - 20
@@ -49,7 +49,7 @@ def test_a_blocking_call_on_the_loop_is_measured_and_logged(
 
 def test_stalls_under_the_bound_are_kept_but_not_logged(caplog: pytest.LogCaptureFixture) -> None:
     watchdog = LoopWatchdog(interval_ms=10, stall_log_ms=100)
-    with caplog.at_level(logging.WARNING, logger="broker.loop_watchdog"):
+    with caplog.at_level(logging.WARNING, logger="broker.process.loop_watchdog"):
         watchdog.record(Stall(stall_ms=40.0, window_ms=50.0, ran_ms=40.0, queued_ms=0.0))
     assert watchdog.longest_stall_ms == 40.0
     assert not caplog.records
@@ -66,7 +66,7 @@ def test_a_stall_spent_blocked_shows_the_loop_thread_did_not_run(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     watchdog = LoopWatchdog(interval_ms=10, stall_log_ms=100)
-    with caplog.at_level(logging.WARNING, logger="broker.loop_watchdog"):
+    with caplog.at_level(logging.WARNING, logger="broker.process.loop_watchdog"):
         asyncio.run(_hold_loop_under_watchdog(watchdog, _sleep(BLOCK_S)))  # no CPU
     line = _longest_stall_line(caplog)
     ran_ms = int(line.split("its thread ran ")[1].split(" ms")[0])
@@ -83,7 +83,7 @@ def test_a_stall_spent_computing_shows_the_loop_thread_ran(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     watchdog = LoopWatchdog(interval_ms=10, stall_log_ms=100)
-    with caplog.at_level(logging.WARNING, logger="broker.loop_watchdog"):
+    with caplog.at_level(logging.WARNING, logger="broker.process.loop_watchdog"):
         asyncio.run(_hold_loop_under_watchdog(watchdog, functools.partial(_spin, BLOCK_S)))
     line = _longest_stall_line(caplog)
     ran_ms = int(line.split("its thread ran ")[1].split(" ms")[0])
@@ -126,7 +126,7 @@ def test_a_long_stall_logs_the_stack_that_holds_the_loop(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     watchdog = LoopWatchdog(interval_ms=10, stall_log_ms=100, stack_log_ms=100)
-    with caplog.at_level(logging.WARNING, logger="broker.loop_watchdog"):
+    with caplog.at_level(logging.WARNING, logger="broker.process.loop_watchdog"):
         asyncio.run(
             _hold_loop_under_watchdog(
                 watchdog, functools.partial(_blocking_function_under_test, 0.5)
@@ -141,7 +141,7 @@ def test_no_stack_is_logged_when_the_loop_keeps_running(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     watchdog = LoopWatchdog(interval_ms=10, stall_log_ms=100, stack_log_ms=100)
-    with caplog.at_level(logging.WARNING, logger="broker.loop_watchdog"):
+    with caplog.at_level(logging.WARNING, logger="broker.process.loop_watchdog"):
         asyncio.run(_hold_loop_under_watchdog(watchdog, None))
     assert not [r for r in caplog.records if "so far, in:" in r.message]
 
@@ -177,7 +177,7 @@ def test_a_long_garbage_collection_is_logged_with_its_generation(
         gc.collect()
         await watchdog.stop()
 
-    with caplog.at_level(logging.WARNING, logger="broker.loop_watchdog"):
+    with caplog.at_level(logging.WARNING, logger="broker.process.loop_watchdog"):
         asyncio.run(collect())
     assert watchdog.longest_gc_ms >= 1
     assert any(

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
+from broker.cluster.metadata_cache import ROWS_PER_SLICE_CHECK, MetadataCache
 from broker.handlers.metadata import _listed_topics
-from broker.metadata_cache import ROWS_PER_SLICE_CHECK, MetadataCache
 from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.metadata_encoding import PartitionEncodings

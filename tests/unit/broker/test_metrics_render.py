@@ -12,8 +12,14 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from broker.metrics import BrokerCounters, PartitionSample, Snapshot, render, timed_registry
-from broker.metrics_sources import CoordinatorCounts, FetcherLag, LoopIdle, LoopIdleMeter
+from broker.metrics.prometheus import (
+    BrokerCounters,
+    PartitionSample,
+    Snapshot,
+    render,
+    timed_registry,
+)
+from broker.metrics.sources import CoordinatorCounts, FetcherLag, LoopIdle, LoopIdleMeter
 from controller.stats import ControllerStats
 
 

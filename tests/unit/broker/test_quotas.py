@@ -1,6 +1,6 @@
 import pytest
 
-from broker.config import ConfigError, build_config
+from broker.config.kafka_config import ConfigError, build_config
 from broker.network.quotas import ConnectionQuotas, parse_per_ip_overrides
 
 

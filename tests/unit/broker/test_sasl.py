@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from kio.schema.errors import ErrorCode
 
-from broker.config import ConfigError, build_config
+from broker.config.kafka_config import ConfigError, build_config
 from broker.network.sasl import (
     ListenerSasl,
     SaslAuthenticationError,

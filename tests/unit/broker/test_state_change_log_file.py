@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from broker.state_change_log_file import LOG_FORMAT, BurstFileHandler, BurstListener
+from broker.process.state_change_log_file import LOG_FORMAT, BurstFileHandler, BurstListener
 
 WAIT_S = 10.0
 

@@ -10,8 +10,8 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from broker.config import ConfigError, build_config
-from broker.config_entries import broker_entries, entry_fields
+from broker.config.entries import broker_entries, entry_fields
+from broker.config.kafka_config import ConfigError, build_config
 from broker.network import tls
 from scripts._cluster import tls_material
 from tests.unit.broker.ssl_configs import BASE, ssl_config

@@ -2,8 +2,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from broker.config import build_config
-from broker.config_entries import (
+from broker.config.dynamic import DynamicOverrides
+from broker.config.entries import (
     DEFAULT_CONFIG_SOURCE,
     DYNAMIC_BROKER_CONFIG_SOURCE,
     STATIC_BROKER_CONFIG_SOURCE,
@@ -12,9 +12,9 @@ from broker.config_entries import (
     java_double_text,
     topic_entries,
 )
-from broker.config_protocol import AlterConfigOp
-from broker.dynamic_config import DynamicOverrides
-from broker.topic_config_admin import apply_operations
+from broker.config.kafka_config import build_config
+from broker.config.protocol import AlterConfigOp
+from broker.config.topic_admin import apply_operations
 from controller.errors import ApiError
 from controller.topic_configs import TOPIC_CONFIGS
 

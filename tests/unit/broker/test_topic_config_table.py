@@ -9,12 +9,12 @@ import dataclasses
 
 import pytest
 
-from broker.config import CONFIG_DEFS, LONG_MAX, build_config
-from broker.config_entries import DEFAULT_CONFIG_SOURCE, topic_entries
-from broker.dynamic_config import DYNAMIC_CONFIGS, LISTENER_SECURITY_CONFIGS, PER_BROKER_CONFIGS
+from broker.config.dynamic import DYNAMIC_CONFIGS, LISTENER_SECURITY_CONFIGS, PER_BROKER_CONFIGS
+from broker.config.entries import DEFAULT_CONFIG_SOURCE, topic_entries
+from broker.config.kafka_config import CONFIG_DEFS, LONG_MAX, build_config
+from broker.config.topic_defaults import default_log_config
 from broker.log.config import TOPIC_CONFIG_FIELDS, LogConfig, log_value
 from broker.network.tls import RECONFIGURABLE_CONFIGS
-from broker.topic_defaults import default_log_config
 from controller.errors import INVALID_CONFIG, ApiError
 from controller.topic_config_defs import TOPIC_CONFIGS, ConfigType, parse_config_value
 from controller.topic_configs import validate_topic_config
@@ -67,7 +67,7 @@ DYNAMIC = {
     "log.preallocate",
     "log.roll.jitter.ms",
     "advertised.listeners",
-    # The listeners' SSL and SASL keys (Kafka 3.9's two lists, see broker.dynamic_config).
+    # The listeners' SSL and SASL keys (Kafka 3.9's two lists, see broker.config.dynamic).
     *LISTENER_SECURITY_CONFIGS,
     *RECONFIGURABLE_CONFIGS,
 }

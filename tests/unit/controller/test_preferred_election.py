@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from broker.config import ConfigError, build_config
+from broker.config.kafka_config import ConfigError, build_config
 from controller import controller as controller_module
 from controller.auto_rebalance import partitions_to_rebalance
 from controller.config import ControllerConfig

@@ -4,6 +4,7 @@ import struct
 
 import pytest
 
+from broker.cluster.java_hash import java_string_hash
 from broker.coordinator.group.records import (
     GroupKey,
     GroupValue,
@@ -20,7 +21,6 @@ from broker.coordinator.group.records import (
     partition_for,
 )
 from broker.coordinator.record_io import RecordFormatError
-from broker.java_hash import java_string_hash
 
 
 def test_offset_key_is_version_1_group_topic_partition() -> None:

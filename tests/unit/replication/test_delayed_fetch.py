@@ -19,7 +19,7 @@ from broker.handlers import fetch
 from broker.log.config import LogConfig
 from broker.log.manager import LogManager
 from broker.log.record_codec import SimpleRecord, build_batch
-from broker.metrics import BrokerCounters
+from broker.metrics.prometheus import BrokerCounters
 from broker.network.context import RequestContext
 from broker.protocol.header import RequestHeader
 from broker.replication.delayed_fetch import DelayedFetch, FetchRequestPosition

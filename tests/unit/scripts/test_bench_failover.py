@@ -23,11 +23,12 @@ def test_only_stalls_inside_the_window_count(tmp_path: Path) -> None:
     start = 1_800_000_000.0
     (tmp_path / "broker-1").mkdir()
     (tmp_path / "broker-1" / "broker.log").write_text(
-        f"[{_at(start - 5)}] WARNING event loop stalled for 900 ms (broker.loop_watchdog)\n"
-        f"[{_at(start + 1)}] WARNING event loop stalled for 130 ms (broker.loop_watchdog)\n"
-        f"[{_at(start + 2)}] WARNING event loop stalled for 250 ms (broker.loop_watchdog)\n"
+        f"[{_at(start - 5)}] WARNING event loop stalled for 900 ms (broker.process.loop_watchdog)\n"
+        f"[{_at(start + 1)}] WARNING event loop stalled for 130 ms (broker.process.loop_watchdog)\n"
+        f"[{_at(start + 2)}] WARNING event loop stalled for 250 ms (broker.process.loop_watchdog)\n"
         f"[{_at(start + 3)}] INFO something else (broker.server)\n"
-        f"[{_at(start + 20)}] WARNING event loop stalled for 700 ms (broker.loop_watchdog)\n"
+        f"[{_at(start + 20)}] WARNING event loop stalled for 700 ms"
+        " (broker.process.loop_watchdog)\n"
     )
     (tmp_path / "broker-2").mkdir()
     (tmp_path / "broker-2" / "broker.log").write_text(f"[{_at(start + 1)}] INFO quiet (x)\n")
@@ -42,9 +43,9 @@ def test_a_stall_line_gives_its_thread_time_and_cpu_wait(tmp_path: Path) -> None
     prefix = "WARNING event loop stalled for"
     (tmp_path / "broker-1" / "broker.log").write_text(
         f"[{_at(start + 1)}] {prefix} 230 ms (in the 250 ms since it last slept, its thread"
-        " ran 40 ms and waited 190 ms for a CPU) (broker.loop_watchdog)\n"
+        " ran 40 ms and waited 190 ms for a CPU) (broker.process.loop_watchdog)\n"
         f"[{_at(start + 2)}] {prefix} 120 ms (in the 140 ms since it last slept, its thread"
-        " ran 95 ms and waited 10 ms for a CPU) (broker.loop_watchdog)\n"
+        " ran 95 ms and waited 10 ms for a CPU) (broker.process.loop_watchdog)\n"
     )
     [(broker, stalls)] = logged_stalls(tmp_path, [1], start, start + 10).items()
     assert broker == 1

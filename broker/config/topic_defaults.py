@@ -2,14 +2,14 @@
 config table names as its server default, as this broker runs with it.
 
 Logs start from `default_log_config` and DescribeConfigs reports the same values
-(broker/config_entries.py), so what is described is what logs apply.
+(broker/config/entries.py), so what is described is what logs apply.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from broker.config import KafkaConfig
+from broker.config.kafka_config import KafkaConfig
 from broker.log.config import TOPIC_CONFIG_FIELDS, LogConfig
 from controller.topic_config_defs import TOPIC_CONFIGS
 

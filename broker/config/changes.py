@@ -5,7 +5,7 @@ when it names `brokers/<id>` or `brokers/<default>`, the dynamic broker configs;
 Tools write the new config to /config/topics/<t> and then a sequential
 `/config/changes/config_change_<n>` naming `topics/<t>` (as Kafka's AdminZkClient does).
 Following the notifications (each once, in order, retried on failure, expired ones purged)
-is `broker.change_notifications`' job.
+is `broker.cluster.change_notifications`' job.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from broker.change_notifications import ChangeNotificationListener
+from broker.cluster.change_notifications import ChangeNotificationListener
 from zk.client import ZkClient
 from zk.znodes import (
     ConfigEntityChangeNotificationSequenceZNode,

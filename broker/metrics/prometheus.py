@@ -22,7 +22,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.samples import Sample
 
 from broker.handlers.fetch import replica_id_of
-from broker.metrics_sources import (
+from broker.metrics.sources import (
     CoordinatorCounts,
     FetcherLag,
     LoopIdle,

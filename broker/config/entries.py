@@ -18,11 +18,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from broker.config import CONFIG_DEFS, KafkaConfig
-from broker.config_protocol import ConfigSource
-from broker.config_synonym import Synonym
-from broker.dynamic_config import DYNAMIC_CONFIGS, DynamicOverrides
-from broker.topic_defaults import broker_default
+from broker.config.dynamic import DYNAMIC_CONFIGS, DynamicOverrides
+from broker.config.kafka_config import CONFIG_DEFS, KafkaConfig
+from broker.config.protocol import ConfigSource
+from broker.config.synonym import Synonym
+from broker.config.topic_defaults import broker_default
 from controller.topic_config_defs import TOPIC_CONFIGS
 
 TOPIC_CONFIG_SOURCE = ConfigSource.DYNAMIC_TOPIC_CONFIG

@@ -93,8 +93,8 @@ _DEFS: list[ConfigDef] = [
         "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT",
     ),
     ConfigDef("inter.broker.listener.name", _str, None),
-    # host:port of the Prometheus endpoint (broker.metrics); unset: none. Not a Kafka key:
-    # Kafka exposes JMX (DEVIATIONS.md, "Metrics").
+    # host:port of the Prometheus endpoint (broker.metrics.prometheus); unset: none. Not a
+    # Kafka key: Kafka exposes JMX (DEVIATIONS.md, "Metrics").
     ConfigDef("metrics.prometheus.listener", _str, None),
     ConfigDef("security.inter.broker.protocol", _str, "PLAINTEXT"),
     # TLS (broker.network.tls). Each may also be set per listener as

@@ -1,6 +1,6 @@
 """What the newer gauges read when Prometheus scrapes: the event loop's idle time, the replica
 fetchers' lag, the group and transaction coordinators, the request "queue". Nothing here runs
-on the hot path; `broker.metrics` copies these on the event loop and renders them.
+on the hot path; `broker.metrics.prometheus` copies these on the event loop and renders them.
 
 One asyncio event loop does the work Kafka splits between network processor threads and
 request handler threads, so both of Kafka's idle ratios read the same thing here: the share of
@@ -211,8 +211,8 @@ def float_text(value: int) -> str:
 
 
 def fetcher_lag_lines(lags: list[FetcherLag]) -> Iterator[str]:
-    """Written as text directly (see `broker.metrics.render`). Topic names and fetcher names
-    hold only characters that need no escaping in a label value."""
+    """Written as text directly (see `broker.metrics.prometheus.render`). Topic names and fetcher
+    names hold only characters that need no escaping in a label value."""
     name = "kafka_server_fetcherlagmetrics_consumerlag"
     yield from gauge_header(
         name, "The leader's high watermark less this follower's next fetch offset"

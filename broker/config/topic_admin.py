@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.config_protocol import AlterConfigOp, ConfigResourceType
-from broker.dynamic_config import alter_broker_config
+from broker.config.dynamic import alter_broker_config
+from broker.config.protocol import AlterConfigOp, ConfigResourceType
 from controller.errors import INVALID_CONFIG, INVALID_REQUEST, ApiError
 from controller.topic_config_defs import TOPIC_CONFIGS, ConfigType
 from controller.topic_configs import validate_topic_configs

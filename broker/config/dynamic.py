@@ -29,7 +29,13 @@ from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
 
-from broker.config import CONFIG_DEFS, TLS_PROTOCOLS, ConfigError, KafkaConfig, build_config
+from broker.config.kafka_config import (
+    CONFIG_DEFS,
+    TLS_PROTOCOLS,
+    ConfigError,
+    KafkaConfig,
+    build_config,
+)
 from broker.network import tls
 from controller.topic_config_defs import DYNAMIC_SERVER_DEFAULTS
 from zk.client import ZkClient
