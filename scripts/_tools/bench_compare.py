@@ -1,20 +1,18 @@
 """`scripts/bench --compare`: the same workload on our brokers and on Apache Kafka 3.9.
 
 Each implementation gets a fresh 3-broker cluster of its own (`scripts/cluster up --impl ...`
-on free ports, `min.insync.replicas=2`), started only after the previous one is down, so the
-two never share the machine's CPUs. Every case runs on a new topic, after one unmeasured
-warm-up case (a JVM compiles its hot paths in the first seconds of load; a long-running broker
-is past that). Prints one JSON object with
-every figure, then a table: each figure for ours and for Kafka, and ours / Kafka.
+on ports reserved machine-wide, `min.insync.replicas=2`), started only after the previous one
+is down, so the two never share the machine's CPUs. Every case runs on a new topic, after one
+unmeasured warm-up case (a JVM compiles its hot paths in the first seconds of load; a
+long-running broker is past that). Prints one JSON object with every figure, then a table:
+each figure for ours and for Kafka, and ours / Kafka.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import random
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -22,15 +20,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from _cluster.ports import reserve_cluster_ports
+
 from .bench import run_case
 from .bench_meter import PhaseMeter
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER_SCRIPT = ROOT / "scripts" / "cluster"
 LAUNCHER_TIMEOUT_S = 300.0
-BROKER_PORT_RANGE = (10000, 19000)
-ZOOKEEPER_PORT_RANGE = (20000, 29000)
-PORT_PICK_ATTEMPTS = 200
 BROKER_COUNT = 3
 # (label, acks, replication factor, record bytes)
 CASES = (
@@ -50,23 +47,6 @@ TABLE_FIGURES = (
     ("consume", "broker_cpu_s_per_gb"),
     ("consume", "broker_peak_rss_mb"),
 )
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def _free_base(port_range: tuple[int, int], count: int) -> int:
-    for _ in range(PORT_PICK_ATTEMPTS):
-        base = random.randrange(*port_range)
-        if all(_port_free(base + offset) for offset in range(count)):
-            return base
-    raise SystemExit(f"scripts/bench: no free ports in {port_range}")
 
 
 def launcher(*args: str) -> str:
@@ -100,8 +80,8 @@ def running_cluster(
     work = Path(tempfile.mkdtemp(prefix=f"bench-{impl}-"))
     directory = work / "cluster"
     up = ["up", "--dir", str(directory), "--impl", impl, "--brokers", str(BROKER_COUNT)]
-    up += ["--port-base", str(_free_base(BROKER_PORT_RANGE, BROKER_COUNT))]
-    up += ["--zk-port-base", str(_free_base(ZOOKEEPER_PORT_RANGE, 1))]
+    ports = reserve_cluster_ports(BROKER_COUNT, 1)
+    up += ["--port-base", str(ports.port_base), "--zk-port-base", str(ports.zk_port_base)]
     for key, value in {"min.insync.replicas": "2", **(settings or {})}.items():
         up += ["--set", f"{key}={value}"]
     try:
@@ -111,6 +91,7 @@ def running_cluster(
     finally:
         if directory.exists():
             launcher("down", "--dir", str(directory), "--wipe")
+        ports.release()
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -49,9 +49,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -60,6 +58,8 @@ import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from _cluster.ports import NoFreePorts, reserve_cluster_ports
 
 from . import client_suites_rdkafka as rdkafka
 from . import client_suites_sasl as sasl
@@ -89,10 +89,6 @@ FIXTURE_OVERRIDES = {
     "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
     "allow.everyone.if.no.acl.found": "true",
 }
-# Same ranges as the integration tests: below Linux's ephemeral ports (32768+).
-BROKER_PORT_RANGE = (10000, 19000)
-ZOOKEEPER_PORT_RANGE = (20000, 29000)
-PORT_PICK_ATTEMPTS = 200
 LAUNCHER_TIMEOUT_S = 180.0
 DEFAULT_TEST_TIMEOUT_S = 120
 # Per librdkafka test number: 0103 alone runs a dozen transactional sub-tests.
@@ -253,8 +249,12 @@ def _run_with_cluster(
 ) -> int:
     work_dir = Path(tempfile.mkdtemp(prefix="client-suites-"))
     directory = options.dir or work_dir / "cluster"
-    port_base = _pick_base(BROKER_PORT_RANGE, options.brokers)
-    zk_port_base = _pick_base(ZOOKEEPER_PORT_RANGE, 1)
+    try:
+        # Held until this process exits: a cluster left running (--keep-cluster) keeps them.
+        ports = reserve_cluster_ports(options.brokers, 1)
+    except NoFreePorts as error:
+        raise RunError(str(error)) from None
+    port_base, zk_port_base = ports.port_base, ports.zk_port_base
     up = ["up", "--dir", str(directory), "--brokers", str(options.brokers)]
     up += ["--port-base", str(port_base), "--zk-port-base", str(zk_port_base)]
     up += ["--impl", options.impl, "--security", security]
@@ -274,24 +274,6 @@ def _run_with_cluster(
     _print_report(outcomes)
     failed = any(outcome.status in ("FAILED", "ERROR") for outcome in outcomes)
     return EXIT_FAILURES if failed else 0
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def _pick_base(port_range: tuple[int, int], port_count: int) -> int:
-    """A random base with `port_count` free ports from it on."""
-    for _ in range(PORT_PICK_ATTEMPTS):
-        base = random.randrange(*port_range)
-        if all(_port_free(base + offset) for offset in range(port_count)):
-            return base
-    raise RunError(f"no free ports in {port_range}")
 
 
 def _launcher(*args: str) -> str:

@@ -2,7 +2,8 @@
 
 Tests never import the launcher; they run it as a subprocess, exactly as a person would.
 
-- `cluster` (module scope): 3 brokers, 1 ZooKeeper server, on free ports.
+- `cluster` (module scope): 3 brokers, 1 ZooKeeper server, on ports reserved machine-wide
+  (scripts/_cluster/ports.py), so no other worker or session can take them.
 - `make_cluster(**options)`: a factory for tests that need their own cluster (destructive
   tests, other sizes). Options are `up` flags: brokers=1, zookeepers=3,
   overrides={"min.insync.replicas": "2"}.
@@ -17,9 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import random
 import re
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,16 +31,10 @@ from typing import Any
 import pytest
 from kazoo.client import KazooClient
 
+from scripts._cluster.ports import ClusterPorts, reserve_cluster_ports
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CLUSTER_SCRIPT = REPO_ROOT / "scripts" / "cluster"
-# Above the well-known ports, below Linux's ephemeral range (32768+) so that outgoing
-# connections cannot take them; ZooKeeper also uses Z+1000.. and Z+2000.. for quorum traffic.
-BROKER_PORT_RANGE = (10000, 19000)
-ZOOKEEPER_PORT_RANGE = (20000, 29000)
-QUORUM_PORT_OFFSET = 1000
-METRICS_PORT_OFFSET = 100  # scripts/_cluster/layout.py: each broker's metrics endpoint
-ELECTION_PORT_OFFSET = 2000
-PORT_PICK_ATTEMPTS = 200
 UP_TIMEOUT_S = 120.0
 COMMAND_TIMEOUT_S = 120.0
 LOG_TAIL_LINES = 40
@@ -60,35 +53,17 @@ def wait_until(
         time.sleep(0.1)
 
 
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def _pick_base(port_range: tuple[int, int], offsets: list[int]) -> int:
-    """A random base whose `base + offset` ports are all free right now. Random bases keep
-    parallel test runs on one machine from choosing the same ports."""
-    for _ in range(PORT_PICK_ATTEMPTS):
-        base = random.randrange(*port_range)
-        if all(_port_free(base + offset) for offset in offsets):
-            return base
-    raise RuntimeError(f"no free ports in {port_range} for offsets {offsets}")
+# Ports held for the life of the worker by callers of `pick_port_bases`, which returns bare
+# numbers (a reservation dropped at once would free its ports at once).
+_HELD_FOR_THE_SESSION: list[ClusterPorts] = []
 
 
 def pick_port_bases(broker_count: int, zookeeper_count: int) -> tuple[int, int]:
-    broker_offsets = list(range(broker_count))
-    broker_offsets += [METRICS_PORT_OFFSET + n for n in range(broker_count)]
-    zookeeper_offsets = list(range(zookeeper_count))
-    if zookeeper_count > 1:
-        zookeeper_offsets += [QUORUM_PORT_OFFSET + n for n in range(zookeeper_count)]
-        zookeeper_offsets += [ELECTION_PORT_OFFSET + n for n in range(zookeeper_count)]
-    return _pick_base(BROKER_PORT_RANGE, broker_offsets), _pick_base(
-        ZOOKEEPER_PORT_RANGE, zookeeper_offsets
-    )
+    """Port bases for a cluster started by hand, reserved until this worker exits. Prefer
+    `reserve_cluster_ports` (released when done) or `start_cluster`."""
+    ports = reserve_cluster_ports(broker_count, zookeeper_count)
+    _HELD_FOR_THE_SESSION.append(ports)
+    return ports.port_base, ports.zk_port_base
 
 
 def run_cluster_command(
@@ -178,6 +153,8 @@ class ClusterHandle:
     zk_port_base: int
     up_stdout: str = ""
     stopped: bool = field(default=False)
+    # Every port of the cluster, reserved machine-wide until it is wiped (see ports.py).
+    ports: ClusterPorts | None = None
 
     @property
     def broker_ids(self) -> list[int]:
@@ -222,7 +199,13 @@ class ClusterHandle:
     def down(self, wipe: bool = True) -> subprocess.CompletedProcess[str]:
         result = self.run("down", *(["--wipe"] if wipe else []), check=False)
         self.stopped = wipe and result.returncode == 0
+        if self.stopped:
+            self.release_ports()
         return result
+
+    def release_ports(self) -> None:
+        if self.ports is not None:
+            self.ports.release()
 
     def broker_log(self, broker_id: int) -> Path:
         return self.dir / f"broker-{broker_id}" / "broker.log"
@@ -252,8 +235,9 @@ def start_cluster(
     """`scripts/cluster up` on free ports; fails the test (with logs) if it does not come up.
     `impl="kafka"` starts Apache Kafka 3.9 (`make reference`) instead of our brokers;
     `security="ssl"` makes every listener TLS (`up --security`)."""
-    port_base, zk_port_base = pick_port_bases(brokers, zookeepers)
-    handle = ClusterHandle(directory, brokers, zookeepers, port_base, zk_port_base)
+    ports = reserve_cluster_ports(brokers, zookeepers)
+    port_base, zk_port_base = ports.port_base, ports.zk_port_base
+    handle = ClusterHandle(directory, brokers, zookeepers, port_base, zk_port_base, ports=ports)
     args = ["up", "--dir", str(directory), "--brokers", str(brokers)]
     args += ["--zookeepers", str(zookeepers), "--port-base", str(port_base)]
     args += ["--zk-port-base", str(zk_port_base), "--impl", impl, "--security", security]
@@ -263,6 +247,7 @@ def start_cluster(
     if result.returncode != 0:
         details = handle.log_tails()
         handle.down()
+        handle.release_ports()
         pytest.fail(
             f"scripts/cluster up exited {result.returncode}\nstderr:\n{result.stderr}\n{details}"
         )
@@ -296,6 +281,7 @@ class ClusterFactory:
         for handle in self.handles:
             if handle.dir.exists():
                 handle.down()
+            handle.release_ports()
         _remove_if_empty(self.base_dir)
 
 
@@ -318,6 +304,7 @@ def cluster() -> Iterator[ClusterHandle]:
         yield handle
     finally:
         handle.down()
+        handle.release_ports()
         _remove_if_empty(directory.parent)
 
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from scripts._cluster.ports import reserve_port
 from tests.integration.conftest import ClusterHandle, wait_until
 
 START_TIMEOUT_S = 60
@@ -57,9 +58,9 @@ def test_second_broker_with_a_registered_id_refuses_to_start(
     cluster: ClusterHandle, tmp_path: Path
 ) -> None:
     taken_id = cluster.broker_ids[0]
-    free_port = cluster.broker_port(cluster.broker_count + 5)
-    properties = _properties(tmp_path, cluster.zk_connect, taken_id, free_port)
-    result = _run_broker(properties)
+    with reserve_port() as free_port:
+        properties = _properties(tmp_path, cluster.zk_connect, taken_id, free_port.base)
+        result = _run_broker(properties)
     assert result.returncode == 1
     assert f"broker {taken_id} failed to start" in result.stderr
     assert "registered by another ZooKeeper session" in result.stderr
@@ -71,9 +72,9 @@ def test_log_dir_of_another_broker_is_refused(cluster: ClusterHandle, tmp_path: 
     data.mkdir()
     other = cluster.dir / f"broker-{cluster.broker_ids[0]}" / "data" / "meta.properties"
     (data / "meta.properties").write_text(other.read_text())
-    free_port = cluster.broker_port(cluster.broker_count + 6)
-    properties = _properties(tmp_path, cluster.zk_connect, 77, free_port)
-    result = _run_broker(properties)
+    with reserve_port() as free_port:
+        properties = _properties(tmp_path, cluster.zk_connect, 77, free_port.base)
+        result = _run_broker(properties)
     assert result.returncode == 1
     assert "broker 77 failed to start" in result.stderr
     assert "broker.id" in result.stderr

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
-from tests.integration.conftest import ClusterHandle, pick_port_bases, run_cluster_command
+from scripts._cluster.ports import reserve_cluster_ports
+from tests.integration.conftest import ClusterHandle, run_cluster_command
 
 CHROOT = "/kafka/cluster-a"
 
@@ -16,9 +17,10 @@ CHROOT = "/kafka/cluster-a"
 def test_cluster_under_a_chroot(tmp_path: Path) -> None:
     from confluent_kafka import Consumer, Producer, TopicPartition
 
-    port_base, zk_port_base = pick_port_bases(2, 1)
+    ports = reserve_cluster_ports(2, 1)
+    port_base, zk_port_base = ports.port_base, ports.zk_port_base
     directory = tmp_path / "cluster"
-    handle = ClusterHandle(directory, 2, 1, port_base, zk_port_base)
+    handle = ClusterHandle(directory, 2, 1, port_base, zk_port_base, ports=ports)
     connect = f"127.0.0.1:{zk_port_base}{CHROOT}"
     result = run_cluster_command(
         "up", "--dir", str(directory), "--brokers", "2", "--port-base", str(port_base),
@@ -47,3 +49,4 @@ def test_cluster_under_a_chroot(tmp_path: Path) -> None:
             zk.stop()
     finally:
         handle.down()
+        handle.release_ports()

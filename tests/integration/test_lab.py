@@ -16,7 +16,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -32,6 +31,7 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
+from scripts._cluster.ports import PortReservation, reserve_port
 from tests.integration.conftest import (
     REPO_ROOT,
     ClusterFactory,
@@ -75,13 +75,7 @@ class Lab:
     url: str
     process: subprocess.Popen[bytes]
     log_path: Path
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
+    port: PortReservation
 
 
 def _get(url: str) -> int:
@@ -109,7 +103,8 @@ def _post(url: str, body: dict[str, Any], headers: dict[str, str] | None = None)
 
 
 def _start_lab(cluster: ClusterHandle, log_dir: Path, allow_actions: bool) -> Lab:
-    port = _free_port()
+    reservation = reserve_port()
+    port = reservation.base
     log_path = log_dir / f"lab-{port}.log"
     arguments = [sys.executable, str(LAB_SCRIPT), "--dir", str(cluster.dir), "--port", str(port)]
     if allow_actions:
@@ -118,7 +113,7 @@ def _start_lab(cluster: ClusterHandle, log_dir: Path, allow_actions: bool) -> La
         process = subprocess.Popen(
             arguments, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
         )
-    lab = Lab(f"http://127.0.0.1:{port}", process, log_path)
+    lab = Lab(f"http://127.0.0.1:{port}", process, log_path, reservation)
     wait_until(
         lambda: process.poll() is not None or _get(f"{lab.url}/api/state") == 200,
         LAB_START_TIMEOUT_S,
@@ -136,6 +131,7 @@ def _stop_lab(lab: Lab) -> None:
     except subprocess.TimeoutExpired:
         lab.process.kill()
         lab.process.wait(timeout=10)
+    lab.port.release()
 
 
 def _create_topic(cluster: ClusterHandle) -> None:

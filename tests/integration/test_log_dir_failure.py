@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,7 @@ from kafka.admin import NewTopic
 from kazoo.client import KazooClient
 
 from broker.log.records import SimpleRecord, build_batch
+from scripts._cluster.ports import reserve_port
 from tests.integration.conftest import REPO_ROOT, ClusterFactory, wait_until, zk_session
 from tests.integration.wire import WireClient
 
@@ -58,12 +58,6 @@ class Setup:
         return self.log_path.read_text(errors="replace")[-6000:]
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def _write_properties(base: Path, zk_connect: str, port: int, log_dirs: tuple[Path, Path]) -> Path:
     properties = base / "server.properties"
     lines = {
@@ -85,7 +79,8 @@ def setup(make_cluster: ClusterFactory) -> Iterator[Setup]:
     cluster = make_cluster(brokers=2)
     base = Path(tempfile.mkdtemp(prefix="failing-disk-"))
     log_dirs = (base / "disk-a", base / "disk-b")
-    port = _free_port()
+    reservation = reserve_port()
+    port = reservation.base
     properties = _write_properties(base, cluster.zk_connect, port, log_dirs)
     log_path = base / "broker.log"
     with open(log_path, "wb") as output:
@@ -113,6 +108,7 @@ def setup(make_cluster: ClusterFactory) -> Iterator[Setup]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        reservation.release()
         shutil.rmtree(base, ignore_errors=True)
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from controller.partition_state_machine import MAX_STATES_PER_WRITE
+from scripts._cluster.ports import reserve_port
 from zk.client import MAX_READS_PER_REQUEST, CheckOp, CreateOp, DeleteOp, ZkClient
 from zk.cluster_watch import ClusterChange, ClusterWatch
 from zk.errors import (
@@ -43,12 +44,6 @@ ZK_START_TIMEOUT_S = 30.0
 CONDITION_TIMEOUT_S = 10.0
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _four_letter_word(port: int, word: bytes) -> bytes:
     with socket.create_connection(("127.0.0.1", port), timeout=1.0) as sock:
         sock.sendall(word)
@@ -74,7 +69,8 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         pytest.fail("java is not on PATH: this test starts a real ZooKeeper server (make setup)")
     jars = _zookeeper_jars()
     base = tmp_path_factory.mktemp("zookeeper")
-    port = _free_port()
+    reservation = reserve_port()
+    port = reservation.base
     config = base / "zoo.cfg"
     config.write_text(
         "\n".join(
@@ -125,6 +121,7 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             process.kill()
             process.wait()
         log_file.close()
+        reservation.release()
 
 
 _chroot_counter = iter(range(1_000_000))
