@@ -21,6 +21,7 @@ from _tools import docs_apis  # noqa: E402
 
 README = REPO_ROOT / "README.md"
 HANDLERS_DIR = REPO_ROOT / "broker" / "handlers"
+README_MAX_LINES = 250
 DOCUMENTS = [README, *sorted((REPO_ROOT / "docs").glob("*.md"))]
 
 _LINK = re.compile(r"!?\[[^\]]*\]\((?P<target>[^)\s]+)(?:\s+\"[^\"]*\")?\)")
@@ -122,3 +123,27 @@ def test_relative_links_resolve(document: Path) -> None:
             broken.append(target)
     assert broken == []
 
+
+def test_readme_is_a_map() -> None:
+    lines = README.read_text().splitlines()
+    assert len(lines) <= README_MAX_LINES
+    opening = "\n".join(lines[:8])
+    assert "make up" in opening and "make test" in opening
+
+
+_REPO_PATH = re.compile(
+    r"(?<![\w/.{<-])(?:broker|controller|zk|pipeline|kafka_cli|scripts|tests|reference)/[\w/.-]*\w"
+)
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: path.name)
+def test_named_repository_paths_exist(document: Path) -> None:
+    # Paths a page names in prose or commands (`broker/log/log.py`, `scripts/cluster`), not
+    # only its links; `reference/lib/` and the like are made by make targets.
+    generated = ("reference/lib", "reference/spark/lib")
+    missing = {
+        path
+        for path in _REPO_PATH.findall(document.read_text())
+        if not path.startswith(generated) and not (REPO_ROOT / path).exists()
+    }
+    assert missing == set()
