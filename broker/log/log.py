@@ -10,7 +10,6 @@ import asyncio
 import bisect
 import logging
 import shutil
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from broker.log.checkpoints import (
     read_leader_epoch_checkpoint,
 )
 from broker.log.config import LOG_APPEND_TIME, LogConfig
+from broker.log.control_records import EndTxnMarker, build_marker_batch
 from broker.log.dir_names import is_future_dir, parse_log_dir_name, parse_partition_dir
 from broker.log.epoch_cache import (
     UNDEFINED_EPOCH,
@@ -48,11 +48,10 @@ from broker.log.errors import (
     UnexpectedAppendOffsetError,
 )
 from broker.log.log_loader import load_segments
-from broker.log.log_producer_state import ProducerStateLog
-from broker.log.log_transactions import TransactionalLog, replicated_marker
-from broker.log.log_worker import LogWorker
-from broker.log.producer_scan import marker_at
-from broker.log.producer_state import NO_PRODUCER_ID
+from broker.log.log_producer_state import LogProducerState
+from broker.log.log_worker import LogLifecycle, LogWorker
+from broker.log.producer_scan import marker_at, replicated_marker
+from broker.log.producer_state import NO_PRODUCER_ID, ProducerStateManager
 from broker.log.record_validation import RecordChecks, check_records
 from broker.log.segment import (
     CLEANED_SUFFIX,
@@ -65,6 +64,8 @@ from broker.log.segment import (
     LogSegment,
     batch_spans,
 )
+from broker.log.transaction_state import AbortedTxn, CompletedTxn
+from broker.log.txn_index import reconcile_txn_indexes
 
 __all__ = ["AppendInfo", "Log", "LogConfig", "OffsetOutOfRangeError", "parse_partition_dir"]
 
@@ -87,7 +88,12 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class Log(ProducerStateLog, TransactionalLog):
+class Log:
+    """Its parts own their state: the producer state with its snapshots (`LogProducerState`),
+    the leader epochs (`LeaderEpochCache`), each segment's indexes (its `TransactionIndex`
+    among them); the log owns the segments and the offsets, and hands the parts what they
+    need."""
+
     def __init__(
         self,
         directory: Path,
@@ -113,19 +119,26 @@ class Log(ProducerStateLog, TransactionalLog):
         self.high_watermark = min(max(high_watermark, self.log_start_offset), self.log_end_offset)
         # Worker threads only (never the loop): an fsync or checkpoint write must not race
         # with the files being closed or renamed.
-        self._lifecycle_lock = threading.Lock()
+        self._lifecycle = LogLifecycle()
         self._directory_dirty = False
-        self._closed = False
         # The one owner of this log's blocking file work (deleting segments, checkpoints).
         self.worker = LogWorker(directory.name)
         self.worker.on_io_error = self._report_io_error
         # Set by the log manager: takes the log dir offline (any thread).
         self.on_io_error: Callable[[OSError], None] | None = None
         self._retired: list[LogSegment] = []  # renamed to `.deleted`, the worker deletes them
-        self._init_producer_state()
+        self._producers = LogProducerState(
+            directory,
+            self.worker,
+            self._lifecycle,
+            segments=lambda: self._segments,
+            high_watermark=lambda: self.high_watermark,
+            index_abort=self._index_abort,
+            report_io_error=self._report_io_error,
+        )
         self.leader_epoch_cache = LeaderEpochCache(directory / LEADER_EPOCH_CHECKPOINT, [])
         self._load_state_from_batches()
-        self._reconcile_txn_indexes()
+        reconcile_txn_indexes(self._segments, self._producers.state.transactions.aborted)
         # Bumped by every truncation, so the log cleaner can tell that segments it read may
         # have been rewritten meanwhile (same objects, different bytes).
         self.truncation_count = 0
@@ -168,6 +181,10 @@ class Log(ProducerStateLog, TransactionalLog):
         return self._segments[-1]
 
     @property
+    def producer_state(self) -> ProducerStateManager:
+        return self._producers.state
+
+    @property
     def size_bytes(self) -> int:
         return sum(segment.size_bytes for segment in self._segments)
 
@@ -205,7 +222,7 @@ class Log(ProducerStateLog, TransactionalLog):
         checks = RecordChecks.for_log(self.config, now_ms)
         if checks is not None and not (compressed_checked and is_compressed(data)):
             check_records(data, checks, self.config.max_decompressed_bytes, self.directory.name)
-        duplicate = self.producer_state.check(headers[0], check_sequences)
+        duplicate = self._producers.state.check(headers[0], check_sequences)
         if duplicate is not None:
             return AppendInfo(
                 duplicate.first_offset,
@@ -221,7 +238,7 @@ class Log(ProducerStateLog, TransactionalLog):
         spans = batch_spans(headers, first_offset, log_append_time_ms)
         self._write(data, spans, first_offset, now_ms)
         self.leader_epoch_cache.assign(leader_epoch, first_offset)
-        self._record_producer_batch(headers[0], first_offset)
+        self._producers.record(headers[0], first_offset)
         max_timestamp = max(span[2] for span in spans)
         return AppendInfo(
             first_offset, last_offset, max_timestamp, log_append_time_ms, self.log_start_offset
@@ -248,7 +265,7 @@ class Log(ProducerStateLog, TransactionalLog):
             if header.partition_leader_epoch != UNDEFINED_EPOCH:
                 self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
             marker = replicated_marker(records, position, header)
-            self._record_producer_batch(header, header.base_offset, marker)
+            self._producers.record(header, header.base_offset, marker)
             position += header.size_bytes
         return AppendInfo(
             headers[0].base_offset,
@@ -291,7 +308,8 @@ class Log(ProducerStateLog, TransactionalLog):
             logger.warning("%s; rebuilding it from the log", error)
             checkpointed = None
         rebuilder = EpochRebuilder(checkpointed, self.log_start_offset, self.log_end_offset)
-        start_offset = self._restore_producer_snapshot()
+        start_offset = self._producers.restore_snapshot(self.recovery_point, self.log_end_offset)
+        state = self._producers.state
         for segment in self._segments:
             if segment.next_offset <= start_offset:
                 continue
@@ -301,8 +319,8 @@ class Log(ProducerStateLog, TransactionalLog):
                 rebuilder.see(header.partition_leader_epoch, header.base_offset, header.last_offset)
                 if header.producer_id != NO_PRODUCER_ID:
                     marker = marker_at(segment, position, header)
-                    self.producer_state.update(header, header.base_offset, marker)
-        self.producer_state.transactions.on_high_watermark(self.high_watermark)
+                    state.update(header, header.base_offset, marker)
+        state.transactions.on_high_watermark(self.high_watermark)
         entries = rebuilder.result()
         if rebuilder.contradiction is not None:
             if checkpointed is not None:
@@ -335,8 +353,8 @@ class Log(ProducerStateLog, TransactionalLog):
         an I/O error is reported (as Kafka's checkpoint files take their log dir offline).
         Without `fsync` the caller syncs the file system afterwards (shutdown)."""
         try:
-            with self._lifecycle_lock:
-                if not self._closed:
+            with self._lifecycle.lock:
+                if not self._lifecycle.closed:
                     self._write_epoch_checkpoint_locked(fsync)
         except OSError as error:
             logger.error("writing %s failed: %s", self.leader_epoch_cache.path, error)
@@ -350,6 +368,60 @@ class Log(ProducerStateLog, TransactionalLog):
         if self.leader_epoch_cache.dirty:
             self.leader_epoch_cache.write_checkpoint(fsync)
 
+    def write_end_snapshot(self) -> bool:
+        """The producer state at the log end, for the next start-up (shutdown: blocking, not
+        the loop; only once nothing appends any more, so the state and the end agree). True if
+        it wrote one."""
+        with self._lifecycle.lock:
+            if self._lifecycle.closed:
+                return False
+            return self._producers.write_end_snapshot_locked(self.log_end_offset)
+
+    # ---- transactions (KIP-98) -------------------------------------------------------------
+
+    @property
+    def last_stable_offset(self) -> int:
+        """What read_committed consumers may read below: the high watermark, or the first
+        offset of a transaction not yet decided (or whose marker is not yet replicated)."""
+        return self._producers.state.transactions.last_stable_offset(self.high_watermark)
+
+    def aborted_transactions(self, fetch_offset: int, upper_offset: int) -> list[AbortedTxn]:
+        """Aborted transactions with records in [fetch_offset, upper_offset)."""
+        return self._producers.state.transactions.aborted_between(fetch_offset, upper_offset)
+
+    def append_marker_as_leader(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        marker: EndTxnMarker,
+        leader_epoch: int,
+        now_ms: int,
+    ) -> CompletedTxn:
+        """Write a transaction marker for the coordinator (WriteTxnMarkers). Raises
+        RecordError when the producer's epoch or the coordinator's is older than one seen.
+        (A follower reads the markers it replicates in `append_as_follower`.)"""
+        self._check_open()
+        producers = self._producers
+        producers.state.check_marker(producer_id, producer_epoch, marker.coordinator_epoch)
+        data = bytearray(build_marker_batch(producer_id, producer_epoch, marker, now_ms))
+        header = validate_batches(data, self.config.max_message_bytes, from_client=False)[0]
+        first_offset = self.log_end_offset
+        assign_offsets(data, first_offset, leader_epoch)
+        self._write(data, batch_spans([header], first_offset, -1), first_offset, now_ms)
+        self.leader_epoch_cache.assign(leader_epoch, first_offset)
+        completed = producers.record(header, first_offset, marker)
+        if completed is None:
+            raise LogInvariantError(f"{self}: the marker at {first_offset} completed nothing")
+        return completed
+
+    def _index_abort(self, txn: AbortedTxn) -> None:
+        """An abort just recorded, into the .txnindex of the segment holding its marker."""
+        try:
+            self.segment_for(txn.last_offset).txn_index.append(txn)
+        except OSError as error:
+            logger.error("writing the transaction index of %s failed: %s", self, error)
+            self._report_io_error(error)
+
     def update_high_watermark(self, offset: int) -> int:
         """Set the high watermark, which must lie within [log start, log end]; returns it.
         A caller holding a value from elsewhere (a follower taking the leader's) bounds it
@@ -360,11 +432,11 @@ class Log(ProducerStateLog, TransactionalLog):
                 f" [{self.log_start_offset}, {self.log_end_offset}]"
             )
         self.high_watermark = offset
-        self.producer_state.transactions.on_high_watermark(offset)
+        self._producers.state.transactions.on_high_watermark(offset)
         return self.high_watermark
 
     def _check_open(self) -> None:
-        if self._closed:
+        if self._lifecycle.closed:
             raise LogCorruptError(f"log {self.directory} is closed")
 
     def _check_append_size(self, size_bytes: int) -> None:
@@ -414,7 +486,7 @@ class Log(ProducerStateLog, TransactionalLog):
         self._segments.append(segment)
         self._bases.append(base_offset)
         self._directory_dirty = True
-        self._snapshot_at_roll(base_offset)
+        self._producers.snapshot_at_roll(base_offset)
         return segment
 
     def _clear_stale_files(self, base_offset: int) -> None:
@@ -490,8 +562,8 @@ class Log(ProducerStateLog, TransactionalLog):
         an executor)."""
         end_offset = self.log_end_offset
         truncations = self.truncation_count
-        with self._lifecycle_lock:
-            if self._closed:
+        with self._lifecycle.lock:
+            if self._lifecycle.closed:
                 return
             truncated = truncations != self._truncations_flushed
             # Only what changed since the last flush: a broker shutting down flushes thousands
@@ -515,8 +587,8 @@ class Log(ProducerStateLog, TransactionalLog):
         """Everything up to `end_offset` (with `truncations` truncations done) was made durable
         by a sync of the whole file system (shutdown): move the recovery point as flush()
         would. The epoch checkpoint must have been written before that sync."""
-        with self._lifecycle_lock:
-            if self._closed:
+        with self._lifecycle.lock:
+            if self._lifecycle.closed:
                 return
             self._directory_dirty = False
             self._truncations_flushed = truncations
@@ -546,10 +618,7 @@ class Log(ProducerStateLog, TransactionalLog):
         self.log_start_offset = min(self.log_start_offset, self.log_end_offset)
         self.high_watermark = min(self.high_watermark, self.log_end_offset)
         self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
-        self._delete_snapshots_after_truncation()
-        rebuilding = self._producer_batches_since_truncation is not None
-        if rebuilding or self.producer_state.has_batches_from(self.log_end_offset):
-            self._rebuild_producer_state_after_truncation()
+        self._producers.truncated(self.log_end_offset)
 
     def truncate_fully_and_start_at(self, offset: int, now_ms: int | None = None) -> None:
         """Drop all data; the log restarts empty at `offset`."""
@@ -563,10 +632,7 @@ class Log(ProducerStateLog, TransactionalLog):
         self.log_end_offset = self.log_start_offset = self.recovery_point = offset
         self.high_watermark = offset
         self.leader_epoch_cache.clear()
-        self._delete_snapshots_after_truncation(everything=True)
-        self.producer_state.rebuild(())
-        self._producer_batches_since_truncation = None
-        self._producer_rebuild_generation += 1
+        self._producers.truncated_fully()
 
     def increment_log_start_offset(self, offset: int) -> None:
         """Move the log start forward (DeleteRecords, retention); never past the log end."""
@@ -575,8 +641,9 @@ class Log(ProducerStateLog, TransactionalLog):
             self.log_start_offset = offset
             self.high_watermark = max(self.high_watermark, offset)
             self.leader_epoch_cache.truncate_from_start(offset)
-            self.producer_state.transactions.trim_below(offset)
-            self.producer_state.transactions.on_high_watermark(self.high_watermark)
+            transactions = self._producers.state.transactions
+            transactions.trim_below(offset)
+            transactions.on_high_watermark(self.high_watermark)
 
     def delete_oldest_segments(self, count: int) -> int:
         """Delete up to `count` oldest segments (never the active one); returns how many.
@@ -603,7 +670,7 @@ class Log(ProducerStateLog, TransactionalLog):
         self.worker.submit(lambda: self._delete_retired(doomed))
 
     def _delete_retired(self, doomed: list[LogSegment]) -> None:
-        with self._lifecycle_lock:
+        with self._lifecycle.lock:
             for segment in doomed:
                 segment.delete()
             self._retired = [s for s in self._retired if all(s is not d for d in doomed)]
@@ -661,7 +728,7 @@ class Log(ProducerStateLog, TransactionalLog):
 
     def _replaceable_slot(self, old: Sequence[LogSegment], truncation_count: int) -> int | None:
         """Where the run `old` starts in the segment list, if it is still there, inactive."""
-        if self._closed or truncation_count != self.truncation_count or not old:
+        if self._lifecycle.closed or truncation_count != self.truncation_count or not old:
             return None
         first = next((i for i, s in enumerate(self._segments) if s is old[0]), None)
         if first is None or first + len(old) >= len(self._segments):
@@ -674,32 +741,32 @@ class Log(ProducerStateLog, TransactionalLog):
     def release_replaced_segments(self, old: Sequence[LogSegment]) -> None:
         """Close and delete the `.deleted` files of segments `replace_segments` took out, and
         make the swap durable (blocking: run it on a worker thread)."""
-        with self._lifecycle_lock:
+        with self._lifecycle.lock:
             for segment in old:
                 segment.delete()
-            if not self._closed:
+            if not self._lifecycle.closed:
                 fsync_directory(self.directory)
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        return self._lifecycle.closed
 
     # ---- lifecycle -------------------------------------------------------------------------
 
     def close(self, snapshot: bool = True) -> None:
         """Close the files, writing a dirty epoch checkpoint and (with `snapshot`) the
         producer state at the log end first (blocking: not the loop)."""
-        with self._lifecycle_lock:
-            if self._closed:
+        with self._lifecycle.lock:
+            if self._lifecycle.closed:
                 return
             if snapshot:
-                self._write_end_snapshot_locked()
+                self._producers.write_end_snapshot_locked(self.log_end_offset)
             try:
                 self._write_epoch_checkpoint_locked()
             except OSError as error:  # the files must still be closed (a failed disk)
                 logger.error("writing %s failed: %s", self.leader_epoch_cache.path, error)
                 self._report_io_error(error)
-            self._closed = True
+            self._lifecycle.closed = True
             for segment in self._segments:
                 segment.close()
 
@@ -716,12 +783,13 @@ class Log(ProducerStateLog, TransactionalLog):
     def rename_directory(self, directory: Path) -> None:
         """Rename the partition directory (Kafka's renameDir); open files stay valid, and the
         segments and leader-epoch checkpoint follow it to their new paths."""
-        with self._lifecycle_lock:
+        with self._lifecycle.lock:
             self.directory.rename(directory)
             self.directory = directory
             for segment in [*self._segments, *self._retired]:
                 segment.move_to(directory)
             self.leader_epoch_cache.path = directory / LEADER_EPOCH_CHECKPOINT
+            self._producers.directory = directory
 
     def __repr__(self) -> str:
         return (

@@ -1,6 +1,6 @@
-"""The producer-state side of a partition's log, mixed into `Log`: the state recorded as
-batches are appended, its producer-state snapshots (`producer_snapshot`), and its rebuild
-after a truncation.
+"""A partition's log's producer state, a part `Log` holds: the state recorded as batches are
+appended, its producer-state snapshots (`producer_snapshot`), and its rebuild after a
+truncation.
 
 Snapshots follow Kafka's rules: one at each segment roll (the state of the batches below the
 new segment) and one at the log end when the log closes; a truncation deletes those above its
@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from broker.log.batch import BatchHeader
 from broker.log.control_records import EndTxnMarker
 from broker.log.errors import LogCorruptError, RecordError
-from broker.log.log_worker import LogWorker
+from broker.log.log_worker import LogLifecycle, LogWorker
 from broker.log.producer_scan import producer_batches
 from broker.log.producer_snapshot import (
     SnapshotError,
@@ -48,43 +48,50 @@ MAX_PRODUCER_BATCHES_DURING_REBUILD = 10_000
 NO_SNAPSHOT = -1
 
 
-class ProducerStateLog:
-    if TYPE_CHECKING:  # provided by Log
-        directory: Path
-        producer_state: ProducerStateManager
-        high_watermark: int
-        log_end_offset: int
-        recovery_point: int
-        truncation_count: int
-        worker: LogWorker
-        _segments: list[LogSegment]
-        _lifecycle_lock: threading.Lock
-        _closed: bool
+class LogProducerState:
+    """A log's producer state (`state`, a `ProducerStateManager`) with what keeps it across
+    restarts and truncations: its snapshots and its rebuilds. The log hands it each batch
+    (`record`); `segments` and `high_watermark` read the log's current ones, for rebuilds
+    that run after the call that started them."""
 
-        def _index_abort(self) -> None: ...
-
-        def _report_io_error(self, error: OSError) -> None: ...
-
-    def _init_producer_state(self) -> None:
-        self.producer_state = ProducerStateManager()
+    def __init__(
+        self,
+        directory: Path,
+        worker: LogWorker,
+        lifecycle: LogLifecycle,
+        segments: Callable[[], list[LogSegment]],
+        high_watermark: Callable[[], int],
+        index_abort: Callable[[AbortedTxn], None],
+        report_io_error: Callable[[OSError], None],
+    ) -> None:
+        self.state = ProducerStateManager()
+        self.directory = directory  # the log's; `Log.rename_directory` moves it
+        self._worker = worker
+        self._lifecycle = lifecycle
+        self._segments = segments
+        self._high_watermark = high_watermark
+        self._index_abort = index_abort
+        self._report_io_error = report_io_error
         # While a rebuild after a truncation reads the log on the worker: the producer batches
-        # appended since, replayed on top of its result (`_finish_producer_rebuild`).
-        self._producer_batches_since_truncation: list[PendingBatch] | None = None
-        self._producer_rebuild: asyncio.Task[None] | None = None
-        self._producer_rebuild_generation = 0  # a newer truncation voids an older rebuild
+        # appended since, replayed on top of its result (`_finish_rebuild`).
+        self.batches_since_truncation: list[PendingBatch] | None = None
+        self.rebuild_task: asyncio.Task[None] | None = None
+        self._rebuild_generation = 0  # a newer truncation voids an older rebuild
+        self._truncations = 0  # a truncation voids a roll snapshot not yet written
         self._end_snapshot_offset = NO_SNAPSHOT  # the log end the close-time snapshot holds
 
     # ---- snapshots -------------------------------------------------------------------------
 
-    def _restore_producer_snapshot(self) -> int:
+    def restore_snapshot(self, recovery_point: int, log_end_offset: int) -> int:
         """(Loading.) The state of the latest usable snapshot, at or below the recovery point;
         returns its offset, from which the batches must be replayed (the first segment's base
         offset when there is none: the state is then empty)."""
-        first_base = self._segments[0].base_offset
-        usable_to = min(self.recovery_point, self.log_end_offset)
+        segments = self._segments()
+        first_base = segments[0].base_offset
+        usable_to = min(recovery_point, log_end_offset)
         offsets = snapshot_offsets(self.directory)
         for offset in reversed(offsets):
-            if offset > self.log_end_offset:
+            if offset > log_end_offset:
                 snapshot_path(self.directory, offset).unlink(missing_ok=True)  # truncated away
                 continue
             if not first_base <= offset <= usable_to:
@@ -96,112 +103,113 @@ class ProducerStateLog:
                 logger.warning("%s: ignoring it: %s", path, error)
                 path.unlink(missing_ok=True)
                 continue
-            self.producer_state.restore(entries, self._aborted_below(offset))
+            self.state.restore(entries, _aborted_below(segments, offset))
             return offset
-        self.producer_state.rebuild(())
+        self.state.rebuild(())
         return first_base
 
-    def _aborted_below(self, offset: int) -> list[AbortedTxn]:
-        """From the .txnindex files: the aborts whose markers lie below `offset`."""
-        return [
-            txn
-            for segment in self._segments
-            if segment.base_offset < offset
-            for txn in segment.txn_index.entries()
-            if txn.last_offset < offset
-        ]
-
-    def _snapshot_at_roll(self, base_offset: int) -> None:
+    def snapshot_at_roll(self, base_offset: int) -> None:
         """A segment rolled at `base_offset`: the state now holds exactly the batches below
         it; the worker writes it. Skipped while a rebuild is pending (the state is partial)."""
-        if self._producer_batches_since_truncation is not None:
+        if self.batches_since_truncation is not None:
             return
-        entries = self.producer_state.snapshot_entries()
-        truncations, first_base = self.truncation_count, self._segments[0].base_offset
+        entries = self.state.snapshot_entries()
+        truncations, first_base = self._truncations, self._segments()[0].base_offset
+        lifecycle = self._lifecycle
 
         def write() -> None:
-            with self._lifecycle_lock:
+            with lifecycle.lock:
                 # A truncation since may have removed the batches below it: not written then.
-                if self._closed or self.truncation_count != truncations:
+                if lifecycle.closed or self._truncations != truncations:
                     return
                 write_snapshot(snapshot_path(self.directory, base_offset), entries)
                 delete_snapshots(self.directory, first_base, base_offset)  # retention's leftovers
 
-        self.worker.submit(write)
+        self._worker.submit(write)
 
-    def write_end_snapshot(self) -> bool:
-        """The state at the log end, for the next start-up (shutdown: blocking, not the loop;
-        only once nothing appends any more, so the state and the end agree). True if it
-        wrote one."""
-        with self._lifecycle_lock:
-            return not self._closed and self._write_end_snapshot_locked()
-
-    def _write_end_snapshot_locked(self) -> bool:
-        end_offset = self.log_end_offset
+    def write_end_snapshot_locked(self, end_offset: int) -> bool:
+        """The state at the log end `end_offset`, for the next start-up (the caller holds the
+        lifecycle lock, and nothing appends any more, so the state and the end agree). True
+        if it wrote one."""
         if end_offset == self._end_snapshot_offset:
             return False  # written already
-        if self._producer_batches_since_truncation is not None:
+        if self.batches_since_truncation is not None:
             return False  # partial until its rebuild ends: the next start-up replays the log
         try:
-            write_snapshot(
-                snapshot_path(self.directory, end_offset), self.producer_state.snapshot_entries()
-            )
+            write_snapshot(snapshot_path(self.directory, end_offset), self.state.snapshot_entries())
         except OSError as error:
-            logger.error("writing the producer snapshot of %s failed: %s", self, error)
+            logger.error(
+                "writing the producer snapshot of %s failed: %s", self.directory.name, error
+            )
             self._report_io_error(error)
             return False
         self._end_snapshot_offset = end_offset
         return True
 
-    def _delete_snapshots_after_truncation(self, everything: bool = False) -> None:
-        """Snapshots above the new log end hold batches that are gone, and after a full
-        truncation every one does (deleted by the worker, after any write queued before)."""
-        keep_to = NO_SNAPSHOT if everything else self.log_end_offset
-        self._end_snapshot_offset = NO_SNAPSHOT
-        self.worker.submit(lambda: delete_snapshots(self.directory, 0, keep_to))
-
     # ---- appends and truncation ------------------------------------------------------------
 
-    def _rebuild_producer_state(self) -> None:
-        self.producer_state.rebuild(producer_batches(self._segments))
-        self.producer_state.transactions.on_high_watermark(self.high_watermark)
-
-    def _record_producer_batch(
+    def record(
         self, header: BatchHeader, first_offset: int, marker: EndTxnMarker | None = None
     ) -> CompletedTxn | None:
-        completed = self.producer_state.update(header, first_offset, marker)
+        """A batch just appended at `first_offset` (a marker's, with `marker`)."""
+        completed = self.state.update(header, first_offset, marker)
         if completed is not None and completed.is_aborted:
-            self._index_abort()
-        pending = self._producer_batches_since_truncation
+            txn = self.state.transactions.latest_aborted()
+            if txn is not None:
+                self._index_abort(txn)
+        pending = self.batches_since_truncation
         if pending is not None and header.producer_id != NO_PRODUCER_ID:
             pending.append((header, first_offset, marker))
             if len(pending) > MAX_PRODUCER_BATCHES_DURING_REBUILD:
-                self._rebuild_producer_state()  # the worker is far behind: finish it here
-                self._producer_batches_since_truncation = None
-                self._producer_rebuild_generation += 1  # and discard what the worker brings
+                self._rebuild()  # the worker is far behind: finish it here
+                self.batches_since_truncation = None
+                self._rebuild_generation += 1  # and discard what the worker brings
         return completed
 
-    def _rebuild_producer_state_after_truncation(self) -> None:
+    def truncated(self, log_end_offset: int) -> None:
+        """The log was truncated to `log_end_offset`: snapshots above it hold batches that
+        are gone (deleted by the worker, after any write queued before), and the state is
+        rebuilt without them if it holds any (or a rebuild is under way)."""
+        self._delete_snapshots_from(log_end_offset)
+        if self.batches_since_truncation is not None or self.state.has_batches_from(log_end_offset):
+            self._rebuild_after_truncation(log_end_offset)
+
+    def truncated_fully(self) -> None:
+        """The log restarts empty: every snapshot and the whole state go."""
+        self._delete_snapshots_from(NO_SNAPSHOT)
+        self.state.rebuild(())
+        self.batches_since_truncation = None
+        self._rebuild_generation += 1
+
+    def _delete_snapshots_from(self, keep_to: int) -> None:
+        self._truncations += 1
+        self._end_snapshot_offset = NO_SNAPSHOT
+        self._worker.submit(lambda: delete_snapshots(self.directory, 0, keep_to))
+
+    def _rebuild(self) -> None:
+        self.state.rebuild(producer_batches(self._segments()))
+        self.state.transactions.on_high_watermark(self._high_watermark())
+
+    def _rebuild_after_truncation(self, end_offset: int) -> None:
         """The producer state without the truncated batches: at once, those batches are
         dropped from it; the exact state (the older batches they had pushed out) is read
         by the worker, from the latest snapshot below the truncation and the batches after
         it, and replaces it, with what was appended meanwhile."""
-        self.producer_state.remove_batches_from(self.log_end_offset)
+        self.state.remove_batches_from(end_offset)
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            self._rebuild_producer_state()  # not on the loop: loading, tools
+            self._rebuild()  # not on the loop: loading, tools
             return
-        self._producer_rebuild_generation += 1
-        generation, segments = self._producer_rebuild_generation, list(self._segments)
-        end_offset = self.log_end_offset
-        aborted = self.producer_state.transactions.aborted
-        self._producer_batches_since_truncation = []
-        self._producer_rebuild = loop.create_task(
-            self._finish_producer_rebuild(generation, segments, end_offset, aborted)
+        self._rebuild_generation += 1
+        generation, segments = self._rebuild_generation, list(self._segments())
+        aborted = self.state.transactions.aborted
+        self.batches_since_truncation = []
+        self.rebuild_task = loop.create_task(
+            self._finish_rebuild(generation, segments, end_offset, aborted)
         )
 
-    async def _finish_producer_rebuild(
+    async def _finish_rebuild(
         self,
         generation: int,
         segments: list[LogSegment],
@@ -210,35 +218,48 @@ class ProducerStateLog:
     ) -> None:
         rebuilt: ProducerStateManager | None = None
         try:
-            rebuilt = await self.worker.run(
-                lambda: self._read_producer_state(segments, end_offset, aborted)
+            rebuilt = await self._worker.run(
+                lambda: self._read_state(segments, end_offset, aborted)
             )
         except (OSError, RecordError, LogCorruptError) as error:
-            logger.warning("%s: rebuilding producer state off the loop failed: %s", self, error)
-        if generation != self._producer_rebuild_generation:
+            logger.warning(
+                "%s: rebuilding producer state off the loop failed: %s", self.directory.name, error
+            )
+        if generation != self._rebuild_generation:
             return  # truncated again meanwhile: that truncation rebuilds
-        replay = self._producer_batches_since_truncation or []
-        self._producer_batches_since_truncation = None
+        replay = self.batches_since_truncation or []
+        self.batches_since_truncation = None
         if rebuilt is None:
-            self._rebuild_producer_state()
+            self._rebuild()
             return
         for header, first_offset, marker in replay:
             rebuilt.update(header, first_offset, marker)
-        rebuilt.transactions.on_high_watermark(self.high_watermark)
-        self.producer_state = rebuilt
+        rebuilt.transactions.on_high_watermark(self._high_watermark())
+        self.state = rebuilt
 
-    def _read_producer_state(
+    def _read_state(
         self, segments: list[LogSegment], end_offset: int, aborted: list[AbortedTxn]
     ) -> ProducerStateManager:
         """(The log worker.) The producer state of the batches below `end_offset`: from the
         latest snapshot at or below it, if one reads, and the batches after it."""
         state = ProducerStateManager()
-        with self._lifecycle_lock:
-            if self._closed:
+        with self._lifecycle.lock:
+            if self._lifecycle.closed:
                 raise LogCorruptError(f"log {self.directory} is closed")
             start = _restore_latest(state, self.directory, segments, end_offset, aborted)
             state.replay(producer_batches(segments, end_offset, start))
         return state
+
+
+def _aborted_below(segments: list[LogSegment], offset: int) -> list[AbortedTxn]:
+    """From the .txnindex files: the aborts whose markers lie below `offset`."""
+    return [
+        txn
+        for segment in segments
+        if segment.base_offset < offset
+        for txn in segment.txn_index.entries()
+        if txn.last_offset < offset
+    ]
 
 
 def _restore_latest(

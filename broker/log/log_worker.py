@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections import deque
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -19,6 +20,18 @@ from typing import Any, TypeVar
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+
+class LogLifecycle:
+    """The lock a log's file work holds (worker threads only, never the loop) and whether
+    the log is closed; shared by the log and its parts, whose deferred file work must not
+    race with the files being closed or renamed."""
+
+    __slots__ = ("closed", "lock")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.closed = False
 
 
 class LogWorker:

@@ -1,12 +1,13 @@
 """The producer batches of a log's segments, as the producer state is rebuilt from them:
-each batch's header, and for a control batch the transaction marker its record carries."""
+each batch's header, and for a control batch the transaction marker its record carries (also
+of the batches a follower replicates)."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator
 
-from broker.log.batch import BatchHeader
+from broker.log.batch import BatchHeader, Buffer
 from broker.log.control_records import EndTxnMarker, read_marker
 from broker.log.errors import RecordError
 from broker.log.producer_state import NO_PRODUCER_ID, LoggedBatch
@@ -41,4 +42,15 @@ def marker_at(segment: LogSegment, position: int, header: BatchHeader) -> EndTxn
         return read_marker(segment.read_bytes(position, header.size_bytes), header)
     except RecordError as error:
         logger.warning("%s: control batch at offset %d: %s", segment, header.base_offset, error)
+        return None
+
+
+def replicated_marker(records: Buffer, position: int, header: BatchHeader) -> EndTxnMarker | None:
+    """The marker of a control batch a follower appends (None for other batches)."""
+    if not header.is_control or header.producer_id == NO_PRODUCER_ID:
+        return None
+    try:
+        return read_marker(memoryview(records)[position : position + header.size_bytes], header)
+    except RecordError as error:
+        logger.warning("control batch at offset %d replicated: %s", header.base_offset, error)
         return None

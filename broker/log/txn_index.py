@@ -14,8 +14,12 @@ import os
 import struct
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from broker.log.transaction_state import AbortedTxn
+
+if TYPE_CHECKING:
+    from broker.log.segment import LogSegment
 
 TXN_INDEX_SUFFIX = ".txnindex"
 ENTRY = struct.Struct(">hqqqq")
@@ -89,3 +93,17 @@ def _entry(txn: AbortedTxn) -> bytes:
 def aborted_in(txns: Sequence[AbortedTxn], base_offset: int, end_offset: int) -> list[AbortedTxn]:
     """Those whose marker lies in [base_offset, end_offset): a segment's entries."""
     return [txn for txn in txns if base_offset <= txn.last_offset < end_offset]
+
+
+END_OF_LOG = 2**63 - 1
+
+
+def reconcile_txn_indexes(segments: Sequence[LogSegment], aborted: Sequence[AbortedTxn]) -> None:
+    """(Opening a log.) Each segment's .txnindex made to hold exactly the aborts whose markers
+    it holds, `aborted` being all of them as rebuilt from the log: a crash may have left one
+    behind."""
+    ends = [s.base_offset for s in segments[1:]] + [END_OF_LOG]
+    for segment, end_offset in zip(segments, ends, strict=True):
+        expected = aborted_in(aborted, segment.base_offset, end_offset)
+        if segment.txn_index.entries() != expected:
+            segment.txn_index.replace(expected)

@@ -155,7 +155,7 @@ def test_truncation_and_retention_never_take_the_file_lock_on_the_loop(tmp_path:
     async def scenario() -> None:
         log = open_log(tmp_path)
         lock = RecordingLock()
-        log._lifecycle_lock = lock  # type: ignore[assignment]
+        log._lifecycle.lock = lock  # type: ignore[assignment]
         for _ in range(40):
             log.append_as_leader(make_batch(1, value_bytes=300), leader_epoch=0, now_ms=0)
         assert len(log.segments) > 3
@@ -221,7 +221,7 @@ def test_producer_state_after_a_truncation_is_rebuilt_by_the_worker(tmp_path: Pa
         assert [b.first_sequence for b in entry.batches] == [5, 6]  # at once: what remains
         log.append_as_follower(_follower_batch(7, base_offset=7))  # appended meanwhile
         await log.worker.idle()
-        await _wait_for(lambda: log._producer_batches_since_truncation is None)
+        await _wait_for(lambda: log._producers.batches_since_truncation is None)
         entry = log.producer_state.entry(7)
         assert entry is not None
         assert [b.first_sequence for b in entry.batches] == [3, 4, 5, 6, 7]  # read from the log

@@ -192,8 +192,8 @@ def test_the_rebuild_after_a_truncation_starts_from_the_latest_snapshot_below_it
 
     async def truncate() -> None:
         log.truncate_to(second + 2)
-        assert log._producer_rebuild is not None
-        await log._producer_rebuild
+        assert log._producers.rebuild_task is not None
+        await log._producers.rebuild_task
 
     asyncio.run(truncate())
     state = {entry.producer_id: entry for entry in _state(log)}
@@ -209,7 +209,7 @@ def test_a_log_closed_before_its_rebuild_ends_writes_no_partial_end_snapshot(
 
     async def truncate_then_close() -> None:
         log.truncate_to(4)  # the last batch goes; the rebuild has not run yet
-        assert log._producer_rebuild is not None
+        assert log._producers.rebuild_task is not None
         log.close()
 
     asyncio.run(truncate_then_close())
