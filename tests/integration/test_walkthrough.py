@@ -2,8 +2,8 @@
 
 Each ```sh block of the walkthrough is preceded by `<!-- walkthrough [retry] [expect="RE"] -->`.
 The blocks run in order, in bash from the repository root, sharing exported variables. Only the
-cluster's location changes: `scripts/cluster` gets this test's `--dir` (and free ports for
-`up`), and the default addresses 127.0.0.1:9092.. / :2181.. and /tmp/ are rewritten to match.
+cluster's location changes: `scripts/cluster` gets this test's `--dir` (and ports reserved
+for `up`), and the default addresses 127.0.0.1:9092.. / :2181.. and /tmp/ are rewritten to match.
 A block must exit 0 and, with `expect`, print a match of the regular expression; a `retry`
 block is re-run until both hold, within a bound (it waits on the cluster, e.g. for a ZooKeeper
 session to expire).
@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import REPO_ROOT, pick_port_bases
+from scripts._cluster.ports import reserve_cluster_ports
+from tests.integration.conftest import REPO_ROOT
 
 WALKTHROUGH = REPO_ROOT / "docs" / "walkthrough.md"
 DEFAULT_BROKER_PORT = 9092
@@ -116,22 +117,24 @@ def run_until_done(block: Block, body: str, environment: Path) -> None:
         time.sleep(RETRY_PAUSE_S)
 
 
+# The ports stay reserved until the cluster is down, through every broker's kill and
+# restart, so no other test's cluster can take one meanwhile.
 @pytest.mark.timeout(WALKTHROUGH_TIMEOUT_S)
 def test_walkthrough_runs(tmp_path: Path) -> None:
     blocks = walkthrough_blocks()
     assert len(blocks) >= 10, "the walkthrough blocks of docs/walkthrough.md were not found"
-    broker_base, zookeeper_base = pick_port_bases(BROKER_COUNT, ZOOKEEPER_COUNT)
     environment = tmp_path / "environment.sh"
     environment.write_text("")
-    try:
-        for block in blocks:
-            body = localize(block.body, tmp_path, broker_base, zookeeper_base)
-            run_until_done(block, body, environment)
-    finally:
-        subprocess.run(
-            ["scripts/cluster", "down", "--dir", str(tmp_path / "cluster")],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            timeout=BLOCK_TIMEOUT_S,
-            check=False,
-        )
+    with reserve_cluster_ports(BROKER_COUNT, ZOOKEEPER_COUNT) as ports:
+        try:
+            for block in blocks:
+                body = localize(block.body, tmp_path, ports.port_base, ports.zk_port_base)
+                run_until_done(block, body, environment)
+        finally:
+            subprocess.run(
+                ["scripts/cluster", "down", "--dir", str(tmp_path / "cluster")],
+                cwd=REPO_ROOT,
+                capture_output=True,
+                timeout=BLOCK_TIMEOUT_S,
+                check=False,
+            )

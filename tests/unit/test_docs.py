@@ -22,7 +22,7 @@ from _tools import docs_apis  # noqa: E402
 README = REPO_ROOT / "README.md"
 HANDLERS_DIR = REPO_ROOT / "broker" / "handlers"
 README_MAX_LINES = 250
-DOCUMENTS = [README, *sorted((REPO_ROOT / "docs").glob("*.md"))]
+DOCUMENTS = [README, REPO_ROOT / "DEVIATIONS.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
 
 _LINK = re.compile(r"!?\[[^\]]*\]\((?P<target>[^)\s]+)(?:\s+\"[^\"]*\")?\)")
 _FENCE = re.compile(r"^```.*?^```", re.S | re.M)
