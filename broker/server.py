@@ -1,4 +1,10 @@
-"""Wires a broker's parts together and owns the order of start-up and shutdown.
+"""The broker's composition root: builds its parts, hands each the collaborators it uses, and
+owns the order of start-up and shutdown.
+
+No part is handed the server: handlers get `HandlerServices`, the metrics `MetricsServices`, the
+coordinators and listeners their collaborators by name (broker/services.py). What the server
+changes as it runs (the effective config, the metadata changes requests wait for) it updates in
+the small objects of broker/services.py that the parts hold.
 
 Start-up: ZooKeeper session -> cluster id -> meta.properties -> logs -> cluster watch ->
 listeners -> broker registration -> controller. Shutdown runs the same steps backwards, so the
@@ -24,7 +30,9 @@ from broker.config.kafka_config import TLS_PROTOCOLS, KafkaConfig
 from broker.config.topic_defaults import default_log_config
 from broker.config.topic_overrides import TopicConfigs
 from broker.coordinator.group.coordinator import GroupCoordinator
+from broker.coordinator.internal_topics import InternalTopics
 from broker.coordinator.transaction.coordinator import TransactionCoordinator
+from broker.coordinator.transaction.marker_sender import TxnMarkerSender
 from broker.coordinator.transaction.producer_id_manager import ProducerIdManager
 from broker.handlers import build_registry
 from broker.log.cleaner import delete_retained_segments
@@ -41,7 +49,7 @@ from broker.metrics.prometheus import (
 from broker.network import tls
 from broker.network.listener import Listener
 from broker.network.quotas import ConnectionQuotas, parse_per_ip_overrides
-from broker.network.sasl import SASL_PROTOCOLS, SaslClientConfig
+from broker.network.sasl import SASL_PROTOCOLS, ListenerSasl, SaslClientConfig
 from broker.process.loop_watchdog import LoopWatchdog
 from broker.replication.alter_log_dirs import ReplicaAlterLogDirs
 from broker.replication.fetch_session import FetchSessionCache
@@ -53,6 +61,14 @@ from broker.security.acl import AuthorizerSettings
 from broker.security.authorizer import AclAuthorizer, parse_super_users
 from broker.security.credentials import ScramCredentials
 from broker.security.zk_client_security import zk_client_security
+from broker.services import (
+    CurrentConfig,
+    HandlerServices,
+    MetadataChanges,
+    MetricsServices,
+    PeerBrokers,
+    TopicSettings,
+)
 from controller.config import ControllerConfig
 from controller.controller import Controller
 from zk.client import ZkClient
@@ -76,12 +92,14 @@ Pending = dict[str, set[int] | None]
 
 class KafkaServer:
     def __init__(self, config: KafkaConfig) -> None:
-        self.config = config
+        # The effective config, replaced when dynamic broker configs change (see `config`).
+        self.current_config = CurrentConfig(config)
         self.broker_id = config.broker_id
         # How this broker connects to the others' inter-broker listener (None: plaintext).
         self.inter_broker_ssl = inter_broker_ssl_context(config)
         # ... and authenticates there when it is a SASL listener (None: no SASL).
         self.inter_broker_sasl = sasl_config.inter_broker_client(config)
+        self.metadata_changes = MetadataChanges()
         # Counted as the broker works; served by `metrics_endpoint` (broker.metrics.prometheus).
         self.metrics = BrokerCounters()
         self.metrics_endpoint: MetricsEndpoint | None = None
@@ -95,6 +113,14 @@ class KafkaServer:
             secure_acls=zk_secure_acls,
         )
         self.kafka_zk = KafkaZk(self.zk_client)
+        self.cluster_watch = ClusterWatch(self.kafka_zk, self._on_cluster_change)
+        self.peers = PeerBrokers(
+            self.broker_id,
+            self.cluster_watch,
+            self.current_config,
+            self.inter_broker_ssl,
+            self.inter_broker_sasl,
+        )
         self.scram_credentials = ScramCredentials(self.kafka_zk)
         # None: no authorizer configured, every request is allowed (Kafka's default).
         self.authorizer = (
@@ -109,7 +135,7 @@ class KafkaServer:
             else None
         )
         # SASL listener name -> its mechanisms and users.
-        self.sasl_listeners = {
+        self.sasl_listeners: dict[str, ListenerSasl] = {
             endpoint.listener_name: sasl_config.listener_settings(
                 config, endpoint.listener_name, self.scram_credentials.lookup
             )
@@ -132,7 +158,7 @@ class KafkaServer:
         self.replica_manager.fetchers = ReplicaFetcherManager(
             _fetcher_config(config, self.inter_broker_ssl, self.inter_broker_sasl),
             self.replica_manager,
-            self.inter_broker_address,
+            self.peers.inter_broker_address,
         )
         self.log_dir_mover = ReplicaAlterLogDirs(
             self.log_manager,
@@ -151,10 +177,7 @@ class KafkaServer:
         )
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         self.topic_configs = TopicConfigs(self.kafka_zk)
-        self.group_coordinator = GroupCoordinator(self)
-        self.producer_ids = ProducerIdManager(self.kafka_zk, self.broker_id)
-        self.transaction_coordinator = TransactionCoordinator(self)
-        self.cluster_watch = ClusterWatch(self.kafka_zk, self._on_cluster_change)
+        self.topic_settings = TopicSettings(self.topic_configs, self.current_config)
         self.dynamic_config = DynamicBrokerConfig(config, self.zk_client, self._apply_config)
         self.config_changes = ConfigChangeListener(
             self.zk_client,
@@ -176,15 +199,35 @@ class KafkaServer:
             ],
         )
         self.controller = Controller(self.kafka_zk, self.broker_id, self.controller_config)
-        quotas = ConnectionQuotas(
+        internal_topics = InternalTopics(self.metadata_cache, self.kafka_zk, self.controller_config)
+        self.group_coordinator = GroupCoordinator(
+            self.current_config,
+            self.broker_id,
+            self.replica_manager,
+            self.metadata_cache,
+            internal_topics,
+            self.topic_settings,
+        )
+        self.producer_ids = ProducerIdManager(self.kafka_zk, self.broker_id)
+        self.transaction_coordinator = TransactionCoordinator(
+            self.current_config,
+            self.broker_id,
+            self.replica_manager,
+            self.metadata_cache,
+            internal_topics,
+            self.topic_settings,
+            self.producer_ids,
+            TxnMarkerSender(self.current_config, self.broker_id, self.metadata_cache, self.peers),
+        )
+        self._quotas = ConnectionQuotas(
             config["max.connections"],
             config["max.connections.per.ip"],
             parse_per_ip_overrides(config["max.connections.per.ip.overrides"]),
         )
-        self.listeners = [Listener(self, endpoint, quotas) for endpoint in config.listeners]
+        # Built by `start` once the cluster id is known, as Kafka builds its KafkaApis.
+        self.listeners: list[Listener] = []
         self.cluster_id = ""
         self.broker_epoch = -1
-        self._metadata_changed = asyncio.Event()
         self._reconcile_needed = asyncio.Event()
         # What the reconcile task is to bring in line with the view; None means everything.
         self._pending: Pending | None = {}
@@ -194,6 +237,48 @@ class KafkaServer:
         self._stopped = asyncio.Event()
         self._controlled_shutdown: asyncio.Task[None] | None = None
         self.loop_watchdog = LoopWatchdog()
+
+    @property
+    def config(self) -> KafkaConfig:
+        return self.current_config.value
+
+    def _handler_services(self) -> HandlerServices:
+        return HandlerServices(
+            current_config=self.current_config,
+            broker_id=self.broker_id,
+            cluster_id=self.cluster_id,
+            registry=self.registry,
+            metrics=self.metrics,
+            authorizer=self.authorizer,
+            scram_credentials=self.scram_credentials,
+            log_manager=self.log_manager,
+            log_dir_mover=self.log_dir_mover,
+            replica_manager=self.replica_manager,
+            fetch_sessions=self.fetch_sessions,
+            metadata_cache=self.metadata_cache,
+            metadata_changes=self.metadata_changes,
+            peers=self.peers,
+            group_coordinator=self.group_coordinator,
+            transaction_coordinator=self.transaction_coordinator,
+            producer_ids=self.producer_ids,
+            controller=self.controller,
+            controller_config=self.controller_config,
+            zk_client=self.zk_client,
+            kafka_zk=self.kafka_zk,
+            dynamic_config=self.dynamic_config,
+            topic_configs=self.topic_configs,
+            topic_settings=self.topic_settings,
+        )
+
+    def _metrics_services(self) -> MetricsServices:
+        return MetricsServices(
+            metrics=self.metrics,
+            zk_client=self.zk_client,
+            controller=self.controller,
+            replica_manager=self.replica_manager,
+            group_coordinator=self.group_coordinator,
+            transaction_coordinator=self.transaction_coordinator,
+        )
 
     # -- start-up -------------------------------------------------------------------------
 
@@ -217,6 +302,16 @@ class KafkaServer:
         await self.cluster_watch.start()
         self.metadata_cache.update(self.cluster_watch.view)
         await self._reconcile(None)
+        services = self._handler_services()
+        self.listeners = [
+            Listener(
+                services,
+                endpoint,
+                self._quotas,
+                self.sasl_listeners.get(endpoint.listener_name),
+            )
+            for endpoint in self.config.listeners
+        ]
         for listener in self.listeners:
             await listener.start()
         await self._start_metrics_endpoint()
@@ -327,7 +422,7 @@ class KafkaServer:
         text = self.config["metrics.prometheus.listener"]
         if text:
             host, port = parse_listener(text)
-            self.metrics_endpoint = MetricsEndpoint(self, host, port)
+            self.metrics_endpoint = MetricsEndpoint(self._metrics_services(), host, port)
             await self.metrics_endpoint.start()
 
     def _on_session_event(self, state: str) -> None:
@@ -363,7 +458,7 @@ class KafkaServer:
         self._mark_pending(change.topics_added | change.topics_deleted | change.topics_changed)
         self._mark_pending_partitions(change.partitions_changed)
         if change.brokers_changed or change.controller_changed:
-            self._signal_metadata_changed()
+            self.metadata_changes.signal()
 
     def _apply_config(self, config: KafkaConfig) -> None:
         """Dynamic broker configs changed: later reads of `self.config` see them; every log
@@ -371,7 +466,7 @@ class KafkaServer:
         advertised listeners are written to this broker's registration; listeners reload new
         key and trust material."""
         re_register = config.advertised_listeners != self.config.advertised_listeners
-        self.config = config
+        self.current_config.value = config
         for listener in self.listeners:
             listener.reconfigure(config)
         if re_register and self.broker_epoch >= 0:
@@ -449,7 +544,7 @@ class KafkaServer:
             hosted = {replica_log.topic for replica_log in self.log_manager.all_logs()}
             for topic in hosted - set(view.topics):
                 await self._forget_topic(topic)
-        self._signal_metadata_changed()
+        self.metadata_changes.signal()
         return failed
 
     async def _forget_topic(self, topic: str) -> None:
@@ -534,47 +629,9 @@ class KafkaServer:
                 removing=assignment.removing_replicas.get(partition, ()),
             )
 
-    def peer_broker_ids(self) -> list[int]:
-        """Every other broker registered in ZooKeeper, as this broker last saw them."""
-        return sorted(set(self.cluster_watch.view.brokers) - {self.broker_id})
-
-    def inter_broker_address(self, broker_id: int) -> tuple[str, int] | None:
-        """Where `broker_id` takes inter-broker requests (inter.broker.listener.name)."""
-        registration = self.cluster_watch.view.brokers.get(broker_id)
-        if registration is None:
-            return None
-        wanted = self.config.inter_broker_listener_name
-        for text in registration.endpoints:
-            name, _, address = text.partition("://")
-            host, _, port = address.rpartition(":")
-            if name == wanted and port.isdigit():
-                return host, int(port)
-        return None
-
-    def _signal_metadata_changed(self) -> None:
-        event, self._metadata_changed = self._metadata_changed, asyncio.Event()
-        event.set()
-
-    async def wait_for_metadata(self, condition: Callable[[], bool], timeout_s: float) -> bool:
-        """Wait until `condition()` holds after a metadata change, or the timeout passes."""
-        deadline = asyncio.get_running_loop().time() + timeout_s
-        while not condition():
-            remaining_s = deadline - asyncio.get_running_loop().time()
-            if remaining_s <= 0:
-                return False
-            try:
-                await asyncio.wait_for(self._metadata_changed.wait(), remaining_s)
-            except TimeoutError:
-                return condition()
-        return True
-
     def _partition_exists(self, topic: str, partition: int) -> bool:
         assignment = self.cluster_watch.view.topics.get(topic)
         return assignment is not None and partition in assignment.partitions
-
-    def topic_config_int(self, topic: str, name: str) -> int:
-        value = self.topic_configs.cached(topic).get(name)
-        return int(value) if value is not None else int(self.config[name])
 
     # -- background duties ----------------------------------------------------------------
 
@@ -667,9 +724,9 @@ class KafkaServer:
                 sasl=self.inter_broker_sasl,
             ),
             view=lambda: self.cluster_watch.view,
-            address_of=self.inter_broker_address,
+            address_of=self.peers.inter_broker_address,
             broker_epoch=lambda: self.broker_epoch,
-            wait_for_metadata=self.wait_for_metadata,
+            wait_for_metadata=self.metadata_changes.wait_for,
         )
         try:
             # Stop fetching first (Kafka's controller sends StopReplica to the broker it shuts

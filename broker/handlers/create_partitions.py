@@ -34,7 +34,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
             set(added) if timeout_s <= 0 else await _wait_for_leaders(context, added, timeout_s)
         )
         shown = {topic: count for topic, count in added.items() if topic not in timed_out}
-        await wait_for_peers(context.services, shown, timeout_s)
+        await wait_for_peers(context.services.peers, shown, timeout_s)
     cls = response_class(ApiKey.CREATE_PARTITIONS, context.api_version)
     return adapter.build(
         cls,
@@ -71,7 +71,7 @@ async def _wait_for_leaders(
                 waiting.add(topic)
         return waiting
 
-    await context.services.wait_for_metadata(lambda: not pending(), timeout_s)
+    await context.services.metadata_changes.wait_for(lambda: not pending(), timeout_s)
     return pending()
 
 

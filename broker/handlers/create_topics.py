@@ -61,14 +61,14 @@ async def _wait_for_leaders(
                 waiting.add(topic)
         return waiting
 
-    await context.services.wait_for_metadata(lambda: not pending(), timeout_s)
+    await context.services.metadata_changes.wait_for(lambda: not pending(), timeout_s)
     return pending()
 
 
 async def _wait_for_peers(context: RequestContext, topics: list[str], timeout_s: float) -> None:
     cache = context.services.metadata_cache
     counts = {topic: len(cache.partitions(topic) or ()) for topic in topics}
-    await wait_for_peers(context.services, counts, timeout_s)
+    await wait_for_peers(context.services.peers, counts, timeout_s)
 
 
 def _result(

@@ -65,7 +65,7 @@ async def _delete(context: RequestContext, request: Any, names: list[str]) -> di
     accepted = [name for name in names if results[name] == 0]
     if accepted:
         timeout_s = adapter.millis(request.timeout) / 1000
-        await services.wait_for_metadata(
+        await services.metadata_changes.wait_for(
             lambda: not any(services.metadata_cache.has_topic(n) for n in accepted), timeout_s
         )
     errors = {}

@@ -90,7 +90,7 @@ async def _elect(
         leaders = _leaders(context, {topic for topic, _ in expected})
         return [tp for tp, leader in expected.items() if leaders.get(tp) != leader]
 
-    await services.wait_for_metadata(lambda: not pending(), max(deadline - loop.time(), 0))
+    await services.metadata_changes.wait_for(lambda: not pending(), max(deadline - loop.time(), 0))
     results.update(dict.fromkeys(pending(), _TIMED_OUT))
     return results
 

@@ -253,7 +253,7 @@ async def _wait_for_replication(
     async def settle(topic: str, result: PartitionProduceResult) -> PartitionProduceResult:
         if result.error_code != ErrorCode.none or result.next_offset is None:
             return result
-        min_isr = context.services.topic_config_int(topic, "min.insync.replicas")
+        min_isr = context.services.topic_settings.min_insync_replicas(topic)
         error = await replica_manager.wait_for_replication(
             topic, result.index, result.next_offset, min_isr, timeout_s
         )
@@ -288,7 +288,7 @@ def _check_min_isr(context: RequestContext, topic: str, partition: int) -> Error
     current = context.services.replica_manager.get(topic, partition)
     if current is None or not current.is_leader:
         return None  # the append reports the routing error
-    min_isr = context.services.topic_config_int(topic, "min.insync.replicas")
+    min_isr = context.services.topic_settings.min_insync_replicas(topic)
     if len(current.isr) < min_isr:
         return ErrorCode.not_enough_replicas
     return None

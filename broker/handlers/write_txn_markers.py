@@ -65,7 +65,7 @@ def _append(
 ) -> tuple[int, tuple[ErrorCode, int | None]]:
     replica_manager = context.services.replica_manager
     current = replica_manager.get(topic, index)
-    min_isr = context.services.topic_config_int(topic, "min.insync.replicas")
+    min_isr = context.services.topic_settings.min_insync_replicas(topic)
     if current is not None and current.is_leader and len(current.isr) < min_isr:
         return index, (ErrorCode.not_enough_replicas, None)
     outcome = replica_manager.append_marker(
@@ -84,7 +84,7 @@ async def _replicated(
     error, required_offset = outcome
     if error != ErrorCode.none or required_offset is None:
         return error
-    min_isr = context.services.topic_config_int(topic, "min.insync.replicas")
+    min_isr = context.services.topic_settings.min_insync_replicas(topic)
     timeout_s = context.services.config["request.timeout.ms"] / 1000
     error = await context.services.replica_manager.wait_for_replication(
         topic, index, required_offset, min_isr, timeout_s

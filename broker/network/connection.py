@@ -47,7 +47,7 @@ from broker.protocol.header import (
 from broker.protocol.registry import ApiSpec, is_flexible, request_class
 
 if TYPE_CHECKING:
-    from broker.services import NetworkServices
+    from broker.services import HandlerServices
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ log = logging.getLogger(__name__)
 class Connection:
     def __init__(
         self,
-        services: NetworkServices,
+        services: HandlerServices,
         listener_name: str,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,

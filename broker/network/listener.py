@@ -25,7 +25,8 @@ from broker.network.quotas import ConnectionQuotas
 
 if TYPE_CHECKING:
     from broker.config.kafka_config import Endpoint, KafkaConfig
-    from broker.services import NetworkServices
+    from broker.network.sasl import ListenerSasl
+    from broker.services import HandlerServices
 
 log = logging.getLogger(__name__)
 # Kafka's socket.connection.setup.timeout.ms is the client's; a server bounds the handshake
@@ -37,7 +38,11 @@ ACCEPT_RETRY_S = 0.1
 
 class Listener:
     def __init__(
-        self, services: NetworkServices, endpoint: Endpoint, quotas: ConnectionQuotas
+        self,
+        services: HandlerServices,
+        endpoint: Endpoint,
+        quotas: ConnectionQuotas,
+        sasl: ListenerSasl | None,
     ) -> None:
         self._services = services
         self._endpoint = endpoint
@@ -55,7 +60,7 @@ class Listener:
             self._ssl.sni_callback = self._use_current_context
         self._current_ssl = self._ssl
         self._stores = self._store_settings(services.config)
-        self._sasl = services.sasl_listeners.get(endpoint.listener_name)
+        self._sasl = sasl
 
     def _store_settings(self, config: KafkaConfig) -> dict[str, object]:
         return {

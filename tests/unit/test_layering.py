@@ -75,9 +75,21 @@ def _imported_modules(path: Path) -> set[str]:
 
 
 def test_only_the_entry_point_imports_the_broker_server() -> None:
-    """DESIGN review item 3: the broker's parts use the protocols of broker/services.py, so
+    """The broker's parts are handed their collaborators (broker/services.py), so
     broker/server.py and the modules it builds do not import each other in a circle."""
     allowed = {ROOT / "broker" / "__main__.py", ROOT / "broker" / "server.py"}
     for path in sorted((ROOT / "broker").rglob("*.py")):
         if path not in allowed:
             assert "broker.server" not in _imported_modules(path), f"{path} imports broker.server"
+
+
+def test_the_broker_server_hands_no_part_itself() -> None:
+    """The composition root hands each part named collaborators, never the server: no call in
+    broker/server.py passes `self` (its bound methods, explicit callbacks, are fine)."""
+    path = ROOT / "broker" / "server.py"
+    tree = ast.parse(path.read_text(), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            arguments = [*node.args, *(keyword.value for keyword in node.keywords)]
+            handed = [a for a in arguments if isinstance(a, ast.Name) and a.id == "self"]
+            assert not handed, f"broker/server.py:{node.lineno} hands `self` to a call"

@@ -20,24 +20,33 @@ from broker.coordinator.group.membership_results import GroupConfig
 from broker.coordinator.group.offsets import OFFSETS_TOPIC, OffsetsConfig, OffsetStore
 from broker.coordinator.group.records import GroupValue
 from broker.coordinator.group.state import GroupState
-from broker.coordinator.internal_topics import (
-    CoordinatorAddress,
-    InternalTopic,
-    create,
-    find_leader,
-)
+from broker.coordinator.internal_topics import CoordinatorAddress, InternalTopic, InternalTopics
 from broker.replication.partition import Partition
 
 if TYPE_CHECKING:
-    from broker.services import CoordinatorServices
+    from broker.cluster.metadata_cache import MetadataCache
+    from broker.replication.replica_manager import ReplicaManager
+    from broker.services import CurrentConfig, TopicSettings
 
 log = logging.getLogger(__name__)
 
 
 class GroupCoordinator:
-    def __init__(self, services: CoordinatorServices) -> None:
-        self._services = services
-        config = services.config
+    def __init__(
+        self,
+        current_config: CurrentConfig,
+        broker_id: int,
+        replica_manager: ReplicaManager,
+        metadata_cache: MetadataCache,
+        internal_topics: InternalTopics,
+        topic_settings: TopicSettings,
+    ) -> None:
+        self._current_config = current_config
+        self._broker_id = broker_id
+        self._metadata_cache = metadata_cache
+        self._internal_topics = internal_topics
+        self._topic_settings = topic_settings
+        config = current_config.value
         self.offsets_config = OffsetsConfig(
             partition_count=config["offsets.topic.num.partitions"],
             metadata_max_bytes=config["offset.metadata.max.bytes"],
@@ -45,7 +54,7 @@ class GroupCoordinator:
             retention_ms=config["offsets.retention.minutes"] * 60_000,
         )
         self.offsets = OffsetStore(
-            services.replica_manager,
+            replica_manager,
             self.offsets_config,
             self._offsets_min_insync_replicas,
             named_leader=self._named_offsets_leader,
@@ -63,11 +72,11 @@ class GroupCoordinator:
         )
         self.offsets.on_group_loaded = self._on_group_loaded
         self.offsets.on_partition_unloaded = self._on_partition_unloaded
-        services.replica_manager.leadership_listeners.append(self._on_leadership_change)
+        replica_manager.leadership_listeners.append(self._on_leadership_change)
 
     def _named_offsets_leader(self, partition: int) -> bool:
-        leader, _ = self._services.metadata_cache.leader_and_epoch(OFFSETS_TOPIC, partition)
-        return leader == self._services.broker_id
+        leader, _ = self._metadata_cache.leader_and_epoch(OFFSETS_TOPIC, partition)
+        return leader == self._broker_id
 
     def _is_coordinator_for(self, group_id: str) -> bool:
         return self.offsets.coordinator_error(group_id) != ErrorCode.not_coordinator
@@ -89,7 +98,7 @@ class GroupCoordinator:
             log.info("unloaded %d groups of %s-%d", unloaded, OFFSETS_TOPIC, partition)
 
     def _offsets_min_insync_replicas(self) -> int:
-        return self._services.topic_config_int(OFFSETS_TOPIC, "min.insync.replicas")
+        return self._topic_settings.min_insync_replicas(OFFSETS_TOPIC)
 
     def _on_leadership_change(self, partition: Partition, is_leader: bool) -> None:
         if partition.topic == OFFSETS_TOPIC:
@@ -127,13 +136,13 @@ class GroupCoordinator:
     async def find(self, group_id: str, listener_name: str) -> CoordinatorAddress:
         """The broker leading the group's offsets partition, creating the topic if needed."""
         wanted = self.offsets.partition_of(group_id)
-        return await find_leader(self._services, self._offsets_topic(), wanted, listener_name)
+        return await self._internal_topics.find_leader(self._offsets_topic(), wanted, listener_name)
 
     async def create_offsets_topic(self) -> None:
-        await create(self._services, self._offsets_topic())
+        await self._internal_topics.create(self._offsets_topic())
 
     def _offsets_topic(self) -> InternalTopic:
-        config = self._services.config
+        config = self._current_config.value
         return InternalTopic(
             OFFSETS_TOPIC,
             self.offsets_config.partition_count,

@@ -27,11 +27,7 @@ from typing import TYPE_CHECKING
 from kio.schema.errors import ErrorCode
 
 from broker.coordinator.internal_log import read_keyed_records
-from broker.coordinator.internal_topics import (
-    CoordinatorAddress,
-    InternalTopic,
-    find_leader,
-)
+from broker.coordinator.internal_topics import CoordinatorAddress, InternalTopic, InternalTopics
 from broker.coordinator.record_io import RecordFormatError
 from broker.coordinator.transaction.marker_sender import TxnEnd, TxnMarkerSender
 from broker.coordinator.transaction.metadata import TxnMetadata, TxnRefused
@@ -50,7 +46,10 @@ from broker.log.record_codec import SimpleRecord, build_batch
 from broker.replication.partition import Partition
 
 if TYPE_CHECKING:
-    from broker.services import TransactionServices
+    from broker.cluster.metadata_cache import MetadataCache
+    from broker.coordinator.transaction.producer_id_manager import ProducerIdManager
+    from broker.replication.replica_manager import ReplicaManager
+    from broker.services import CurrentConfig, TopicSettings
 
 log = logging.getLogger(__name__)
 
@@ -74,26 +73,42 @@ class InitResult:
 
 
 class TransactionCoordinator:
-    def __init__(self, services: TransactionServices) -> None:
-        self._services = services
-        config = services.config
+    def __init__(
+        self,
+        current_config: CurrentConfig,
+        broker_id: int,
+        replica_manager: ReplicaManager,
+        metadata_cache: MetadataCache,
+        internal_topics: InternalTopics,
+        topic_settings: TopicSettings,
+        producer_ids: ProducerIdManager,
+        markers: TxnMarkerSender,
+    ) -> None:
+        self._current_config = current_config
+        self._broker_id = broker_id
+        self._replica_manager = replica_manager
+        self._metadata_cache = metadata_cache
+        self._internal_topics = internal_topics
+        self._topic_settings = topic_settings
+        self._producer_ids = producer_ids
+        config = current_config.value
         self.partition_count: int = config["transaction.state.log.num.partitions"]
         self.max_timeout_ms: int = config["transaction.max.timeout.ms"]
         self.expiration_ms: int = config["transactional.id.expiration.ms"]
         self._write_timeout_s = config["request.timeout.ms"] / 1000
         self._partitions: dict[int, _LoadedPartition] = {}
-        self.markers = TxnMarkerSender(services)
+        self.markers = markers
         self._completions: set[asyncio.Task[None]] = set()
-        services.replica_manager.leadership_listeners.append(self._on_leadership_change)
+        replica_manager.leadership_listeners.append(self._on_leadership_change)
 
     # -- where ------------------------------------------------------------------------------
 
     async def find(self, transactional_id: str, listener_name: str) -> CoordinatorAddress:
         wanted = partition_for(transactional_id, self.partition_count)
-        return await find_leader(self._services, self._topic(), wanted, listener_name)
+        return await self._internal_topics.find_leader(self._topic(), wanted, listener_name)
 
     def _topic(self) -> InternalTopic:
-        config = self._services.config
+        config = self._current_config.value
         return InternalTopic(
             TXN_TOPIC,
             self.partition_count,
@@ -114,8 +129,8 @@ class TransactionCoordinator:
         if state is None:
             # Named leader but not loading yet: load in progress, as Kafka answers once its
             # LeaderAndIsr arrived (see the group coordinator's OffsetStore).
-            leader, _ = self._services.metadata_cache.leader_and_epoch(TXN_TOPIC, partition)
-            if leader == self._services.broker_id:
+            leader, _ = self._metadata_cache.leader_and_epoch(TXN_TOPIC, partition)
+            if leader == self._broker_id:
                 raise TxnRefused(ErrorCode.coordinator_load_in_progress)
             raise TxnRefused(ErrorCode.not_coordinator)
         if not state.loaded:
@@ -133,7 +148,7 @@ class TransactionCoordinator:
             state = self._loaded(transactional_id)
             metadata = state.transactions.get(transactional_id)
             if metadata is None:
-                producer_id = await self._services.producer_ids.generate_producer_id()
+                producer_id = await self._producer_ids.generate_producer_id()
                 metadata = state.transactions.setdefault(
                     transactional_id, TxnMetadata(transactional_id, producer_id)
                 )
@@ -142,7 +157,7 @@ class TransactionCoordinator:
                 raise TxnRefused(ErrorCode.concurrent_transactions, "aborting the open one")
             new_id = None
             if metadata.epoch_exhausted():
-                new_id = await self._services.producer_ids.generate_producer_id()
+                new_id = await self._producer_ids.generate_producer_id()
             value = metadata.prepare_init(timeout_ms, _now_ms(), new_id, expected)
             await self._write(state, metadata, value)
             return InitResult(ErrorCode.none, metadata.producer_id, metadata.producer_epoch)
@@ -361,11 +376,11 @@ class TransactionCoordinator:
 
     async def _append(self, partition: int, records: list[SimpleRecord]) -> ErrorCode:
         """Append to the partition and wait until the ISR (at least min.isr) has it."""
-        replica_manager = self._services.replica_manager
+        replica_manager = self._replica_manager
         result = replica_manager.append(TXN_TOPIC, partition, build_batch(records))
         if result.info is None:
             return result.error_code
-        min_isr = self._services.topic_config_int(TXN_TOPIC, "min.insync.replicas")
+        min_isr = self._topic_settings.min_insync_replicas(TXN_TOPIC)
         return await replica_manager.wait_for_replication(
             TXN_TOPIC, partition, result.info.last_offset + 1, min_isr, self._write_timeout_s
         )
@@ -410,7 +425,7 @@ class TransactionCoordinator:
         )
 
     async def _read(self, partition: int) -> list[tuple[bytes, bytes | None]] | None:
-        leader = self._services.replica_manager.get(TXN_TOPIC, partition)
+        leader = self._replica_manager.get(TXN_TOPIC, partition)
         if leader is None:
             return None
         try:

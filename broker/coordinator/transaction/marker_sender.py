@@ -25,7 +25,8 @@ from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import request_class
 
 if TYPE_CHECKING:
-    from broker.services import MarkerSenderServices
+    from broker.cluster.metadata_cache import MetadataCache
+    from broker.services import CurrentConfig, PeerBrokers
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +65,17 @@ class _Connections:
 
 
 class TxnMarkerSender:
-    def __init__(self, services: MarkerSenderServices) -> None:
-        self._services = services
+    def __init__(
+        self,
+        current_config: CurrentConfig,
+        broker_id: int,
+        metadata_cache: MetadataCache,
+        peers: PeerBrokers,
+    ) -> None:
+        self._current_config = current_config
+        self._broker_id = broker_id
+        self._metadata_cache = metadata_cache
+        self._peers = peers
         self._connections: dict[int, _Connections] = {}
         # The sends (one per transaction) with a partition whose leader is not live: Kafka's
         # marker channel queues those for the "unknown destination".
@@ -132,7 +142,7 @@ class TxnMarkerSender:
 
     def _by_leader(self, partitions: set[TopicPartition]) -> dict[int, list[TopicPartition]]:
         by_leader: dict[int, list[TopicPartition]] = {}
-        cache = self._services.metadata_cache
+        cache = self._metadata_cache
         for topic, partition in sorted(partitions):
             leader, _ = cache.leader_and_epoch(topic, partition)
             if cache.live_broker(leader) is not None:
@@ -140,12 +150,12 @@ class TxnMarkerSender:
         return by_leader
 
     def _topic_exists(self, topic: str) -> bool:
-        return self._services.metadata_cache.partitions(topic) is not None
+        return self._metadata_cache.partitions(topic) is not None
 
     async def _send_to(
         self, leader: int, end: TxnEnd, partitions: list[TopicPartition]
     ) -> dict[TopicPartition, ErrorCode]:
-        address = self._services.inter_broker_address(leader)
+        address = self._peers.inter_broker_address(leader)
         if address is None:
             return {}
         request = adapter.build(
@@ -175,15 +185,15 @@ class TxnMarkerSender:
         }
 
     def _client(self, address: tuple[str, int]) -> BrokerClient:
-        timeout_ms = self._services.config["request.timeout.ms"]
+        timeout_ms = self._current_config.value["request.timeout.ms"]
         return BrokerClient(
             address[0],
             address[1],
-            client_id=f"broker-{self._services.broker_id}-txn-markers",
+            client_id=f"broker-{self._broker_id}-txn-markers",
             connect_timeout_ms=timeout_ms,
             request_timeout_ms=timeout_ms + 5_000,  # the leader waits for its ISR first
-            ssl_context=self._services.inter_broker_ssl,
-            sasl=self._services.inter_broker_sasl,
+            ssl_context=self._peers.inter_broker_ssl,
+            sasl=self._peers.inter_broker_sasl,
         )
 
 

@@ -38,6 +38,7 @@ class _Services:
             ),
         )
         self.authorizer = None
+        self.metadata_changes = SimpleNamespace(wait_for=self._wait_for_metadata)
 
     async def _delete_topics(self, names: list[str]) -> dict[str, int]:
         self.asked.append(names)
@@ -45,7 +46,7 @@ class _Services:
             n: 0 if n in self.topics else int(ErrorCode.unknown_topic_or_partition) for n in names
         }
 
-    async def wait_for_metadata(self, condition: Callable[[], bool], timeout_s: float) -> bool:
+    async def _wait_for_metadata(self, condition: Callable[[], bool], timeout_s: float) -> bool:
         self.topics &= self._lingering
         return condition()
 

@@ -34,7 +34,7 @@ def _context(tmp_path: Path, isr: list[int]) -> tuple[RequestContext, ReplicaMan
     services = SimpleNamespace(
         replica_manager=manager,
         config={"message.max.decompressed.bytes": 1 << 20},
-        topic_config_int=lambda topic, name: 1 if name == "min.insync.replicas" else 0,
+        topic_settings=SimpleNamespace(min_insync_replicas=lambda topic: 1),
         metrics=BrokerCounters(),
         authorizer=None,
     )
