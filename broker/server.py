@@ -146,10 +146,13 @@ class KafkaServer:
         self.default_log_config = default_log_config(config)
         self.log_manager = LogManager(config.log_dirs, self.default_log_config)
         self.log_cleaner = LogCleaner(CleanerConfig.from_broker_config(config))
+        self.topic_configs = TopicConfigs(self.kafka_zk)
+        self.topic_settings = TopicSettings(self.topic_configs, self.current_config)
         self.replica_manager = ReplicaManager(
             self.broker_id,
             self.log_manager,
             self._partition_exists,
+            self.topic_settings.min_insync_replicas,
             replica_lag_time_max_ms=config["replica.lag.time.max.ms"],
         )
         self.replica_manager.isr_writer = IsrWriter(
@@ -176,8 +179,6 @@ class KafkaServer:
             self.kafka_zk,
         )
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
-        self.topic_configs = TopicConfigs(self.kafka_zk)
-        self.topic_settings = TopicSettings(self.topic_configs, self.current_config)
         self.dynamic_config = DynamicBrokerConfig(config, self.zk_client, self._apply_config)
         self.config_changes = ConfigChangeListener(
             self.zk_client,

@@ -178,12 +178,8 @@ def _produce_partition(
         )
     if not records:
         return _error(partition, ErrorCode.invalid_record, "no record batches in the request")
-    if acks == -1:
-        error = _check_min_isr(context, topic, partition)
-        if error is not None:
-            return _error(partition, error)
-    result: AppendResult = context.services.replica_manager.append(
-        topic, partition, records, compressed_checked=compressed_checked
+    result: AppendResult = context.services.replica_manager.append_records(
+        topic, partition, records, required_acks=acks, compressed_checked=compressed_checked
     )
     if result.info is None:
         return _error(partition, result.error_code, result.error_message, result.record_errors)
@@ -282,16 +278,6 @@ def _close_on_error(results: TopicResults) -> None:
                     f"acks=0 produce to {topic}-{result.index} failed:"
                     f" {ErrorCode(result.error_code).name}"
                 )
-
-
-def _check_min_isr(context: RequestContext, topic: str, partition: int) -> ErrorCode | None:
-    current = context.services.replica_manager.get(topic, partition)
-    if current is None or not current.is_leader:
-        return None  # the append reports the routing error
-    min_isr = context.services.topic_settings.min_insync_replicas(topic)
-    if len(current.isr) < min_isr:
-        return ErrorCode.not_enough_replicas
-    return None
 
 
 def _error(

@@ -3,7 +3,9 @@ its followers (Kafka's `Partition`).
 
 Only `make_leader`, `make_follower`, `apply_isr` and the follower-fetch update change the
 role, epoch, ISR or positions, so every rule about them lives here. The high watermark is kept
-on the log (it is checkpointed with it); this class decides when it moves.
+on the log (it is checkpointed with it); this class decides when it moves. The leader's append
+goes through `append_records_to_leader`, which refuses an acks=all produce while the ISR is
+below min.insync.replicas, as Kafka's `Partition.appendRecordsToLeader` does.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from broker.log.log import Log
+from broker.log.log import AppendInfo, Log
 from broker.replication.purgatory import PartitionWaiters
 from zk.znodes import PartitionState
 
@@ -33,6 +35,10 @@ class FollowerState:
 
 class InvariantError(AssertionError):
     """A replication invariant broke; raised explicitly so `python -O` cannot strip it."""
+
+
+class NotEnoughReplicasError(Exception):
+    """An acks=all append refused before writing: the ISR is below min.insync.replicas."""
 
 
 @dataclass(slots=True)
@@ -66,6 +72,34 @@ class Partition:
     @property
     def high_watermark(self) -> int:
         return self.log.high_watermark
+
+    # -- the leader's append ------------------------------------------------------------------
+
+    def append_records_to_leader(
+        self,
+        records: bytearray,
+        required_acks: int,
+        min_insync_replicas: int,
+        now_ms: int,
+        compressed_checked: bool,
+        check_sequences: bool,
+    ) -> AppendInfo:
+        """Append a producer's batch as this partition's leader (the caller checked the role).
+        Raises NotEnoughReplicasError for acks=all while the ISR is smaller than
+        `min_insync_replicas`, else what `Log.append_as_leader` raises (RecordError, OSError);
+        wakes the fetches parked on this partition once the batch is written."""
+        if required_acks == -1 and len(self.isr) < min_insync_replicas:
+            raise NotEnoughReplicasError
+        info = self.log.append_as_leader(
+            records,
+            self.leader_epoch,
+            now_ms,
+            require_single_batch=True,
+            compressed_checked=compressed_checked,
+            check_sequences=check_sequences,
+        )
+        self.waiters.on_append()
+        return info
 
     # -- role changes -----------------------------------------------------------------------
 

@@ -29,7 +29,7 @@ from broker.log.transaction_state import AbortedTxn
 from broker.replication.delayed_fetch import DelayedFetch
 from broker.replication.fetcher import ReplicaFetcherManager
 from broker.replication.isr import IsrWriter
-from broker.replication.partition import Partition
+from broker.replication.partition import NotEnoughReplicasError, Partition
 from broker.replication.purgatory import TooManyWaitersError
 from controller.state_change_log import became_follower, became_leader
 from zk.kafka_zk import PartitionState
@@ -81,6 +81,7 @@ class ReplicaManager:
         broker_id: int,
         log_manager: LogManager,
         partition_exists: Callable[[str, int], bool],
+        min_insync_replicas: Callable[[str], int],
         replica_lag_time_max_ms: int = 30_000,
     ) -> None:
         self._broker_id = broker_id
@@ -88,6 +89,8 @@ class ReplicaManager:
         # Whether cluster metadata knows the partition: a partition that exists but is not
         # hosted here is NOT_LEADER_OR_FOLLOWER (clients refresh metadata), not UNKNOWN.
         self._partition_exists = partition_exists
+        # A topic's effective min.insync.replicas (the server's TopicSettings).
+        self._min_insync_replicas = min_insync_replicas
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self._partitions: dict[tuple[str, int], Partition] = {}
         self._topic_ids: dict[str, str] = {}
@@ -403,28 +406,35 @@ class ReplicaManager:
             return None, ErrorCode.not_leader_or_follower
         return current, ErrorCode.none
 
-    def append(
+    def append_records(
         self,
         topic: str,
         partition: int,
         records: bytes,
+        required_acks: int = 1,
         compressed_checked: bool = False,
         from_coordinator: bool = False,
     ) -> AppendResult:
-        """A leader's append; `from_coordinator`: a coordinator's own write to its internal
-        topic, whose producer sequences are not checked (Kafka's AppendOrigin.Coordinator)."""
+        """A leader's append, through `Partition.append_records_to_leader` (Kafka's
+        appendToLocalLog): the routing errors first, then, for `required_acks` -1 (acks=all),
+        NOT_ENOUGH_REPLICAS while the ISR is below the topic's min.insync.replicas.
+        `from_coordinator`: a coordinator's own write to its internal topic, whose producer
+        sequences are not checked (Kafka's AppendOrigin.Coordinator); the coordinators wait
+        for the ISR after their append instead."""
         current, error = self._leader(topic, partition)
         if current is None:
             return AppendResult(error)
         try:
-            info = current.log.append_as_leader(
+            info = current.append_records_to_leader(
                 bytearray(records),
-                current.leader_epoch,
+                required_acks,
+                self._min_insync_replicas(topic) if required_acks == -1 else 0,
                 int(time.time() * 1000),
-                require_single_batch=True,
                 compressed_checked=compressed_checked,
                 check_sequences=not from_coordinator,
             )
+        except NotEnoughReplicasError:
+            return AppendResult(ErrorCode.not_enough_replicas)
         except RecordError as record_error:
             log.warning("rejected produce to %s-%d: %s", topic, partition, record_error)
             return AppendResult(
@@ -437,7 +447,6 @@ class ReplicaManager:
             log.error("write to %s-%d failed: %s", topic, partition, error)
             self.report_io_error(current.log, error)
             return AppendResult(ErrorCode.kafka_storage_error, None, str(error))
-        current.waiters.on_append()
         self._after_high_watermark_check(current)
         return AppendResult(ErrorCode.none, info)
 

@@ -330,7 +330,7 @@ class OffsetStore:
 
     async def _append_batch(self, group_id: str, batch: bytes) -> ErrorCode:
         partition = self.partition_of(group_id)
-        result = self._replica_manager.append(
+        result = self._replica_manager.append_records(
             OFFSETS_TOPIC, partition, batch, from_coordinator=True
         )
         if result.info is None:

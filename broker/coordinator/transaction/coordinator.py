@@ -377,7 +377,7 @@ class TransactionCoordinator:
     async def _append(self, partition: int, records: list[SimpleRecord]) -> ErrorCode:
         """Append to the partition and wait until the ISR (at least min.isr) has it."""
         replica_manager = self._replica_manager
-        result = replica_manager.append(TXN_TOPIC, partition, build_batch(records))
+        result = replica_manager.append_records(TXN_TOPIC, partition, build_batch(records))
         if result.info is None:
             return result.error_code
         min_isr = self._topic_settings.min_insync_replicas(TXN_TOPIC)

@@ -44,7 +44,7 @@ class Broker:
     def __init__(self, tmp_path: Path, zk: RecordingZk) -> None:
         self.dirs = [tmp_path / "a", tmp_path / "b"]
         self.logs = LogManager(self.dirs, LogConfig())
-        self.replicas = ReplicaManager(ME, self.logs, lambda t, p: True)
+        self.replicas = ReplicaManager(ME, self.logs, lambda t, p: True, lambda topic: 1)
         mover = ReplicaAlterLogDirs(
             self.logs,
             hosted=lambda key: self.replicas.get(*key),
@@ -69,8 +69,11 @@ def test_failed_dir_takes_its_replicas_offline_and_tells_the_controller(tmp_path
         broker.handler.on_log_dir_failure(broker.dirs[1])
         assert broker.replicas.is_offline(("t", 1))
         batch = build_batch([SimpleRecord(None, b"v", (), 1000)])
-        assert broker.replicas.append("t", 1, batch).error_code == ErrorCode.kafka_storage_error
-        assert broker.replicas.append("t", 0, batch).error_code == ErrorCode.none
+        assert (
+            broker.replicas.append_records("t", 1, batch).error_code
+            == ErrorCode.kafka_storage_error
+        )
+        assert broker.replicas.append_records("t", 0, batch).error_code == ErrorCode.none
         deadline = asyncio.get_running_loop().time() + 5
         while len(zk.calls) < 2 and asyncio.get_running_loop().time() < deadline:
             await asyncio.sleep(0.05)

@@ -17,10 +17,14 @@ TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"
 OTHER_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAg"
 
 
+def _MIN_ISR(topic: str) -> int:
+    return 2 if topic == "needs-two" else 1
+
+
 def _manager(tmp_path: Path, known: set[tuple[str, int]] | None = None) -> ReplicaManager:
     logs = LogManager([tmp_path], LogConfig())
     logs.load_logs()  # what is already on disk, as at broker start-up
-    return ReplicaManager(ME, logs, lambda t, p: (t, p) in (known or set()))
+    return ReplicaManager(ME, logs, lambda t, p: (t, p) in (known or set()), _MIN_ISR)
 
 
 def _state(leader: int, epoch: int) -> PartitionState:
@@ -33,8 +37,11 @@ def _records(value: bytes) -> bytes:
 
 def test_partition_known_to_metadata_but_not_hosted_is_not_leader(tmp_path: Path) -> None:
     manager = _manager(tmp_path, known={("t", 0)})
-    assert manager.append("t", 0, _records(b"x")).error_code == ErrorCode.not_leader_or_follower
-    assert manager.append("t", 1, _records(b"x")).error_code == (
+    assert (
+        manager.append_records("t", 0, _records(b"x")).error_code
+        == ErrorCode.not_leader_or_follower
+    )
+    assert manager.append_records("t", 1, _records(b"x")).error_code == (
         ErrorCode.unknown_topic_or_partition
     )
 
@@ -63,15 +70,41 @@ def test_topic_config_reaches_an_existing_log(tmp_path: Path) -> None:
     small = LogConfig(max_message_bytes=100)
     prepare_now(manager, "t", TOPIC_ID, [0])
     manager.apply_state("t", TOPIC_ID, 0, [1], _state(leader=1, epoch=0), small)
-    result = manager.append("t", 0, _records(b"x" * 500))
+    result = manager.append_records("t", 0, _records(b"x" * 500))
     assert result.error_code == ErrorCode.message_too_large
+
+
+def test_acks_all_below_min_isr_is_refused_by_the_partition_before_writing(
+    tmp_path: Path,
+) -> None:
+    """Kafka's Partition.appendRecordsToLeader: acks=all with fewer in-sync replicas than
+    min.insync.replicas is NOT_ENOUGH_REPLICAS and writes nothing; acks=1 is not checked."""
+    manager = _manager(tmp_path)
+    prepare_now(manager, "needs-two", TOPIC_ID, [0])
+    alone = PartitionState(leader=ME, leader_epoch=0, isr=[ME], controller_epoch=1)
+    manager.apply_state("needs-two", TOPIC_ID, 0, [ME, 2], alone, LogConfig())
+    refused = manager.append_records("needs-two", 0, _records(b"x"), required_acks=-1)
+    assert refused.error_code == ErrorCode.not_enough_replicas and refused.info is None
+    replica = manager.get("needs-two", 0)
+    assert replica is not None and replica.log.log_end_offset == 0
+    taken = manager.append_records("needs-two", 0, _records(b"x"), required_acks=1)
+    assert taken.error_code == ErrorCode.none and replica.log.log_end_offset == 1
+
+
+def test_a_follower_answers_not_leader_before_min_isr(tmp_path: Path) -> None:
+    manager = _manager(tmp_path)
+    prepare_now(manager, "needs-two", TOPIC_ID, [0])
+    following = PartitionState(leader=2, leader_epoch=0, isr=[2], controller_epoch=1)
+    manager.apply_state("needs-two", TOPIC_ID, 0, [2, ME], following, LogConfig())
+    result = manager.append_records("needs-two", 0, _records(b"x"), required_acks=-1)
+    assert result.error_code == ErrorCode.not_leader_or_follower
 
 
 def test_log_of_a_deleted_incarnation_is_replaced(tmp_path: Path) -> None:
     manager = _manager(tmp_path)
     prepare_now(manager, "t", TOPIC_ID, [0])
     manager.apply_state("t", TOPIC_ID, 0, [1], _state(leader=1, epoch=0), LogConfig())
-    assert manager.append("t", 0, _records(b"old")).error_code == ErrorCode.none
+    assert manager.append_records("t", 0, _records(b"old")).error_code == ErrorCode.none
     partition_dir = tmp_path / "t-0"
     assert read_topic_id(partition_dir) == TOPIC_ID
     restarted = _manager(tmp_path)
@@ -87,7 +120,7 @@ def test_same_or_missing_topic_id_keeps_the_log(tmp_path: Path, stored: str | No
     manager = _manager(tmp_path)
     prepare_now(manager, "t", stored or "", [0])
     manager.apply_state("t", stored or "", 0, [1], _state(leader=1, epoch=0), LogConfig())
-    manager.append("t", 0, _records(b"kept"))
+    manager.append_records("t", 0, _records(b"kept"))
     restarted = _manager(tmp_path)
     prepare_now(restarted, "t", TOPIC_ID, [0])
     restarted.apply_state("t", TOPIC_ID, 0, [1], _state(leader=1, epoch=0), LogConfig())
@@ -101,7 +134,9 @@ def test_offline_replica_answers_storage_error_and_is_never_recreated(tmp_path: 
     manager.apply_state("t", TOPIC_ID, 0, [1, 2], _state(leader=1, epoch=1), LogConfig())
     manager.take_offline([("t", 0)])
     assert manager.get("t", 0) is None and manager.is_offline(("t", 0))
-    assert manager.append("t", 0, _records(b"x")).error_code == ErrorCode.kafka_storage_error
+    assert (
+        manager.append_records("t", 0, _records(b"x")).error_code == ErrorCode.kafka_storage_error
+    )
     assert manager.read("t", 0, 0, 100, True).error_code == ErrorCode.kafka_storage_error
     prepare_now(manager, "t", TOPIC_ID, [0])
     manager.apply_state("t", TOPIC_ID, 0, [1, 2], _state(leader=1, epoch=2), LogConfig())
@@ -138,6 +173,6 @@ def test_logs_are_prepared_in_batches_each_applied_once_ready(tmp_path: Path) ->
 
 def test_a_batch_spreads_new_logs_over_the_log_dirs(tmp_path: Path) -> None:
     dirs = [tmp_path / "a", tmp_path / "b"]
-    manager = ReplicaManager(ME, LogManager(dirs, LogConfig()), lambda t, p: True)
+    manager = ReplicaManager(ME, LogManager(dirs, LogConfig()), lambda t, p: True, _MIN_ISR)
     assert prepare_now(manager, "t", TOPIC_ID, range(10)) == list(range(10))
     assert [len(list(d.iterdir())) for d in dirs] == [5, 5]

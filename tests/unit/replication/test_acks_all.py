@@ -17,7 +17,7 @@ ME, FOLLOWER = 1, 2
 
 def _leading(tmp_path: Path, isr: list[int]) -> ReplicaManager:
     logs = LogManager([tmp_path], LogConfig())
-    manager = ReplicaManager(ME, logs, lambda t, p: True)
+    manager = ReplicaManager(ME, logs, lambda t, p: True, lambda topic: 1)
     state = PartitionState(leader=ME, leader_epoch=0, isr=isr, controller_epoch=1)
     prepare_now(manager, "t", "", [0])
     manager.apply_state("t", "", 0, [ME, FOLLOWER], state, LogConfig(), zk_version=0)
@@ -25,7 +25,7 @@ def _leading(tmp_path: Path, isr: list[int]) -> ReplicaManager:
 
 
 def _append(manager: ReplicaManager) -> int:
-    result = manager.append("t", 0, build_batch([SimpleRecord(None, b"v", (), 1000)]))
+    result = manager.append_records("t", 0, build_batch([SimpleRecord(None, b"v", (), 1000)]))
     assert result.info is not None
     return result.info.last_offset + 1
 

@@ -31,7 +31,9 @@ class Broker:
         self.dir_a, self.dir_b = tmp_path / "a", tmp_path / "b"
         self.logs = LogManager([self.dir_a, self.dir_b], CONFIG)
         self.known = {("t", 0), ("t", 1)}
-        self.replicas = ReplicaManager(ME, self.logs, lambda t, p: (t, p) in self.known)
+        self.replicas = ReplicaManager(
+            ME, self.logs, lambda t, p: (t, p) in self.known, lambda topic: 1
+        )
         self.mover = ReplicaAlterLogDirs(
             self.logs,
             hosted=lambda key: self.replicas.get(*key),
@@ -47,7 +49,7 @@ class Broker:
 
     def produce(self, count: int) -> None:
         for _ in range(count):
-            result = self.replicas.append("t", 0, make_batch(3, value_bytes=40))
+            result = self.replicas.append_records("t", 0, make_batch(3, value_bytes=40))
             assert result.error_code == ErrorCode.none
 
     def log_dir_of(self, partition: int = 0) -> Path:

@@ -38,7 +38,9 @@ class Broker:
     """A replica manager leading partitions of topic "t", each log's reads counted."""
 
     def __init__(self, tmp_path: Path, partitions: int, isr: list[int]) -> None:
-        self.manager = ReplicaManager(ME, LogManager([tmp_path], LogConfig()), lambda t, p: True)
+        self.manager = ReplicaManager(
+            ME, LogManager([tmp_path], LogConfig()), lambda t, p: True, lambda topic: 1
+        )
         self.reads: Counter[int] = Counter()
         prepare_now(self.manager, "t", "", list(range(partitions)))
         for index in range(partitions):
@@ -77,7 +79,7 @@ class Broker:
     def append(self, index: int, value_bytes: int = 10) -> int:
         """Append one batch; its size in bytes."""
         batch = build_batch([SimpleRecord(None, b"v" * value_bytes, (), 1000)])
-        assert self.manager.append("t", index, batch).error_code == ErrorCode.none
+        assert self.manager.append_records("t", index, batch).error_code == ErrorCode.none
         return len(batch)
 
     def fetch(

@@ -26,15 +26,19 @@ from zk.znodes import PartitionState
 ME, FOLLOWER = 1, 2
 
 
-def _context(tmp_path: Path, isr: list[int]) -> tuple[RequestContext, ReplicaManager]:
-    manager = ReplicaManager(ME, LogManager([tmp_path], LogConfig()), lambda t, p: True)
+def _context(
+    tmp_path: Path, isr: list[int], min_isr: int = 1
+) -> tuple[RequestContext, ReplicaManager]:
+    manager = ReplicaManager(
+        ME, LogManager([tmp_path], LogConfig()), lambda t, p: True, lambda topic: min_isr
+    )
     prepare_now(manager, "t", "", [0])
     state = PartitionState(leader=ME, leader_epoch=0, isr=isr, controller_epoch=1)
     manager.apply_state("t", "", 0, [ME, FOLLOWER], state, LogConfig(), zk_version=0)
     services = SimpleNamespace(
         replica_manager=manager,
         config={"message.max.decompressed.bytes": 1 << 20},
-        topic_settings=SimpleNamespace(min_insync_replicas=lambda topic: 1),
+        topic_settings=SimpleNamespace(min_insync_replicas=lambda topic: min_isr),
         metrics=BrokerCounters(),
         authorizer=None,
     )
@@ -83,5 +87,19 @@ def test_acks_all_that_times_out_answers_request_timed_out_without_offsets(
         partition = _partition(await produce.handle(context, _request(-1, timeout_ms=50)))
         assert partition.error_code == ErrorCode.request_timed_out
         assert (partition.base_offset, partition.log_start_offset) == (-1, -1)
+
+    asyncio.run(scenario())
+
+
+def test_acks_all_below_min_isr_answers_not_enough_replicas_and_appends_nothing(
+    tmp_path: Path,
+) -> None:
+    async def scenario() -> None:
+        context, manager = _context(tmp_path, isr=[ME], min_isr=2)
+        partition = _partition(await produce.handle(context, _request(-1, timeout_ms=1000)))
+        assert partition.error_code == ErrorCode.not_enough_replicas
+        assert partition.base_offset == -1
+        replica = manager.get("t", 0)
+        assert replica is not None and replica.log.log_end_offset == 0
 
     asyncio.run(scenario())
