@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Final, TypeVar
 
@@ -47,6 +48,7 @@ from broker.coordinator.group.member import (
     supported_protocols,
 )
 from broker.coordinator.group.membership_results import (
+    GroupConfig,
     GroupDescription,
     GroupOverview,
     JoinRequest,
@@ -55,7 +57,7 @@ from broker.coordinator.group.membership_results import (
     MemberLeaveResult,
     StaticRejoin,
 )
-from broker.coordinator.group.rebalance import GroupRebalancer, new_future
+from broker.coordinator.group.rebalance import GroupRebalancer, Persist, new_future
 from broker.coordinator.group.state import (
     GroupInvariantError,
     GroupState,
@@ -81,8 +83,75 @@ HEARTBEAT_ANSWER: Final[Mapping[GroupState, ErrorCode]] = MappingProxyType(
 )
 
 
-class GroupMembership(GroupRebalancer):
-    """The request-facing methods, on top of the rebalancing core."""
+def _wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _always(_group_id: str) -> bool:
+    return True
+
+
+def _never(_group_id: str) -> bool:
+    return False
+
+
+class GroupMembership:
+    """The request-facing methods; the groups, their rebalances and timers are its
+    `GroupRebalancer`'s."""
+
+    def __init__(
+        self,
+        persist: Persist,
+        *,
+        config: GroupConfig | None = None,
+        now_ms: Callable[[], int] = _wall_clock_ms,
+        is_coordinator_for: Callable[[str], bool] = _always,
+        loading: Callable[[str], bool] = _never,
+    ) -> None:
+        self._config = config if config is not None else GroupConfig()
+        self._is_coordinator_for = is_coordinator_for
+        self._loading = loading
+        self._rebalancer = GroupRebalancer(persist, self._config, now_ms)
+
+    @property
+    def config(self) -> GroupConfig:
+        return self._config
+
+    def get_group(self, group_id: str) -> Group | None:
+        """The live group, for inspection (tests, offset commit validation); do not mutate."""
+        return self._rebalancer.get_group(group_id)
+
+    def group_ids(self) -> list[str]:
+        return list(self._rebalancer.groups)
+
+    # -- coordinator moves ----------------------------------------------------------------
+
+    def load_group(self, snapshot: GroupSnapshot) -> None:
+        """Restore a group from its latest record when this broker becomes its coordinator.
+        Members must heartbeat within their session timeout or are removed."""
+        self._rebalancer.load_group(snapshot)
+
+    def unload_groups(self, predicate: Callable[[str], bool]) -> int:
+        """Forget the groups whose ids match (this broker no longer leads their partition);
+        every parked JoinGroup and SyncGroup gets NOT_COORDINATOR."""
+        return self._rebalancer.unload_groups(predicate)
+
+    def unload_all(self) -> None:
+        self._rebalancer.unload_all()
+
+    async def wait_for_writes(self) -> None:
+        """Wait for the group records being written now (for shutdown and tests)."""
+        await self._rebalancer.wait_for_writes()
+
+    def _status_error(self, group_id: str, *, empty_id_allowed: bool = False) -> ErrorCode:
+        # DescribeGroups, DeleteGroups and OffsetCommit accept "" for compatibility, like Kafka.
+        if not group_id and not empty_id_allowed:
+            return ErrorCode.invalid_group_id
+        if self._loading(group_id):
+            return ErrorCode.coordinator_load_in_progress
+        if not self._is_coordinator_for(group_id):
+            return ErrorCode.not_coordinator
+        return ErrorCode.none
 
     # -- JoinGroup ---------------------------------------------------------------------
 
@@ -137,22 +206,22 @@ class GroupMembership(GroupRebalancer):
             <= config.max_session_timeout_ms
         ):
             return JoinResult.failure(request.member_id, ErrorCode.invalid_session_timeout)
-        group = self._groups.get(request.group_id)
+        group = self._rebalancer.get_group(request.group_id)
         created = False
         if group is None:
             # Only a member without an id may create a group; an id for an unknown group is stale.
             if request.member_id != UNKNOWN_MEMBER_ID:
                 return JoinResult.failure(request.member_id, ErrorCode.unknown_member_id)
-            if len(self._groups) >= config.max_groups:
+            if len(self._rebalancer.groups) >= config.max_groups:
                 return JoinResult.failure(request.member_id, ErrorCode.coordinator_not_available)
-            group = self._create_group(request.group_id)
+            group = self._rebalancer.create_group(request.group_id)
             created = True
         try:
             return self._join_group(group, request)
         finally:
-            self._maybe_complete_join(group)
+            self._rebalancer.maybe_complete_join(group)
             if created:
-                self._forget_if_vacant(group)
+                self._rebalancer.forget_if_vacant(group)
 
     def _join_group(
         self, group: Group, request: JoinRequest
@@ -187,7 +256,7 @@ class GroupMembership(GroupRebalancer):
         if request.require_known_member_id:
             # KIP-394: hand out the id and count on a second JoinGroup with it, so that a client
             # whose first JoinGroup timed out does not leave a member behind.
-            self._add_pending_member(group, new_member_id, request.session_timeout_ms)
+            self._rebalancer.add_pending_member(group, new_member_id, request.session_timeout_ms)
             return JoinResult.failure(new_member_id, ErrorCode.member_id_required)
         return self._add_member_and_rebalance(group, request, new_member_id)
 
@@ -242,8 +311,10 @@ class GroupMembership(GroupRebalancer):
         future = new_future(JoinResult)
         group.await_join(member, future)
         # A parked new member cannot heartbeat (it has no id yet): bound its wait instead.
-        self._schedule_session_expiry(group, member, self._config.new_member_join_timeout_ms)
-        self._maybe_prepare_rebalance(
+        self._rebalancer.schedule_session_expiry(
+            group, member, self._config.new_member_join_timeout_ms
+        )
+        self._rebalancer.maybe_prepare_rebalance(
             group, f"adding member {member_id} (reason: {request.reason})"
         )
         return future
@@ -256,7 +327,7 @@ class GroupMembership(GroupRebalancer):
         )
         future = new_future(JoinResult)
         group.await_join(member, future)
-        self._maybe_prepare_rebalance(
+        self._rebalancer.maybe_prepare_rebalance(
             group, f"member {member.member_id} rejoins (reason: {request.reason})"
         )
         return future
@@ -281,7 +352,7 @@ class GroupMembership(GroupRebalancer):
             session_timeout_ms=member.session_timeout_ms,
             supports_skip_assignment=request.supports_skip_assignment,
         )
-        self._schedule_session_expiry(group, member, member.session_timeout_ms)
+        self._rebalancer.schedule_session_expiry(group, member, member.session_timeout_ms)
         group.update_member(
             member, request.protocols, request.rebalance_timeout_ms, request.session_timeout_ms
         )
@@ -292,12 +363,14 @@ class GroupMembership(GroupRebalancer):
         )
         if group.state is _S.STABLE:
             if group.select_protocol() == group.protocol_name:
-                self._spawn(self._persist_static_rejoin(group, member, group.snapshot(), undo))
+                self._rebalancer.spawn(
+                    self._persist_static_rejoin(group, member, group.snapshot(), undo)
+                )
             else:
-                self._prepare_rebalance(group, reason)
+                self._rebalancer.prepare_rebalance(group, reason)
         elif group.state is _S.COMPLETING_REBALANCE:
             # The leader may be assigning to the old id: start over so the new id gets a share.
-            self._prepare_rebalance(group, reason)
+            self._rebalancer.prepare_rebalance(group, reason)
         else:
             check_invariant(
                 group.state is _S.PREPARING_REBALANCE,
@@ -308,10 +381,14 @@ class GroupMembership(GroupRebalancer):
     async def _persist_static_rejoin(
         self, group: Group, member: Member, snapshot: GroupSnapshot, undo: StaticRejoin
     ) -> None:
-        error = await self._persist_in_order(group, snapshot)
+        error = await self._rebalancer.persist_in_order(group, snapshot)
         # Answered meanwhile (a rebalance completed, the group was unloaded, the instance was
         # replaced again), or a rebalance now runs with the member parked in it: nothing to do.
-        if not member.is_awaiting_join or group.state is not _S.STABLE or not self._is_live(group):
+        if (
+            not member.is_awaiting_join
+            or group.state is not _S.STABLE
+            or not self._rebalancer.is_live(group)
+        ):
             return
         if error is not ErrorCode.none:
             logger.warning(
@@ -370,23 +447,12 @@ class GroupMembership(GroupRebalancer):
         restored = group.replace_static_member(
             undo.group_instance_id, new_member_id, undo.old_member_id
         )
-        self._schedule_session_expiry(group, restored, restored.session_timeout_ms)
-
-    def _add_pending_member(self, group: Group, member_id: str, session_timeout_ms: int) -> None:
-        if len(group.pending_members) >= self._config.max_pending_members:
-            oldest = group.oldest_pending_member()
-            if oldest is not None:
-                # Its rejoin will get UNKNOWN_MEMBER_ID and it will start over.
-                group.remove(oldest)
-        handle = asyncio.get_running_loop().call_later(
-            session_timeout_ms / 1000, self._on_pending_member_expired, group, member_id
-        )
-        group.add_pending_member(member_id, handle)
+        self._rebalancer.schedule_session_expiry(group, restored, restored.session_timeout_ms)
 
     def _evict(self, group: Group, member_id: str) -> None:
         member = group.members.get(member_id)
         if member is not None:
-            self._drop_member(group, member)
+            self._rebalancer.drop_member(group, member)
         else:
             group.remove(member_id)
 
@@ -430,7 +496,7 @@ class GroupMembership(GroupRebalancer):
             return SyncResult.failure(ErrorCode.rebalance_in_progress)
         if error is not ErrorCode.none:
             return SyncResult.failure(error)
-        group = self._groups.get(group_id)
+        group = self._rebalancer.get_group(group_id)
         if group is None:
             return SyncResult.failure(ErrorCode.unknown_member_id)
         error = _sync_error(
@@ -441,7 +507,7 @@ class GroupMembership(GroupRebalancer):
         member = group.members[member_id]
         self._note_synced(group, member_id)
         if group.state is _S.STABLE:
-            self._schedule_session_expiry(group, member, member.session_timeout_ms)
+            self._rebalancer.schedule_session_expiry(group, member, member.session_timeout_ms)
             return SyncResult(
                 ErrorCode.none, group.protocol_type, group.protocol_name, member.assignment
             )
@@ -469,7 +535,9 @@ class GroupMembership(GroupRebalancer):
                 missing,
             )
         snapshot = group.snapshot(assignment)
-        self._spawn(self._persist_assignment(group, group.generation_id, snapshot, assignment))
+        self._rebalancer.spawn(
+            self._persist_assignment(group, group.generation_id, snapshot, assignment)
+        )
 
     async def _persist_assignment(
         self,
@@ -478,21 +546,23 @@ class GroupMembership(GroupRebalancer):
         snapshot: GroupSnapshot,
         assignment: dict[str, bytes],
     ) -> None:
-        error = await self._persist_in_order(group, snapshot)
+        error = await self._rebalancer.persist_in_order(group, snapshot)
         # Another member may have joined (or the group moved) while we wrote: then this
         # generation is over and its waiters were already answered.
-        if not self._is_live(group) or group.state is not _S.COMPLETING_REBALANCE:
+        if not self._rebalancer.is_live(group) or group.state is not _S.COMPLETING_REBALANCE:
             return
         if group.generation_id != generation_id:
             return
         if error is not ErrorCode.none:
-            self._reset_and_propagate_assignment_error(group, error)
-            self._maybe_prepare_rebalance(group, f"error {error.name} persisting the assignment")
-            self._maybe_complete_join(group)
+            self._rebalancer.reset_and_propagate_assignment_error(group, error)
+            self._rebalancer.maybe_prepare_rebalance(
+                group, f"error {error.name} persisting the assignment"
+            )
+            self._rebalancer.maybe_complete_join(group)
             return
         for member in group.members.values():
             member.assignment = assignment.get(member.member_id, b"")
-        self._propagate_assignment(group, ErrorCode.none)
+        self._rebalancer.propagate_assignment(group, ErrorCode.none)
         transition(group, _S.STABLE)
         logger.info("group %s generation %d is stable", group.group_id, group.generation_id)
 
@@ -507,7 +577,7 @@ class GroupMembership(GroupRebalancer):
             return ErrorCode.none
         if error is not ErrorCode.none:
             return error
-        group = self._groups.get(group_id)
+        group = self._rebalancer.get_group(group_id)
         if group is None:
             return ErrorCode.unknown_member_id
         if group.state is _S.DEAD:
@@ -520,7 +590,7 @@ class GroupMembership(GroupRebalancer):
         answer = HEARTBEAT_ANSWER[group.state]
         member = group.members.get(member_id)
         if member is not None:
-            self._schedule_session_expiry(group, member, member.session_timeout_ms)
+            self._rebalancer.schedule_session_expiry(group, member, member.session_timeout_ms)
         return answer
 
     def leave_group(
@@ -535,7 +605,7 @@ class GroupMembership(GroupRebalancer):
         error = self._status_error(group_id)
         if error is not ErrorCode.none:
             return LeaveResult(error)
-        group = self._groups.get(group_id)
+        group = self._rebalancer.get_group(group_id)
         if group is None:
             return LeaveResult(
                 ErrorCode.none,
@@ -552,7 +622,7 @@ class GroupMembership(GroupRebalancer):
             )
             for (member_id, instance_id), reason in zip(members, given_reasons, strict=False)
         )
-        self._maybe_complete_join(group)
+        self._rebalancer.maybe_complete_join(group)
         return LeaveResult(ErrorCode.none, results)
 
     def _leave_one(
@@ -575,7 +645,7 @@ class GroupMembership(GroupRebalancer):
         logger.info(
             "member %s leaves group %s; client reason: %s", member_id, group.group_id, reason
         )
-        self._remove_member_and_rebalance(
+        self._rebalancer.remove_member_and_rebalance(
             group, group.members[member_id], f"member {member_id} left; client reason: {reason}"
         )
         return ErrorCode.none
@@ -586,7 +656,7 @@ class GroupMembership(GroupRebalancer):
         error = self._status_error(group_id, empty_id_allowed=True)
         if error is not ErrorCode.none:
             return GroupDescription(error, group_id, "", "", "")
-        group = self._groups.get(group_id)
+        group = self._rebalancer.get_group(group_id)
         if group is None:
             return GroupDescription(ErrorCode.none, group_id, _S.DEAD.value, "", "")
         stable = group.state is _S.STABLE and group.protocol_name is not None
@@ -618,7 +688,7 @@ class GroupMembership(GroupRebalancer):
         wanted = states_named(states_filter) if states_filter else frozenset(GroupState)
         return [
             GroupOverview(group.group_id, group.protocol_type or "", group.state.value)
-            for group in self._groups.values()
+            for group in self._rebalancer.groups.values()
             if group.state in wanted
         ]
 
@@ -635,21 +705,21 @@ class GroupMembership(GroupRebalancer):
         return results
 
     def _delete_group(self, group_id: str) -> ErrorCode:
-        group = self._groups.get(group_id)
+        group = self._rebalancer.get_group(group_id)
         if group is None or group.state is _S.DEAD:
             return ErrorCode.group_id_not_found
         if group.state is not _S.EMPTY:
             return ErrorCode.non_empty_group
-        self._unload(group)
+        self._rebalancer.unload(group)
         return ErrorCode.none
 
     def remove_group_if_empty(self, group_id: str) -> bool:
         """For offset expiration: an Empty group without offsets is forgotten (Kafka's
         cleanupGroupMetadata). The caller writes the tombstone."""
-        group = self._groups.get(group_id)
+        group = self._rebalancer.get_group(group_id)
         if group is None or group.state is not _S.EMPTY:
             return False
-        self._unload(group)
+        self._rebalancer.unload(group)
         return True
 
     # -- offset commits -----------------------------------------------------------------
@@ -664,13 +734,13 @@ class GroupMembership(GroupRebalancer):
         error = self._status_error(group_id, empty_id_allowed=True)
         if error is not ErrorCode.none:
             return error
-        group = self._groups.get(group_id)
+        group = self._rebalancer.get_group(group_id)
         if group is None:
             if generation_id >= 0:
                 return ErrorCode.illegal_generation
-            if len(self._groups) >= self._config.max_groups:
+            if len(self._rebalancer.groups) >= self._config.max_groups:
                 return ErrorCode.coordinator_not_available
-            self._create_group(group_id)
+            self._rebalancer.create_group(group_id)
             return ErrorCode.none
         error = _offset_commit_error(group, member_id, group_instance_id, generation_id)
         if error is not ErrorCode.none:
@@ -680,7 +750,7 @@ class GroupMembership(GroupRebalancer):
             return ErrorCode.rebalance_in_progress
         member = group.members.get(member_id)
         if member is not None:
-            self._schedule_session_expiry(group, member, member.session_timeout_ms)
+            self._rebalancer.schedule_session_expiry(group, member, member.session_timeout_ms)
         return ErrorCode.none
 
     def validate_txn_offset_commit(
@@ -691,11 +761,11 @@ class GroupMembership(GroupRebalancer):
         error = self._status_error(group_id, empty_id_allowed=True)
         if error is not ErrorCode.none:
             return error
-        group = self._groups.get(group_id)
+        group = self._rebalancer.get_group(group_id)
         if group is None:
-            if len(self._groups) >= self._config.max_groups:
+            if len(self._rebalancer.groups) >= self._config.max_groups:
                 return ErrorCode.coordinator_not_available
-            self._create_group(group_id)
+            self._rebalancer.create_group(group_id)
             return ErrorCode.none
         return _txn_offset_commit_error(group, member_id, group_instance_id, generation_id)
 

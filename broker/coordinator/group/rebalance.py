@@ -1,14 +1,13 @@
-"""The rebalancing core of GroupMembership: the registry of groups, preparing and completing
+"""The rebalancing part of GroupMembership: the registry of groups, preparing and completing
 rebalances, the member/join/sync timers, loading and unloading groups, and ordered
-persistence. The request-facing methods (JoinGroup, SyncGroup, ...) build on it in
-`membership.py`."""
+persistence. The request-facing methods (JoinGroup, SyncGroup, ...) in `membership.py` call
+it; it knows nothing of them."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
 from kio.schema.errors import ErrorCode
@@ -41,57 +40,45 @@ _S = GroupState
 T = TypeVar("T")
 
 
-def _wall_clock_ms() -> int:
-    return int(time.time() * 1000)
-
-
 def _always(_group_id: str) -> bool:
     return True
 
 
-def _never(_group_id: str) -> bool:
-    return False
-
-
 class GroupRebalancer:
+    """The groups this coordinator holds, their rebalances and timers (Kafka's join, sync
+    and heartbeat purgatories), loading and unloading, and ordered persistence: a part of
+    `GroupMembership`, which serves the requests through it."""
+
     def __init__(
         self,
         persist: Persist,
-        *,
-        config: GroupConfig | None = None,
-        now_ms: Callable[[], int] = _wall_clock_ms,
-        is_coordinator_for: Callable[[str], bool] = _always,
-        loading: Callable[[str], bool] = _never,
+        config: GroupConfig,
+        now_ms: Callable[[], int],
     ) -> None:
         self._persist = persist
-        self._config = config if config is not None else GroupConfig()
+        self._config = config
         self._now_ms = now_ms
-        self._is_coordinator_for = is_coordinator_for
-        self._loading = loading
         self._groups: dict[str, Group] = {}
         # Writes of group records in flight; kept so they are not garbage-collected.
         self._tasks: set[asyncio.Task[None]] = set()
 
     @property
-    def config(self) -> GroupConfig:
-        return self._config
+    def groups(self) -> Mapping[str, Group]:
+        """The live groups by id (changed only through this part)."""
+        return self._groups
 
     def get_group(self, group_id: str) -> Group | None:
-        """The live group, for inspection (tests, offset commit validation); do not mutate."""
         return self._groups.get(group_id)
 
-    def group_ids(self) -> list[str]:
-        return list(self._groups)
-
-    def _reset_and_propagate_assignment_error(self, group: Group, error: ErrorCode) -> None:
+    def reset_and_propagate_assignment_error(self, group: Group, error: ErrorCode) -> None:
         check_invariant(
             group.state is _S.COMPLETING_REBALANCE, f"group {group.group_id} is not completing"
         )
         for member in group.members.values():
             member.assignment = b""
-        self._propagate_assignment(group, error)
+        self.propagate_assignment(group, error)
 
-    def _propagate_assignment(self, group: Group, error: ErrorCode) -> None:
+    def propagate_assignment(self, group: Group, error: ErrorCode) -> None:
         ok = error is ErrorCode.none
         protocol_type = group.protocol_type if ok else None
         protocol_name = group.protocol_name if ok else None
@@ -99,7 +86,7 @@ class GroupRebalancer:
             result = SyncResult(error, protocol_type, protocol_name, member.assignment)
             if group.answer_sync(member, result):
                 # Its session was not counted while it waited: it starts now.
-                self._schedule_session_expiry(group, member, member.session_timeout_ms)
+                self.schedule_session_expiry(group, member, member.session_timeout_ms)
 
     # -- coordinator moves ----------------------------------------------------------------
 
@@ -108,14 +95,14 @@ class GroupRebalancer:
         Members must heartbeat within their session timeout or are removed."""
         existing = self._groups.get(snapshot.group_id)
         if existing is not None:
-            self._unload(existing)
+            self.unload(existing)
         group = Group.from_snapshot(snapshot, self._now_ms)
         self._groups[group.group_id] = group
         for member in group.members.values():
-            self._schedule_session_expiry(group, member, member.session_timeout_ms)
+            self.schedule_session_expiry(group, member, member.session_timeout_ms)
         if len(group.members) > self._config.max_size:
             # group.max.size was lowered: rebalance so the members can commit and some leave.
-            self._prepare_rebalance(
+            self.prepare_rebalance(
                 group, f"loaded group is over capacity ({self._config.max_size})"
             )
         logger.info(
@@ -130,7 +117,7 @@ class GroupRebalancer:
         every parked JoinGroup and SyncGroup gets NOT_COORDINATOR."""
         doomed = [group for group_id, group in self._groups.items() if predicate(group_id)]
         for group in doomed:
-            self._unload(group)
+            self.unload(group)
         return len(doomed)
 
     def unload_all(self) -> None:
@@ -141,7 +128,7 @@ class GroupRebalancer:
         while self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
 
-    def _unload(self, group: Group) -> None:
+    def unload(self, group: Group) -> None:
         transition(group, _S.DEAD)
         for member in group.members.values():
             group.answer_join(
@@ -159,14 +146,14 @@ class GroupRebalancer:
 
     # -- rebalancing ----------------------------------------------------------------------
 
-    def _maybe_prepare_rebalance(self, group: Group, reason: str) -> None:
+    def maybe_prepare_rebalance(self, group: Group, reason: str) -> None:
         if can_rebalance(group.state):
-            self._prepare_rebalance(group, reason)
+            self.prepare_rebalance(group, reason)
 
-    def _prepare_rebalance(self, group: Group, reason: str) -> None:
+    def prepare_rebalance(self, group: Group, reason: str) -> None:
         if group.state is _S.COMPLETING_REBALANCE:
             # Members waiting for an assignment of the old generation must rejoin.
-            self._reset_and_propagate_assignment_error(group, ErrorCode.rebalance_in_progress)
+            self.reset_and_propagate_assignment_error(group, ErrorCode.rebalance_in_progress)
         self._cancel_sync_expiry(group)
         if group.state is _S.EMPTY:
             # The first rebalance waits a little for more members (InitialDelayedJoin), so that
@@ -187,11 +174,11 @@ class GroupRebalancer:
             reason,
         )
 
-    def _maybe_complete_join(self, group: Group) -> None:
+    def maybe_complete_join(self, group: Group) -> None:
         """Complete the rebalance when nobody is missing (except during the initial delay,
         which always runs its course)."""
         if (
-            self._is_live(group)
+            self.is_live(group)
             and group.state is _S.PREPARING_REBALANCE
             and group.initial_join_remaining_ms is None
             and group.has_all_members_joined()
@@ -200,7 +187,7 @@ class GroupRebalancer:
 
     def _on_join_expired(self, group: Group) -> None:
         group.join_timer = None
-        if not self._is_live(group) or group.state is not _S.PREPARING_REBALANCE:
+        if not self.is_live(group) or group.state is not _S.PREPARING_REBALANCE:
             return
         remaining_ms = group.initial_join_remaining_ms
         if remaining_ms is not None and group.new_member_added and remaining_ms > 0:
@@ -220,7 +207,7 @@ class GroupRebalancer:
         # Dynamic members that did not rejoin in time are gone; static ones keep their place.
         for member in group.not_yet_rejoined():
             if not member.is_static:
-                self._drop_member(group, member)
+                self.drop_member(group, member)
         if not group.maybe_elect_new_joined_leader() and group.members:
             # Only static members that did not rejoin remain: wait until they rejoin or their
             # sessions expire.
@@ -232,7 +219,7 @@ class GroupRebalancer:
         group.init_next_generation()
         if group.state is _S.EMPTY:
             logger.info("group %s generation %d is empty", group.group_id, group.generation_id)
-            self._spawn(self._persist_empty(group, group.snapshot()))
+            self.spawn(self._persist_empty(group, group.snapshot()))
             return
         logger.info(
             "group %s generation %d formed with %d members",
@@ -242,24 +229,24 @@ class GroupRebalancer:
         )
         for member in group.members.values():
             group.answer_join(member, group.current_generation_answer(member.member_id))
-            self._schedule_session_expiry(group, member, member.session_timeout_ms)
+            self.schedule_session_expiry(group, member, member.session_timeout_ms)
             member.is_new = False
             group.pending_sync_members.add(member.member_id)
         self._schedule_sync_expiry(group)
 
     async def _persist_empty(self, group: Group, snapshot: GroupSnapshot) -> None:
-        error = await self._persist_in_order(group, snapshot)
+        error = await self.persist_in_order(group, snapshot)
         if error is not ErrorCode.none:
             # Harmless: if this coordinator fails, the previous generation comes back with no
             # live members and expires.
             logger.warning("could not persist empty group %s: %s", group.group_id, error.name)
 
-    def _remove_member_and_rebalance(self, group: Group, member: Member, reason: str) -> None:
-        self._drop_member(group, member)
+    def remove_member_and_rebalance(self, group: Group, member: Member, reason: str) -> None:
+        self.drop_member(group, member)
         if group.state is _S.STABLE or group.state is _S.COMPLETING_REBALANCE:
-            self._maybe_prepare_rebalance(group, reason)
+            self.maybe_prepare_rebalance(group, reason)
 
-    def _drop_member(self, group: Group, member: Member) -> None:
+    def drop_member(self, group: Group, member: Member) -> None:
         # Whoever still waits for this member is told it is no longer one, and may rejoin.
         group.answer_join(
             member, JoinResult.failure(UNKNOWN_MEMBER_ID, ErrorCode.unknown_member_id)
@@ -269,7 +256,7 @@ class GroupRebalancer:
 
     # -- timers -------------------------------------------------------------------------
 
-    def _schedule_session_expiry(self, group: Group, member: Member, timeout_ms: int) -> None:
+    def schedule_session_expiry(self, group: Group, member: Member, timeout_ms: int) -> None:
         member.cancel_session_timer()
         member.heartbeat_deadline_ms = self._now_ms() + timeout_ms
         member.session_timer = asyncio.get_running_loop().call_later(
@@ -278,7 +265,7 @@ class GroupRebalancer:
 
     def _on_session_expired(self, group: Group, member: Member) -> None:
         member.session_timer = None
-        if not self._is_live(group) or group.members.get(member.member_id) is not member:
+        if not self.is_live(group) or group.members.get(member.member_id) is not member:
             return
         if member.has_live_session():
             # Parked in a join or sync: its session restarts when it is answered.
@@ -286,17 +273,29 @@ class GroupRebalancer:
         logger.info(
             "member %s of group %s failed (session expired)", member.member_id, group.group_id
         )
-        self._remove_member_and_rebalance(
+        self.remove_member_and_rebalance(
             group, member, f"member {member.member_id}'s session expired"
         )
-        self._maybe_complete_join(group)
+        self.maybe_complete_join(group)
+
+    def add_pending_member(self, group: Group, member_id: str, session_timeout_ms: int) -> None:
+        """KIP-394: an id handed out, forgotten unless it rejoins within its session."""
+        if len(group.pending_members) >= self._config.max_pending_members:
+            oldest = group.oldest_pending_member()
+            if oldest is not None:
+                # Its rejoin will get UNKNOWN_MEMBER_ID and it will start over.
+                group.remove(oldest)
+        handle = asyncio.get_running_loop().call_later(
+            session_timeout_ms / 1000, self._on_pending_member_expired, group, member_id
+        )
+        group.add_pending_member(member_id, handle)
 
     def _on_pending_member_expired(self, group: Group, member_id: str) -> None:
-        if not self._is_live(group) or member_id not in group.pending_members:
+        if not self.is_live(group) or member_id not in group.pending_members:
             return
         group.pending_members[member_id] = None  # it fired; nothing left to cancel
         group.remove(member_id)
-        self._maybe_complete_join(group)
+        self.maybe_complete_join(group)
 
     def _schedule_join_expiry(self, group: Group, delay_ms: int) -> None:
         self._cancel_join_expiry(group)
@@ -326,7 +325,7 @@ class GroupRebalancer:
 
     def _on_sync_expired(self, group: Group, generation_id: int) -> None:
         group.sync_timer = None
-        if not self._is_live(group) or group.generation_id != generation_id:
+        if not self.is_live(group) or group.generation_id != generation_id:
             return
         if (
             group.state not in (_S.COMPLETING_REBALANCE, _S.STABLE)
@@ -337,28 +336,18 @@ class GroupRebalancer:
         for member_id in laggards:
             member = group.members.get(member_id)
             if member is not None:
-                self._drop_member(group, member)
-        self._prepare_rebalance(group, f"members {laggards} sent no SyncGroup")
-        self._maybe_complete_join(group)
+                self.drop_member(group, member)
+        self.prepare_rebalance(group, f"members {laggards} sent no SyncGroup")
+        self.maybe_complete_join(group)
 
     # -- plumbing -----------------------------------------------------------------------
 
-    def _status_error(self, group_id: str, *, empty_id_allowed: bool = False) -> ErrorCode:
-        # DescribeGroups, DeleteGroups and OffsetCommit accept "" for compatibility, like Kafka.
-        if not group_id and not empty_id_allowed:
-            return ErrorCode.invalid_group_id
-        if self._loading(group_id):
-            return ErrorCode.coordinator_load_in_progress
-        if not self._is_coordinator_for(group_id):
-            return ErrorCode.not_coordinator
-        return ErrorCode.none
-
-    def _create_group(self, group_id: str) -> Group:
+    def create_group(self, group_id: str) -> Group:
         group = Group(group_id=group_id, clock_ms=self._now_ms)
         self._groups[group_id] = group
         return group
 
-    def _forget_if_vacant(self, group: Group) -> None:
+    def forget_if_vacant(self, group: Group) -> None:
         """A join that failed before anything happened does not leave a new group behind."""
         vacant = (
             group.state is _S.EMPTY
@@ -367,12 +356,12 @@ class GroupRebalancer:
             and not group.pending_members
         )
         if vacant and self._groups.get(group.group_id) is group:
-            self._unload(group)
+            self.unload(group)
 
-    def _is_live(self, group: Group) -> bool:
+    def is_live(self, group: Group) -> bool:
         return group.state is not _S.DEAD and self._groups.get(group.group_id) is group
 
-    async def _persist_in_order(self, group: Group, snapshot: GroupSnapshot) -> ErrorCode:
+    async def persist_in_order(self, group: Group, snapshot: GroupSnapshot) -> ErrorCode:
         async with group.persist_lock:
             try:
                 return await self._persist(snapshot)
@@ -381,7 +370,7 @@ class GroupRebalancer:
                 logger.exception("persisting group %s failed", group.group_id)
                 return ErrorCode.unknown_server_error
 
-    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+    def spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._on_task_done)
