@@ -4,9 +4,11 @@ supplies the default, allowed values, and whether that broker config is dynamic 
 Everything else about topic configs is derived from `TOPIC_CONFIGS`: the controller's
 validation of CreateTopics and AlterConfigs (controller/topic_configs.py), what a log applies
 (broker/log/config.py: a config whose name with dots as underscores is a `LogConfig` field),
-what DescribeConfigs reports (broker/config/entries.py) and which broker-level defaults can be
-changed dynamically (broker/config/dynamic.py). Values are strings, as on the wire and in
-ZooKeeper; `parse_config_value` reads them as Kafka's ConfigDef does.
+what DescribeConfigs reports (broker/config/entries.py), which broker-level defaults can be
+changed dynamically (broker/config/dynamic.py), and the type, Kafka's default and the
+start-up minimum of each broker config that supplies a default (broker/config/kafka_config.py).
+Values are strings, as on the wire and in ZooKeeper; `parse_config_value` reads them as Kafka's
+ConfigDef does.
 """
 
 from __future__ import annotations
@@ -60,11 +62,15 @@ def _number(value: ConfigValue) -> float:
     return value
 
 
-def _at_least(minimum: float) -> Check:
-    def check(value: ConfigValue) -> str | None:
-        return None if _number(value) >= minimum else f"Value must be at least {minimum}"
+@dataclass(frozen=True, slots=True)
+class AtLeast:
+    """A range check whose minimum the broker also applies to the broker config supplying the
+    default (broker/config/kafka_config.py)."""
 
-    return check
+    minimum: int
+
+    def __call__(self, value: ConfigValue) -> str | None:
+        return None if _number(value) >= self.minimum else f"Value must be at least {self.minimum}"
 
 
 def _between(minimum: float, maximum: float) -> Check:
@@ -79,15 +85,22 @@ def _between(minimum: float, maximum: float) -> Check:
     return check
 
 
-def _one_of(*allowed: str) -> Check:
-    def check(value: ConfigValue) -> str | None:
+@dataclass(frozen=True, slots=True)
+class OneOf:
+    """The values allowed (each item of a LIST config), as Kafka's ValidString/ValidList."""
+
+    allowed: tuple[str, ...]
+
+    def __call__(self, value: ConfigValue) -> str | None:
         items = value if isinstance(value, list) else [str(value)]
         for item in items:
-            if item not in allowed:
-                return f"String must be one of: {', '.join(allowed)}"
+            if item not in self.allowed:
+                return f"String must be one of: {', '.join(self.allowed)}"
         return None
 
-    return check
+
+def _one_of(*allowed: str) -> OneOf:
+    return OneOf(allowed)
 
 
 def _throttled_replicas(value: ConfigValue) -> str | None:
@@ -115,24 +128,24 @@ _DEFS = [
         "compression.type", STRING, "producer", "compression.type", _one_of(*_COMPRESSION_TYPES)
     ),
     TopicConfigDef(
-        "delete.retention.ms", LONG, "86400000", "log.cleaner.delete.retention.ms", _at_least(0)
+        "delete.retention.ms", LONG, "86400000", "log.cleaner.delete.retention.ms", AtLeast(0)
     ),
     TopicConfigDef(
-        "file.delete.delay.ms", LONG, "60000", "log.segment.delete.delay.ms", _at_least(0)
+        "file.delete.delay.ms", LONG, "60000", "log.segment.delete.delay.ms", AtLeast(0)
     ),
     TopicConfigDef(
-        "flush.messages", LONG, _LONG_MAX_TEXT, "log.flush.interval.messages", _at_least(1)
+        "flush.messages", LONG, _LONG_MAX_TEXT, "log.flush.interval.messages", AtLeast(1)
     ),
-    TopicConfigDef("flush.ms", LONG, _LONG_MAX_TEXT, "log.flush.interval.ms", _at_least(0)),
-    TopicConfigDef("index.interval.bytes", INT, "4096", "log.index.interval.bytes", _at_least(0)),
+    TopicConfigDef("flush.ms", LONG, _LONG_MAX_TEXT, "log.flush.interval.ms", AtLeast(0)),
+    TopicConfigDef("index.interval.bytes", INT, "4096", "log.index.interval.bytes", AtLeast(0)),
     TopicConfigDef(
         "max.compaction.lag.ms",
         LONG,
         _LONG_MAX_TEXT,
         "log.cleaner.max.compaction.lag.ms",
-        _at_least(1),
+        AtLeast(1),
     ),
-    TopicConfigDef("max.message.bytes", INT, "1048588", "message.max.bytes", _at_least(0)),
+    TopicConfigDef("max.message.bytes", INT, "1048588", "message.max.bytes", AtLeast(0)),
     TopicConfigDef(
         "message.downconversion.enable", BOOLEAN, "true", "log.message.downconversion.enable"
     ),
@@ -151,21 +164,21 @@ _DEFS = [
         LONG,
         _LONG_MAX_TEXT,
         "log.message.timestamp.after.max.ms",
-        _at_least(0),
+        AtLeast(0),
     ),
     TopicConfigDef(
         "message.timestamp.before.max.ms",
         LONG,
         _LONG_MAX_TEXT,
         "log.message.timestamp.before.max.ms",
-        _at_least(0),
+        AtLeast(0),
     ),
     TopicConfigDef(
         "message.timestamp.difference.max.ms",
         LONG,
         _LONG_MAX_TEXT,
         "log.message.timestamp.difference.max.ms",
-        _at_least(0),
+        AtLeast(0),
     ),
     TopicConfigDef(
         "message.timestamp.type",
@@ -182,19 +195,17 @@ _DEFS = [
         _between(0, 1),
     ),
     TopicConfigDef(
-        "min.compaction.lag.ms", LONG, "0", "log.cleaner.min.compaction.lag.ms", _at_least(0)
+        "min.compaction.lag.ms", LONG, "0", "log.cleaner.min.compaction.lag.ms", AtLeast(0)
     ),
-    TopicConfigDef("min.insync.replicas", INT, "1", "min.insync.replicas", _at_least(1)),
+    TopicConfigDef("min.insync.replicas", INT, "1", "min.insync.replicas", AtLeast(1)),
     TopicConfigDef("preallocate", BOOLEAN, "false", "log.preallocate"),
     TopicConfigDef("retention.bytes", LONG, "-1", "log.retention.bytes"),
-    TopicConfigDef("retention.ms", LONG, "604800000", "log.retention.ms", _at_least(-1)),
+    TopicConfigDef("retention.ms", LONG, "604800000", "log.retention.ms", AtLeast(-1)),
     # 14 bytes is the smallest legacy record: a segment must hold at least one.
-    TopicConfigDef("segment.bytes", INT, "1073741824", "log.segment.bytes", _at_least(14)),
-    TopicConfigDef(
-        "segment.index.bytes", INT, "10485760", "log.index.size.max.bytes", _at_least(4)
-    ),
-    TopicConfigDef("segment.jitter.ms", LONG, "0", "log.roll.jitter.ms", _at_least(0)),
-    TopicConfigDef("segment.ms", LONG, "604800000", "log.roll.ms", _at_least(1)),
+    TopicConfigDef("segment.bytes", INT, "1073741824", "log.segment.bytes", AtLeast(14)),
+    TopicConfigDef("segment.index.bytes", INT, "10485760", "log.index.size.max.bytes", AtLeast(4)),
+    TopicConfigDef("segment.jitter.ms", LONG, "0", "log.roll.jitter.ms", AtLeast(0)),
+    TopicConfigDef("segment.ms", LONG, "604800000", "log.roll.ms", AtLeast(1)),
     # The controller reads the topic's value at each election; the broker-level one is static
     # here (see DEVIATIONS.md).
     TopicConfigDef(

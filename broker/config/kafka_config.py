@@ -17,6 +17,13 @@ from typing import Any
 
 from broker.network.quotas import parse_per_ip_overrides
 from broker.network.sasl import SASL_PROTOCOLS
+from controller.topic_config_defs import (
+    TOPIC_CONFIGS,
+    AtLeast,
+    ConfigType,
+    OneOf,
+    TopicConfigDef,
+)
 
 
 class ConfigError(ValueError):
@@ -66,6 +73,32 @@ def _list(text: str) -> list[str]:
     return [item.strip() for item in text.split(",") if item.strip()]
 
 
+# A topic config's type as the broker config supplying its default is parsed: LIST ones
+# (log.cleanup.policy) stay text, which logs read as they read a topic override.
+_PARSER_OF_TOPIC_TYPE: dict[ConfigType, Callable[[str], Any]] = {
+    ConfigType.INT: _int,
+    ConfigType.LONG: _int,
+    ConfigType.DOUBLE: float,
+    ConfigType.BOOLEAN: _bool,
+    ConfigType.STRING: _str,
+    ConfigType.LIST: _str,
+}
+_TOPIC_CONFIG_OF_BROKER_DEFAULT: dict[str, TopicConfigDef] = {
+    d.server_default: d for d in TOPIC_CONFIGS.values() if d.server_default is not None
+}
+
+
+def _topic_default(name: str, *, used: bool = True) -> ConfigDef:
+    """Broker config `name`, which supplies a topic config's default: its type and Kafka's
+    default are the topic config's (controller/topic_config_defs.py), as Kafka's KafkaConfig
+    takes them from its LogConfig."""
+    topic_config = _TOPIC_CONFIG_OF_BROKER_DEFAULT[name]
+    parse = _PARSER_OF_TOPIC_TYPE[topic_config.config_type]
+    return ConfigDef(
+        name, parse, parse(topic_config.default), used, type_name=topic_config.config_type.value
+    )
+
+
 _TYPE_OF_PARSER: dict[Callable[[str], Any], str] = {
     _bool: "BOOLEAN",
     _str: "STRING",
@@ -74,6 +107,15 @@ _TYPE_OF_PARSER: dict[Callable[[str], Any], str] = {
 }
 LONG_MAX = 9223372036854775807
 ACL_AUTHORIZER_CLASS = "kafka.security.authorizer.AclAuthorizer"
+# Broker-level defaults of topic configs refused at start-up (and in dynamic updates) below
+# their topic config's minimum. Kafka checks the others too; ours only these, in this order.
+_CHECKED_TOPIC_DEFAULTS = (
+    "min.insync.replicas",
+    "log.segment.bytes",
+    "log.index.interval.bytes",
+    "log.index.size.max.bytes",
+    "message.max.bytes",
+)
 TIMESTAMP_BOUND_CONFIGS = (
     "log.message.timestamp.difference.max.ms",
     "log.message.timestamp.before.max.ms",
@@ -153,18 +195,18 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("default.replication.factor", _int, 1),
     ConfigDef("auto.create.topics.enable", _bool, True),
     ConfigDef("delete.topic.enable", _bool, True),
-    ConfigDef("unclean.leader.election.enable", _bool, False),
-    ConfigDef("min.insync.replicas", _int, 1),
-    ConfigDef("log.segment.bytes", _int, 1073741824),
+    _topic_default("unclean.leader.election.enable"),
+    _topic_default("min.insync.replicas"),
+    _topic_default("log.segment.bytes"),
     ConfigDef("log.roll.ms", _optional_int, None, type_name="LONG"),
     ConfigDef("log.roll.hours", _int, 168),
-    ConfigDef("log.index.interval.bytes", _int, 4096),
-    ConfigDef("log.index.size.max.bytes", _int, 10485760),
-    ConfigDef("log.message.timestamp.type", _str, "CreateTime"),
-    ConfigDef("log.message.timestamp.difference.max.ms", _int, LONG_MAX, type_name="LONG"),
-    ConfigDef("log.message.timestamp.before.max.ms", _int, LONG_MAX, type_name="LONG"),
-    ConfigDef("log.message.timestamp.after.max.ms", _int, LONG_MAX, type_name="LONG"),
-    ConfigDef("message.max.bytes", _int, 1048588),
+    _topic_default("log.index.interval.bytes"),
+    _topic_default("log.index.size.max.bytes"),
+    _topic_default("log.message.timestamp.type"),
+    _topic_default("log.message.timestamp.difference.max.ms"),
+    _topic_default("log.message.timestamp.before.max.ms"),
+    _topic_default("log.message.timestamp.after.max.ms"),
+    _topic_default("message.max.bytes"),
     ConfigDef("fetch.max.bytes", _int, 57671680),
     ConfigDef("max.incremental.fetch.session.cache.slots", _int, 1000),
     ConfigDef("socket.request.max.bytes", _int, 104857600),
@@ -180,13 +222,13 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("log.flush.offset.checkpoint.interval.ms", _int, 60000),
     ConfigDef("log.flush.interval.ms", _optional_int, None, used=False, type_name="LONG"),
     ConfigDef("log.flush.scheduler.interval.ms", _int, LONG_MAX, used=False, type_name="LONG"),
-    ConfigDef("log.flush.interval.messages", _int, LONG_MAX, used=False, type_name="LONG"),
+    _topic_default("log.flush.interval.messages", used=False),
     ConfigDef("log.retention.hours", _int, 168),
     ConfigDef("log.retention.minutes", _optional_int, None),
     ConfigDef("log.retention.ms", _optional_int, None, type_name="LONG"),
-    ConfigDef("log.retention.bytes", _int, -1, type_name="LONG"),
+    _topic_default("log.retention.bytes"),
     ConfigDef("log.retention.check.interval.ms", _int, 300000, type_name="LONG"),
-    ConfigDef("log.cleanup.policy", _str, "delete", type_name="LIST"),
+    _topic_default("log.cleanup.policy"),
     ConfigDef("log.cleaner.enable", _bool, True),
     # The log cleaner (broker/log/compaction.py): CleanerConfig.from_broker_config reads these;
     # the log.cleaner.* topic-config defaults go into LogConfig.
@@ -195,13 +237,13 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("log.cleaner.io.buffer.load.factor", float, 0.9),
     ConfigDef("log.cleaner.io.buffer.size", _int, 524288),
     ConfigDef("log.cleaner.io.max.bytes.per.second", float, 1.7976931348623157e308),
-    ConfigDef("log.cleaner.delete.retention.ms", _int, 86400000, type_name="LONG"),
-    ConfigDef("log.cleaner.min.cleanable.ratio", float, 0.5),
-    ConfigDef("log.cleaner.min.compaction.lag.ms", _int, 0, type_name="LONG"),
-    ConfigDef("log.cleaner.max.compaction.lag.ms", _int, LONG_MAX, type_name="LONG"),
+    _topic_default("log.cleaner.delete.retention.ms"),
+    _topic_default("log.cleaner.min.cleanable.ratio"),
+    _topic_default("log.cleaner.min.compaction.lag.ms"),
+    _topic_default("log.cleaner.max.compaction.lag.ms"),
     ConfigDef("log.cleaner.threads", _int, 1, used=False),
-    ConfigDef("log.segment.delete.delay.ms", _int, 60000, type_name="LONG"),
-    ConfigDef("compression.type", _str, "producer", used=False),
+    _topic_default("log.segment.delete.delay.ms"),
+    _topic_default("compression.type", used=False),
     ConfigDef("num.network.threads", _int, 3, used=False),
     ConfigDef("num.io.threads", _int, 8, used=False),
     ConfigDef("num.recovery.threads.per.data.dir", _int, 1, used=False),
@@ -246,9 +288,9 @@ _DEFS: list[ConfigDef] = [
     # broker-level defaults of topic configs that are themselves inert here (message format,
     # down-conversion, preallocation, roll jitter), and tuning knobs of
     # Kafka's JVM machinery (threads, purgatories, buffers, request timeouts).
-    ConfigDef("log.message.format.version", _str, "3.0-IV1", used=False),
-    ConfigDef("log.message.downconversion.enable", _bool, True),
-    ConfigDef("log.preallocate", _bool, False, used=False),
+    _topic_default("log.message.format.version", used=False),
+    _topic_default("log.message.downconversion.enable"),
+    _topic_default("log.preallocate", used=False),
     ConfigDef("log.roll.jitter.ms", _optional_int, None, used=False, type_name="LONG"),
     ConfigDef("log.roll.jitter.hours", _int, 0, used=False),
     ConfigDef("log.flush.start.offset.checkpoint.interval.ms", _int, 60000, used=False),
@@ -473,11 +515,8 @@ def _validate(config: KafkaConfig) -> None:
         )
     _require_range(config, "num.partitions", 1)
     _require_range(config, "default.replication.factor", 1)
-    _require_range(config, "min.insync.replicas", 1)
-    _require_range(config, "log.segment.bytes", 14)
-    _require_range(config, "log.index.interval.bytes", 0)
-    _require_range(config, "log.index.size.max.bytes", 4)
-    _require_range(config, "message.max.bytes", 0)
+    for name in _CHECKED_TOPIC_DEFAULTS:
+        _require_range(config, name, _topic_minimum(name))
     _require_range(config, "socket.request.max.bytes", 1)
     _require_range(config, "fetch.max.bytes", 1024)
     _require_range(config, "max.incremental.fetch.session.cache.slots", 0)
@@ -526,9 +565,10 @@ def _validate(config: KafkaConfig) -> None:
         raise ConfigError("leader.imbalance.per.broker.percentage must be at most 100")
     _require_range(config, "leader.imbalance.check.interval.seconds", 1)
     for name in TIMESTAMP_BOUND_CONFIGS:
-        _require_range(config, name, 0)
-    if config["log.message.timestamp.type"] not in ("CreateTime", "LogAppendTime"):
-        raise ConfigError("log.message.timestamp.type must be CreateTime or LogAppendTime")
+        _require_range(config, name, _topic_minimum(name))
+    timestamp_types = _topic_allowed("log.message.timestamp.type")
+    if config["log.message.timestamp.type"] not in timestamp_types:
+        raise ConfigError(f"log.message.timestamp.type must be {' or '.join(timestamp_types)}")
 
 
 def _validate_listener_protocols(config: KafkaConfig) -> None:
@@ -598,6 +638,22 @@ def _validate_metrics_listener(config: KafkaConfig) -> None:
     _, separator, port = str(text).rpartition(":")
     if not separator or not port.isdigit() or not 0 < int(port) < 65536:
         raise ConfigError(f"metrics.prometheus.listener must be host:port, got {text!r}")
+
+
+def _topic_minimum(name: str) -> int:
+    """The minimum of the topic config whose default broker config `name` supplies."""
+    check = _TOPIC_CONFIG_OF_BROKER_DEFAULT[name].check
+    if not isinstance(check, AtLeast):
+        raise TypeError(f"the topic config defaulting to {name} has no minimum")
+    return check.minimum
+
+
+def _topic_allowed(name: str) -> tuple[str, ...]:
+    """The values allowed for the topic config whose default broker config `name` supplies."""
+    check = _TOPIC_CONFIG_OF_BROKER_DEFAULT[name].check
+    if not isinstance(check, OneOf):
+        raise TypeError(f"the topic config defaulting to {name} allows any value")
+    return check.allowed
 
 
 def _require_range(config: KafkaConfig, name: str, minimum: int) -> None:

@@ -6,12 +6,13 @@ before they were derived, so a table edit that changes a view shows here."""
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 
 from broker.config.dynamic import DYNAMIC_CONFIGS, LISTENER_SECURITY_CONFIGS, PER_BROKER_CONFIGS
 from broker.config.entries import DEFAULT_CONFIG_SOURCE, topic_entries
-from broker.config.kafka_config import CONFIG_DEFS, LONG_MAX, build_config
+from broker.config.kafka_config import CONFIG_DEFS, LONG_MAX, ConfigError, build_config
 from broker.config.topic_defaults import default_log_config
 from broker.log.config import TOPIC_CONFIG_FIELDS, LogConfig, log_value
 from broker.network.tls import RECONFIGURABLE_CONFIGS
@@ -211,3 +212,60 @@ def test_default_log_config_applies_coarser_broker_synonyms() -> None:
     config = build_config({**BASE, "log.roll.hours": "2", "log.retention.minutes": "3"})
     log_config = default_log_config(config)
     assert (log_config.segment_ms, log_config.retention_ms) == (7200000, 180000)
+
+
+# The broker configs supplying a topic config's default that Kafka leaves unset (null), so
+# that a coarser synonym (log.retention.hours, log.roll.hours...) applies.
+UNSET_BROKER_DEFAULTS = {
+    "log.retention.ms",
+    "log.roll.ms",
+    "log.roll.jitter.ms",
+    "log.flush.interval.ms",
+}
+# What the broker refuses at start-up: each the minimum it checked before the minimums came
+# from the topic config table.
+BROKER_MINIMUMS = {
+    "min.insync.replicas": 1,
+    "log.segment.bytes": 14,
+    "log.index.interval.bytes": 0,
+    "log.index.size.max.bytes": 4,
+    "message.max.bytes": 0,
+    "log.message.timestamp.difference.max.ms": 0,
+    "log.message.timestamp.before.max.ms": 0,
+    "log.message.timestamp.after.max.ms": 0,
+}
+
+
+@pytest.mark.parametrize(
+    "name",
+    sorted(
+        n
+        for n, d in TOPIC_CONFIGS.items()
+        if d.server_default is not None and d.server_default not in UNSET_BROKER_DEFAULTS
+    ),
+)
+def test_each_broker_default_has_its_topic_configs_type_and_default(name: str) -> None:
+    definition = TOPIC_CONFIGS[name]
+    assert definition.server_default is not None
+    broker_def = CONFIG_DEFS[definition.server_default]
+    assert broker_def.config_type == definition.config_type.value
+    assert broker_def.parse(definition.default) == broker_def.default
+
+
+def test_unset_broker_defaults_are_unset() -> None:
+    for name in UNSET_BROKER_DEFAULTS:
+        assert CONFIG_DEFS[name].default is None, name
+
+
+@pytest.mark.parametrize(("name", "minimum"), sorted(BROKER_MINIMUMS.items()))
+def test_start_up_refuses_a_broker_default_below_its_topic_minimum(name: str, minimum: int) -> None:
+    build_config({**BASE, name: str(minimum)})
+    expected = f"{name} must be at least {minimum}, got {minimum - 1}"
+    with pytest.raises(ConfigError, match=f"^{re.escape(expected)}$"):
+        build_config({**BASE, name: str(minimum - 1)})
+
+
+def test_start_up_refuses_a_timestamp_type_the_topic_config_refuses() -> None:
+    expected = "log.message.timestamp.type must be CreateTime or LogAppendTime"
+    with pytest.raises(ConfigError, match=f"^{re.escape(expected)}$"):
+        build_config({**BASE, "log.message.timestamp.type": "createtime"})
