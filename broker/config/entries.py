@@ -19,10 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from broker.config.dynamic import DYNAMIC_CONFIGS, DynamicOverrides
-from broker.config.kafka_config import CONFIG_DEFS, KafkaConfig
+from broker.config.kafka_config import BROKER_SYNONYMS, CONFIG_DEFS, KafkaConfig
 from broker.config.protocol import ConfigSource
 from broker.config.synonym import Synonym
-from broker.config.topic_defaults import broker_default
 from controller.topic_config_defs import TOPIC_CONFIGS
 
 TOPIC_CONFIG_SOURCE = ConfigSource.DYNAMIC_TOPIC_CONFIG
@@ -113,7 +112,7 @@ def topic_entries(
         if synonyms:
             value: str | None = synonyms[0].value
         elif broker_name is not None:
-            value = _text(broker_default(config, broker_name))
+            value = _text(config.with_synonyms(broker_name))
         else:
             value = None
         if value is None:
@@ -127,16 +126,6 @@ def topic_entries(
     return entries
 
 
-# Kafka's DynamicBrokerConfig.brokerConfigSynonyms: configs one setting can come from.
-_ROLL = ("log.roll.ms", "log.roll.hours")
-_RETENTION = ("log.retention.ms", "log.retention.minutes", "log.retention.hours")
-_BROKER_SYNONYMS: dict[str, tuple[str, ...]] = {
-    **{name: _ROLL for name in _ROLL},
-    **{name: _RETENTION for name in _RETENTION},
-    "log.roll.jitter.ms": ("log.roll.jitter.ms", "log.roll.jitter.hours"),
-    "log.roll.jitter.hours": ("log.roll.jitter.ms", "log.roll.jitter.hours"),
-    "log.flush.interval.ms": ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
-}
 _STATIC_DEFAULTS = {
     name: text
     for name, definition in CONFIG_DEFS.items()
@@ -145,7 +134,7 @@ _STATIC_DEFAULTS = {
 
 
 def _broker_chain(config: KafkaConfig, dynamic: DynamicOverrides, name: str) -> list[Synonym]:
-    names = _BROKER_SYNONYMS.get(name, (name,))
+    names = [synonym for synonym, _ in BROKER_SYNONYMS.get(name, ((name, 1),))]
     layers: list[tuple[Mapping[str, str], int]] = [
         (dynamic.broker, DYNAMIC_BROKER_CONFIG_SOURCE),
         (dynamic.default, DYNAMIC_DEFAULT_BROKER_CONFIG_SOURCE),

@@ -106,6 +106,24 @@ _TYPE_OF_PARSER: dict[Callable[[str], Any], str] = {
     float: "DOUBLE",
 }
 LONG_MAX = 9223372036854775807
+_MS_PER_HOUR = 3_600_000
+# Kafka's DynamicBrokerConfig.brokerConfigSynonyms: the configs one setting can come from, most
+# important first, each with the factor that turns its value into the first's unit. While the
+# first is unset (Kafka's default is null) the next one set applies (`with_synonyms`).
+_ROLL = (("log.roll.ms", 1), ("log.roll.hours", _MS_PER_HOUR))
+_RETENTION = (
+    ("log.retention.ms", 1),
+    ("log.retention.minutes", 60_000),
+    ("log.retention.hours", _MS_PER_HOUR),
+)
+_ROLL_JITTER = (("log.roll.jitter.ms", 1), ("log.roll.jitter.hours", _MS_PER_HOUR))
+BROKER_SYNONYMS: dict[str, tuple[tuple[str, int], ...]] = {
+    **{name: _ROLL for name, _ in _ROLL},
+    **{name: _RETENTION for name, _ in _RETENTION},
+    **{name: _ROLL_JITTER for name, _ in _ROLL_JITTER},
+    # Only this way round, as in Kafka: the scheduler's interval has no synonym.
+    "log.flush.interval.ms": (("log.flush.interval.ms", 1), ("log.flush.scheduler.interval.ms", 1)),
+}
 ACL_AUTHORIZER_CLASS = "kafka.security.authorizer.AclAuthorizer"
 # Broker-level defaults of topic configs refused at start-up (and in dynamic updates) below
 # their topic config's minimum. Kafka checks the others too; ours only these, in this order.
@@ -408,19 +426,26 @@ class KafkaConfig:
     def log_dirs(self) -> list[Path]:
         return [Path(p) for p in (self.values["log.dirs"] or self.values["log.dir"])]
 
+    def with_synonyms(self, name: str) -> Any:
+        """`name`'s value, else (while it is unset) that of the first of its coarser synonyms
+        that is set, in `name`'s unit: log.retention.ms, else .minutes, else .hours."""
+        chain = BROKER_SYNONYMS.get(name)
+        if chain is None or chain[0][0] != name:
+            return self.values[name]
+        for synonym, factor in chain:
+            value = self.values[synonym]
+            if value is not None:
+                return value * factor if factor != 1 else value
+        return None
+
     @property
     def log_roll_ms(self) -> int:
-        roll_ms = self.values["log.roll.ms"]
-        return int(roll_ms) if roll_ms is not None else int(self.values["log.roll.hours"]) * 3600000
+        return int(self.with_synonyms("log.roll.ms"))
 
     @property
     def log_retention_ms(self) -> int:
-        """log.retention.ms, else .minutes, else .hours (Kafka's precedence); -1: forever."""
-        if self.values["log.retention.ms"] is not None:
-            return int(self.values["log.retention.ms"])
-        if self.values["log.retention.minutes"] is not None:
-            return int(self.values["log.retention.minutes"]) * 60000
-        return int(self.values["log.retention.hours"]) * 3600000
+        """-1: forever."""
+        return int(self.with_synonyms("log.retention.ms"))
 
     @property
     def zookeeper_connection_timeout_ms(self) -> int:

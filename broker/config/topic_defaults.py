@@ -7,25 +7,9 @@ Logs start from `default_log_config` and DescribeConfigs reports the same values
 
 from __future__ import annotations
 
-from typing import Any
-
 from broker.config.kafka_config import KafkaConfig
 from broker.log.config import TOPIC_CONFIG_FIELDS, LogConfig
 from controller.topic_config_defs import TOPIC_CONFIGS
-
-
-def broker_default(config: KafkaConfig, broker_name: str) -> Any:
-    """A broker-level default as the broker applies it: retention, roll, roll jitter and flush
-    interval fall back to their coarser synonyms."""
-    if broker_name == "log.retention.ms":
-        return config.log_retention_ms
-    if broker_name == "log.roll.ms":
-        return config.log_roll_ms
-    if broker_name == "log.roll.jitter.ms" and config[broker_name] is None:
-        return int(config["log.roll.jitter.hours"]) * 3600000
-    if broker_name == "log.flush.interval.ms" and config[broker_name] is None:
-        return config["log.flush.scheduler.interval.ms"]
-    return config[broker_name]
 
 
 def default_log_config(config: KafkaConfig) -> LogConfig:
@@ -36,6 +20,6 @@ def default_log_config(config: KafkaConfig) -> LogConfig:
         server_default = TOPIC_CONFIGS[name].server_default
         if server_default is None:
             raise ValueError(f"topic config {name} has no broker default")
-        defaults[name] = str(broker_default(config, server_default))
+        defaults[name] = str(config.with_synonyms(server_default))
     base = LogConfig(max_decompressed_bytes=config["message.max.decompressed.bytes"])
     return base.with_overrides(defaults)

@@ -269,3 +269,23 @@ def test_start_up_refuses_a_timestamp_type_the_topic_config_refuses() -> None:
     expected = "log.message.timestamp.type must be CreateTime or LogAppendTime"
     with pytest.raises(ConfigError, match=f"^{re.escape(expected)}$"):
         build_config({**BASE, "log.message.timestamp.type": "createtime"})
+
+
+def test_unset_broker_defaults_fall_back_to_their_coarser_synonyms() -> None:
+    config = build_config(
+        {
+            **BASE,
+            "log.roll.jitter.hours": "3",
+            "log.flush.scheduler.interval.ms": "500",
+            "log.retention.minutes": "3",
+        }
+    )
+    assert config.with_synonyms("log.roll.jitter.ms") == 3 * 3600000
+    assert config.with_synonyms("log.flush.interval.ms") == 500
+    assert config.with_synonyms("log.retention.ms") == 180000
+    assert config.with_synonyms("log.roll.ms") == 168 * 3600000
+    # A coarser synonym is read as itself.
+    assert config.with_synonyms("log.retention.hours") == 168
+    entries = {e.name: e for e in topic_entries(config, {})}
+    assert entries["segment.jitter.ms"].value == str(3 * 3600000)
+    assert entries["flush.ms"].value == "500"
