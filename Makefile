@@ -8,7 +8,7 @@ STAMP := $(VENV)/.setup-stamp
 # Extra arguments for scripts/cluster, e.g. make up ARGS="--brokers 1 --set num.partitions=3"
 ARGS ?=
 
-.PHONY: setup up down status lab test lint pipeline reference spark-connector bytecode
+.PHONY: setup up down status lab test test-unit lint pipeline reference spark-connector bytecode
 
 setup: $(STAMP)
 
@@ -92,10 +92,14 @@ lab: setup
 # order: tests/conftest.py puts the longest modules first. Three on 2 cores, because a test
 # spends most of its time waiting on its cluster and clients (beside a CPU hog: 24:12 with two
 # workers, 21:49 with three). Spark's tests then run alone, since its Python workers must
-# connect back to the JVM within a fixed 10 s.
+# connect back to the JVM within a fixed 10 s. Each run ends with its ten slowest tests.
 test: setup spark-connector bytecode
-	$(VENV)/bin/pytest -q -n 3 --dist loadfile --no-loadscope-reorder --durations=40 --durations-min=15 -m "not spark" tests
-	$(VENV)/bin/pytest -q --durations=25 --durations-min=10 -m spark tests
+	$(VENV)/bin/pytest -q -n 3 --dist loadfile --no-loadscope-reorder --durations=10 -m "not spark" tests
+	$(VENV)/bin/pytest -q --durations=10 -m spark tests
+
+# The edit loop: tests/unit only (no ZooKeeper, broker or JVM processes), in well under a minute.
+test-unit: setup
+	$(VENV)/bin/pytest -q -n 2 tests/unit
 
 # The example Spark pipeline (README, "The Spark pipeline"), on Spark's Kafka connector; e.g.
 # ARGS="--duration-s 120", or ARGS="--connector python" for the Python data source.

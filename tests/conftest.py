@@ -1,6 +1,17 @@
-"""Settings shared by every test session."""
+"""Settings shared by every test session: markers from the directory, and module order."""
+
+from pathlib import Path
 
 import pytest
+
+TESTS_DIR = Path(__file__).resolve().parent
+# Every test below tests/integration needs real processes; below tests/reference, Apache
+# Kafka 3.9 as well. `-m "not integration"` is then exactly tests/unit. A module outside
+# tests/reference that also starts Kafka's JVM tools marks itself `reference` by hand.
+DIRECTORY_MARKERS = {
+    "integration": ("integration",),
+    "reference": ("integration", "reference"),
+}
 
 # The longest modules (seconds of one run of `make test`, 2026-11-27), longest first. With
 # `--dist loadfile --no-loadscope-reorder` xdist hands modules out in collection order, so
@@ -30,4 +41,8 @@ _MODULE_RANK = {path: rank for rank, path in enumerate(LONGEST_MODULES)}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        relative = item.path.relative_to(TESTS_DIR).parts
+        for name in DIRECTORY_MARKERS.get(relative[0], ()) if len(relative) > 1 else ():
+            item.add_marker(name)
     items.sort(key=lambda item: _MODULE_RANK.get(item.nodeid.split("::", 1)[0], len(_MODULE_RANK)))

@@ -22,8 +22,6 @@ from broker.protocol.registry import request_class
 from tests.integration.conftest import ClusterHandle
 from tests.integration.tool_cli import add_scram_user, ok, run_cluster_tool
 
-pytestmark = pytest.mark.integration
-
 TIMEOUT_S = 30
 PROPAGATION_S = 20  # an ACL change reaches every broker within seconds, on a loaded machine
 ADMIN = ("admin", "admin-secret")

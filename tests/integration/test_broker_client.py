@@ -7,8 +7,6 @@ import asyncio
 import uuid
 from typing import Any
 
-import pytest
-
 from broker.handlers import build_registry
 from broker.log.record_codec import SimpleRecord, build_batch
 from broker.network.broker_client import BrokerClient, highest_common_version
@@ -26,8 +24,6 @@ from tests.integration.requests import (
     produce_request,
     topic_spec,
 )
-
-pytestmark = pytest.mark.integration
 
 API_VERSIONS = 18
 NONE = 0

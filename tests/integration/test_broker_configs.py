@@ -26,8 +26,6 @@ from tests.integration.conftest import ClusterHandle, wait_until
 from tests.integration.requests import topic_spec
 from tests.integration.wire import WireClient, controller_address, create_topics, produce
 
-pytestmark = pytest.mark.integration
-
 TIMEOUT_S = 30.0
 MESSAGE_TOO_LARGE = 10
 INVALID_REQUEST = 42

@@ -24,8 +24,6 @@ import pytest
 
 from tests.integration.conftest import REPO_ROOT, ClusterFactory, ClusterHandle
 
-pytestmark = pytest.mark.integration
-
 CHAOS_SCRIPT = REPO_ROOT / "scripts" / "chaos"
 KINDS = ("leader-kill", "follower-term", "leader-stop", "controller-kill")
 FAULT_PHASE_LIMIT_S = 100

@@ -8,13 +8,10 @@ import time
 import uuid
 from typing import Any
 
-import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.integration.conftest import ClusterFactory, wait_until
-
-pytestmark = [pytest.mark.integration]
 
 TIMEOUT_S = 60
 TOPIC = "compacted"

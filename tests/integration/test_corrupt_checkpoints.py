@@ -7,13 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.integration.conftest import ClusterFactory, ClusterHandle, wait_until
-
-pytestmark = pytest.mark.integration
 
 TIMEOUT_S = 60.0
 TOPIC = "deleted-below"

@@ -7,14 +7,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 from kazoo.client import KazooClient
 
 from tests.integration.conftest import ClusterHandle, wait_until
-
-pytestmark = pytest.mark.integration
 
 TIMEOUT_S = 60
 

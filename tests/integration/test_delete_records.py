@@ -21,8 +21,6 @@ from tests.integration.wire import (
     list_offsets,
 )
 
-pytestmark = pytest.mark.integration
-
 DELETE_RECORDS = 21
 EARLIEST = -2
 OFFSET_OUT_OF_RANGE = 1

@@ -22,8 +22,6 @@ from tests.integration.conftest import ClusterHandle
 from tests.integration.requests import topic_spec
 from tests.integration.wire import WireClient, controller_address, create_topics
 
-pytestmark = pytest.mark.integration
-
 RECORDS_PER_PARTITION = 100
 PARTITIONS_PER_TOPIC = 3
 # What kafka-python's test deletes: partition -> offset (-1: up to the high watermark).

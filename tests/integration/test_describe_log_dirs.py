@@ -17,8 +17,6 @@ from tests.integration.conftest import REPO_ROOT, ClusterHandle
 from tests.integration.requests import topic_spec
 from tests.integration.wire import WireClient, controller_address, create_topics
 
-pytestmark = pytest.mark.integration
-
 DESCRIBE_LOG_DIRS = 35
 TOPIC = "log-dirs"
 RECORD_COUNT = 20

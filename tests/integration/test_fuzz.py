@@ -31,8 +31,6 @@ from tests.unit.broker.sample_requests import (
     sample_entity,
 )
 
-pytestmark = pytest.mark.integration
-
 FUZZ_SCRIPT = REPO_ROOT / "scripts" / "fuzz"
 FRAMES = 4000
 MIN_FRAMES = 1000  # fewer means the firing limit cut the run short: too little to mean much

@@ -24,8 +24,6 @@ from tests.integration.conftest import ClusterHandle, wait_until
 from tests.integration.requests import topic_spec
 from tests.integration.wire import WireClient, create_topics, first_broker
 
-pytestmark = pytest.mark.integration
-
 OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP = 8, 9, 10, 11
 SYNC_GROUP, LEAVE_GROUP, LIST_GROUPS, API_VERSIONS = 14, 13, 16, 18
 INIT_PRODUCER_ID, DESCRIBE_LOG_DIRS = 22, 35

@@ -29,8 +29,6 @@ from kafka.structs import TopicPartition
 
 from tests.integration.conftest import ClusterFactory, ClusterHandle, wait_until
 
-pytestmark = pytest.mark.integration
-
 TOPIC_PARTITIONS = 4
 MEMBER_COUNT = 4
 # group.min.session.timeout.ms as kafka-python's broker fixture sets it (its tests use 3 s).

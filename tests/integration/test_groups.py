@@ -36,8 +36,6 @@ from broker.coordinator.group.records import partition_for
 from tests.integration.client_roundtrip import kcat_command
 from tests.integration.conftest import ClusterFactory, ClusterHandle, wait_until, zk_session
 
-pytestmark = pytest.mark.integration
-
 OFFSETS_PARTITIONS = 6
 TOPIC_PARTITIONS = 6
 REPLICATION_FACTOR = 3

@@ -24,8 +24,6 @@ from aiokafka.errors import KafkaError
 
 from tests.integration.conftest import ClusterFactory, ClusterHandle
 
-pytestmark = pytest.mark.integration
-
 OFFSETS_PARTITIONS = 6
 TOPIC_PARTITIONS = 6
 REPLICATION_FACTOR = 3

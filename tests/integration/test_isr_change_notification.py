@@ -29,8 +29,6 @@ from zk.znodes import (
     TopicPartitionStateZNode,
 )
 
-pytestmark = pytest.mark.integration
-
 TIMEOUT_S = 30.0
 POLL_INTERVAL_S = 0.1
 # A leader's conditional write may race the controller's (or another broker's) writes.

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
 from _tools.bench_jvm_perf import parse_consumer, parse_producer
 
-pytestmark = [pytest.mark.integration, pytest.mark.reference]
+pytestmark = pytest.mark.reference
 
 TOPIC = "jvm-perf"
 PARTITIONS = 6

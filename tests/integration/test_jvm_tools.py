@@ -56,7 +56,6 @@ from tests.reference.conftest import reference_lib as reference_lib
 # 190-240 s beside one CPU hog, 360 s on a more loaded machine.
 SCENARIO_TIMEOUT_S = 900
 pytestmark = [
-    pytest.mark.integration,
     pytest.mark.reference,
     pytest.mark.timeout(SCENARIO_TIMEOUT_S),
 ]

@@ -40,8 +40,6 @@ from tests.integration.conftest import (
     zk_session,
 )
 
-pytestmark = pytest.mark.integration
-
 CHROMIUM = Path("/usr/bin/chromium")
 LAB_SCRIPT = REPO_ROOT / "scripts" / "lab"
 TOPIC = "lab-topic"

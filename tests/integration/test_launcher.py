@@ -7,8 +7,6 @@ import shutil
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests.integration.conftest import (
     ClusterFactory,
     ClusterHandle,
@@ -16,8 +14,6 @@ from tests.integration.conftest import (
     run_cluster_command,
     wait_until,
 )
-
-pytestmark = pytest.mark.integration
 
 # Short sessions so a hard-killed broker's registration expires quickly.
 FAST_SESSION = {"zookeeper.session.timeout.ms": "4000"}

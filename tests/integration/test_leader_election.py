@@ -19,8 +19,6 @@ from kazoo.client import KazooClient
 from tests.integration.conftest import ClusterFactory, ClusterHandle, wait_until, zk_session
 from tests.integration.wire import WireClient, broker_address
 
-pytestmark = pytest.mark.integration
-
 TIMEOUT_S = 60
 TOOL = Path(sys.executable).parent / "kafka-leader-election"
 ELECT_LEADERS = 43

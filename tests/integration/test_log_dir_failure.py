@@ -31,8 +31,6 @@ from scripts._cluster.ports import reserve_port
 from tests.integration.conftest import REPO_ROOT, ClusterFactory, wait_until, zk_session
 from tests.integration.wire import WireClient
 
-pytestmark = pytest.mark.integration
-
 BROKER_ID = 3
 TOPIC = "disks"
 PARTITIONS = 4

@@ -22,8 +22,6 @@ from kafka.errors import LogDirNotFoundError, NoError, UnknownTopicOrPartitionEr
 
 from tests.integration.conftest import REPO_ROOT, ClusterFactory, ClusterHandle, wait_until
 
-pytestmark = pytest.mark.integration
-
 TOOL_TIMEOUT_S = 60.0
 PLACEMENT_WAIT_S = 60.0
 MOVE_WAIT_S = 90.0

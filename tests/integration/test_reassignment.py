@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import TopicPartition
@@ -20,8 +19,6 @@ from kafka.admin import KafkaAdminClient
 from kazoo.client import KazooClient
 
 from tests.integration.conftest import ClusterHandle, wait_until
-
-pytestmark = pytest.mark.integration
 
 TOOL = Path(sys.executable).parent / "kafka-reassign-partitions"
 TIMEOUT_S = 60

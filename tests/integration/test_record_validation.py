@@ -20,8 +20,6 @@ from broker.log.record_codec import SimpleRecord, build_batch
 from tests.integration.conftest import ClusterHandle
 from tests.integration.wire import LATEST, WireClient, leader_address, list_offsets, produce
 
-pytestmark = pytest.mark.integration
-
 CLIENT_TIMEOUT_S = 60.0
 INVALID_RECORD = 87
 INVALID_TIMESTAMP = 32

@@ -32,8 +32,6 @@ from tests.integration.conftest import ClusterFactory, ClusterHandle, wait_until
 from tests.integration.requests import FETCH, fetch_request
 from tests.integration.wire import WireClient, broker_address, produce
 
-pytestmark = pytest.mark.integration
-
 TIMEOUT_S = 60
 REPLICATION_FACTOR = 3
 NOT_ENOUGH_REPLICAS = 19

@@ -68,7 +68,7 @@ from tests.integration.wire import WireClient, broker_address
 # The fixture that runs `make reference` (shared with tests/reference/).
 from tests.reference.conftest import reference_lib as reference_lib
 
-pytestmark = [pytest.mark.integration, pytest.mark.reference]
+pytestmark = pytest.mark.reference
 
 SOURCE = Path(__file__).resolve().parent / "jvm" / "WordCount.java"
 OVERRIDES = {

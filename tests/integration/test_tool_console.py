@@ -18,8 +18,6 @@ from tests.integration.tool_cli import (
     run_tool,
 )
 
-pytestmark = pytest.mark.integration
-
 WAIT_S = 60.0
 # Long enough for a group join on a loaded machine, short enough to keep the tests quick.
 CONSUMER_IDLE_MS = "15000"

@@ -6,13 +6,10 @@ from __future__ import annotations
 import json
 import re
 
-import pytest
 from kazoo.client import KazooClient
 
 from tests.integration.conftest import ClusterHandle, wait_until
 from tests.integration.tool_cli import UNREACHABLE_BOOTSTRAP, assert_one_line_error, ok, run_tool
-
-pytestmark = pytest.mark.integration
 
 WAIT_S = 60.0
 PARTITION_LINE = re.compile(

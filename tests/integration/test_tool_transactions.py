@@ -22,8 +22,6 @@ from tests.integration.txn_wire import (
 )
 from tests.integration.wire import WireClient, controller_address, create_topics
 
-pytestmark = pytest.mark.integration
-
 TIMEOUT_S = 60
 
 

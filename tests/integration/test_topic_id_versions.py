@@ -8,8 +8,6 @@ import time
 import uuid
 from typing import Any
 
-import pytest
-
 from broker.log.record_codec import SimpleRecord, build_batch, decode_records
 from tests.integration.conftest import ClusterHandle, wait_until
 from tests.integration.requests import FETCH, METADATA, PRODUCE, produce_request, topic_spec
@@ -23,8 +21,6 @@ from tests.integration.wire import (
     list_offsets,
     metadata,
 )
-
-pytestmark = pytest.mark.integration
 
 NONE, NOT_LEADER_OR_FOLLOWER, UNSUPPORTED_VERSION = 0, 6, 35
 UNKNOWN_TOPIC_ID, FETCH_SESSION_TOPIC_ID_ERROR = 100, 106

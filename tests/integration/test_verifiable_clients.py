@@ -51,7 +51,7 @@ from tests.integration.verifiable_clients import (
 # The fixture that runs `make reference` (shared with tests/reference/).
 from tests.reference.conftest import reference_lib as reference_lib
 
-pytestmark = [pytest.mark.integration, pytest.mark.reference]
+pytestmark = pytest.mark.reference
 
 TOPIC = "verifiable"
 PARTITIONS = 3

@@ -30,8 +30,6 @@ from tests.integration.tool_cli import add_scram_user, ok, run_cluster_tool
 # The fixture that runs `make reference` (shared with tests/reference/).
 from tests.reference.conftest import reference_lib as reference_lib
 
-pytestmark = [pytest.mark.integration]
-
 CONSUMER_CONFIG = "--consumer.config"  # the console consumer's --command-config
 ZK_USER, ZK_PASSWORD = "kafka", "kafka-secret"  # scripts/_cluster/zk_sasl_material.py
 CLIENT_JAAS = "kafka_server_jaas.conf"

@@ -38,8 +38,6 @@ from zk.znodes import (
     new_kafka_uuid,
 )
 
-pytestmark = pytest.mark.integration
-
 ZK_START_TIMEOUT_S = 30.0
 CONDITION_TIMEOUT_S = 10.0
 

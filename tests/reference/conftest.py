@@ -2,8 +2,8 @@
 
 `reference_lib` runs `make reference` once (Maven, offline after the first fetch; a file lock
 keeps parallel test workers from fetching twice). `kafka_cluster` and `our_cluster` are
-3-broker clusters, each on its own ZooKeeper, shared by the tests of one module. Test modules
-here carry `pytestmark = [pytest.mark.integration, pytest.mark.reference]`.
+3-broker clusters, each on its own ZooKeeper, shared by the tests of one module. Tests here are
+marked `integration` and `reference` by their directory (tests/conftest.py).
 """
 
 from __future__ import annotations

@@ -16,8 +16,6 @@ import pytest
 from tests.integration.conftest import ClusterFactory, ClusterHandle
 from tests.integration.wire import WireClient, first_broker
 
-pytestmark = [pytest.mark.integration, pytest.mark.reference]
-
 API_VERSIONS = 18
 Ranges = dict[int, tuple[int, int]]
 

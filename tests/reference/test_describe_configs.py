@@ -31,8 +31,6 @@ from tests.reference.config_diff import (
     differences,
 )
 
-pytestmark = [pytest.mark.integration, pytest.mark.reference]
-
 BROKER_ID = 1
 WAIT_S = 60.0
 TOPICS = {

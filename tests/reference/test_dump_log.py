@@ -11,11 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests.integration.conftest import ClusterFactory, wait_until
-
-pytestmark = [pytest.mark.integration, pytest.mark.reference]
 
 TOPIC = "dumped"
 TIMEOUT_S = 60

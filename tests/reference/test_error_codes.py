@@ -32,8 +32,6 @@ from tests.integration.wire import (
     produce,
 )
 
-pytestmark = [pytest.mark.integration, pytest.mark.reference]
-
 WAIT_S = 60.0
 EXISTING, TINY = "existing", "tiny"
 TINY_MAX_MESSAGE_BYTES = 1000

@@ -28,8 +28,6 @@ from tests.integration.wire import (
     produce,
 )
 
-pytestmark = [pytest.mark.integration, pytest.mark.reference]
-
 WAIT_S = 60.0
 TOPIC, GROUP = "data", "differential-group"
 LIST_OFFSETS, OFFSET_FETCH, FIND_COORDINATOR, DESCRIBE_GROUPS = 2, 9, 10, 15

@@ -7,12 +7,9 @@ import shutil
 import subprocess
 import uuid
 
-import pytest
 from kafka import KafkaConsumer, KafkaProducer
 
 from tests.integration.conftest import ClusterHandle, wait_until
-
-pytestmark = [pytest.mark.integration, pytest.mark.reference]
 
 CLIENT_TIMEOUT_S = 60.0
 

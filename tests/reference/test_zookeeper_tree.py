@@ -32,8 +32,6 @@ from tests.integration.conftest import ClusterFactory, ClusterHandle, wait_until
 from tests.integration.wire import WireClient
 from tests.reference.zk_tree import Difference, Tree, Znode, differences, snapshot
 
-pytestmark = [pytest.mark.integration, pytest.mark.reference]
-
 # The same on both clusters. Without it, Kafka's leader-rebalance timer (5 s after its
 # controller starts, then every 300 s) could move leaders at a moment that differs per cluster.
 OVERRIDES = {"auto.leader.rebalance.enable": "false"}
