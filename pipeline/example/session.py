@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import py4j
 import pyspark
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
@@ -18,6 +19,10 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 CONNECTOR_LIB = REPO_ROOT / "reference" / "spark" / "lib"
 CONNECTOR_JAR_PREFIX = "spark-sql-kafka-0-10_2.13-"
 GATEWAY_EXIT_TIMEOUT_S = 30.0
+# Runs this interpreter for Spark's Python workers, without the zips Spark puts first on their
+# PYTHONPATH (the script says why).
+WORKER_PYTHON = Path(__file__).with_name("spark_worker_python")
+WORKER_PYTHON_ENV = "PIPELINE_SPARK_WORKER_PYTHON"
 
 
 class ConnectorJarsMissing(RuntimeError):
@@ -54,11 +59,21 @@ def _drop_idle_gateway() -> None:
     SparkContext._jvm = None
 
 
+def _worker_python() -> str:
+    """The workers' interpreter: this one, through WORKER_PYTHON when this interpreter has
+    PySpark and py4j installed as packages (then the zips hold nothing it lacks)."""
+    installed = all(Path(module.__file__ or "").parent.is_dir() for module in (pyspark, py4j))
+    if not installed or not os.access(WORKER_PYTHON, os.X_OK):
+        return sys.executable
+    os.environ[WORKER_PYTHON_ENV] = sys.executable
+    return str(WORKER_PYTHON)
+
+
 def local_session(
     app_name: str, master: str = "local[2]", jars: Sequence[Path] = ()
 ) -> SparkSession:
     # Workers must import pipeline and confluent_kafka: run them with this (venv) Python.
-    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_PYTHON"] = _worker_python()
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     builder = (
         SparkSession.builder.master(master)
