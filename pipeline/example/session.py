@@ -70,8 +70,13 @@ def _worker_python() -> str:
 
 
 def local_session(
-    app_name: str, master: str = "local[2]", jars: Sequence[Path] = ()
+    app_name: str,
+    master: str = "local[2]",
+    jars: Sequence[Path] = (),
+    java_options: Sequence[str] = (),
 ) -> SparkSession:
+    """`java_options`: flags for the driver's JVM, which only a session that starts one
+    (the process's first) applies."""
     # Workers must import pipeline and confluent_kafka: run them with this (venv) Python.
     os.environ["PYSPARK_PYTHON"] = _worker_python()
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
@@ -83,6 +88,8 @@ def local_session(
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
     )
+    if java_options:
+        builder = builder.config("spark.driver.extraJavaOptions", " ".join(java_options))
     if jars:
         _drop_idle_gateway()
         builder = builder.config("spark.jars", ",".join(str(jar) for jar in jars))

@@ -5,6 +5,7 @@ Kafka connector (the default) and on the Python data source (`--connector python
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -17,6 +18,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError
 
 from tests.integration.conftest import REPO_ROOT, ClusterHandle
+from tests.integration.spark_fixtures import TEST_JAVA_OPTIONS
 
 # Spark runs alone (`make test` runs these after the rest): its Python workers get a fixed
 # 10 s to connect back to the JVM, which a machine busy with other test clusters can miss.
@@ -27,6 +29,10 @@ CONSUME_TIMEOUT_S = 60.0
 
 
 def run_example(cluster: ClusterHandle, work_dir: Path, *extra: str) -> str:
+    # Its JVMs (spark-submit's launcher and the driver) with the Spark tests' JIT settings
+    # (spark_fixtures says why); every JVM reads JAVA_TOOL_OPTIONS.
+    java_options = " ".join((os.environ.get("JAVA_TOOL_OPTIONS", ""), *TEST_JAVA_OPTIONS))
+    env = {**os.environ, "JAVA_TOOL_OPTIONS": java_options.strip()}
     result = subprocess.run(
         [
             sys.executable,
@@ -41,6 +47,7 @@ def run_example(cluster: ClusterHandle, work_dir: Path, *extra: str) -> str:
             *extra,
         ],
         cwd=REPO_ROOT,
+        env=env,
         capture_output=True,
         text=True,
         timeout=RUN_TIMEOUT_S,

@@ -1,7 +1,8 @@
 """Acceptance: Spark's own Kafka connector (spark-sql-kafka-0-10, kafka-clients inside it)
 reads from and writes to our cluster, batch and streaming, with the connector's options.
 
-The jars come from `make spark-connector`; one local Spark session serves the module. The
+The jars come from `make spark-connector`; one local Spark session (shared with the other
+Spark modules in this process) serves the module. The
 checkpoint-recovery test runs its driver as a separate process, which it SIGKILLs.
 """
 
@@ -15,7 +16,6 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +25,9 @@ from confluent_kafka.admin import AdminClient
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
-from pipeline.example.session import ConnectorJarsMissing, kafka_connector_jars, local_session
 from tests.integration.conftest import REPO_ROOT, ClusterHandle, wait_until
-from tests.integration.spark_kafka_driver import MAX_OFFSETS_PER_TRIGGER
+from tests.integration.spark_fixtures import shared_session
+from tests.integration.spark_kafka_driver import MAX_OFFSETS_PER_TRIGGER, start_query
 from tests.integration.test_pipeline_spark import consume_all, create_topic, produce
 
 # Spark runs alone (`make test` runs these after the rest).
@@ -40,14 +40,8 @@ DRIVER_DRAIN_TIMEOUT_S = 240.0
 
 
 @pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    try:
-        jars = kafka_connector_jars()
-    except ConnectorJarsMissing as error:
-        pytest.fail(str(error))
-    session = local_session("test-spark-kafka-connector", jars=jars)
-    yield session
-    session.stop()
+def spark(pytestconfig: pytest.Config) -> SparkSession:
+    return shared_session(pytestconfig, connector=True)
 
 
 def read(spark: SparkSession, bootstrap: str, **options: str) -> DataFrame:
@@ -336,7 +330,7 @@ def _committed_batches(checkpoint: Path) -> int:
     return sum(1 for p in commits.iterdir() if p.name.isdigit()) if commits.is_dir() else 0
 
 
-def _driver(cluster: ClusterHandle, topic: str, tmp_path: Path, mode: str) -> list[str]:
+def _driver(cluster: ClusterHandle, topic: str, tmp_path: Path) -> list[str]:
     return [
         sys.executable,
         "-m",
@@ -345,16 +339,15 @@ def _driver(cluster: ClusterHandle, topic: str, tmp_path: Path, mode: str) -> li
         topic,
         str(tmp_path / "output"),
         str(tmp_path / "checkpoint"),
-        mode,
     ]
 
 
 def test_streaming_query_recovers_after_its_driver_is_killed(
     spark: SparkSession, cluster: ClusterHandle, tmp_path: Path
 ) -> None:
-    """A driver (its own Python and JVM) streams a topic into a Parquet file sink; SIGKILLed
-    mid-run and started again on the same checkpoint, it resumes: the sink ends up with every
-    record exactly once."""
+    """A driver (its own Python and JVM) streams a topic into a Parquet file sink, and is
+    SIGKILLed mid-run; the same query started again on the same checkpoint (in this process's
+    JVM: a new driver all the same) resumes: the sink ends up with every record exactly once."""
     topic = create_topic(cluster.bootstrap, 3)
     first, more = 3000, 500
     produce(cluster.bootstrap, topic, first)
@@ -362,7 +355,7 @@ def test_streaming_query_recovers_after_its_driver_is_killed(
     log = (tmp_path / "driver-1.log").open("w")
     # Its own session (process group), so that the kill takes the driver's JVM with it.
     driver = subprocess.Popen(
-        _driver(cluster, topic, tmp_path, "run"),
+        _driver(cluster, topic, tmp_path),
         cwd=REPO_ROOT,
         stdin=subprocess.DEVNULL,
         stdout=log,
@@ -390,16 +383,16 @@ def test_streaming_query_recovers_after_its_driver_is_killed(
     )
 
     produce(cluster.bootstrap, topic, more)  # v0.. again: told apart by (partition, offset)
-    resumed = subprocess.run(
-        _driver(cluster, topic, tmp_path, "drain"),
-        cwd=REPO_ROOT,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=DRIVER_DRAIN_TIMEOUT_S,
-        check=False,
+    resumed = start_query(
+        spark,
+        cluster.bootstrap,
+        topic,
+        str(tmp_path / "output"),
+        str(checkpoint),
+        drain=True,
     )
-    assert resumed.returncode == 0, f"restarted driver failed:\n{resumed.stdout[-5000:]}"
+    assert resumed.awaitTermination(int(DRIVER_DRAIN_TIMEOUT_S)), f"not done: {resumed.status}"
+    assert resumed.exception() is None, f"restarted query failed: {resumed.exception()}"
     assert _committed_batches(checkpoint) > batches_at_kill
 
     # Reading the sink's directory goes through its _spark_metadata log: committed files only.
