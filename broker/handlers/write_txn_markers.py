@@ -63,12 +63,7 @@ async def _write_marker(context: RequestContext, marker: Any) -> list[dict[str, 
 def _append(
     context: RequestContext, topic: str, index: int, marker: Any, end_marker: EndTxnMarker
 ) -> tuple[int, tuple[ErrorCode, int | None]]:
-    replica_manager = context.services.replica_manager
-    current = replica_manager.get(topic, index)
-    min_isr = context.services.topic_settings.min_insync_replicas(topic)
-    if current is not None and current.is_leader and len(current.isr) < min_isr:
-        return index, (ErrorCode.not_enough_replicas, None)
-    outcome = replica_manager.append_marker(
+    outcome = context.services.replica_manager.append_marker(
         topic, index, int(marker.producer_id), int(marker.producer_epoch), end_marker
     )
     return index, outcome

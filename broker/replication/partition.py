@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from broker.log.control_records import EndTxnMarker
 from broker.log.log import AppendInfo, Log
+from broker.log.transaction_state import CompletedTxn
 from broker.replication.purgatory import PartitionWaiters
 from zk.znodes import PartitionState
 
@@ -100,6 +102,26 @@ class Partition:
         )
         self.waiters.on_append()
         return info
+
+    def append_marker_to_leader(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        marker: EndTxnMarker,
+        min_insync_replicas: int,
+        now_ms: int,
+    ) -> CompletedTxn:
+        """Write a transaction marker the coordinator sent (WriteTxnMarkers), as this
+        partition's leader; markers are written with acks=all, as in Kafka. Raises
+        NotEnoughReplicasError while the ISR is smaller than `min_insync_replicas`, else what
+        `Log.append_marker_as_leader` raises."""
+        if len(self.isr) < min_insync_replicas:
+            raise NotEnoughReplicasError
+        completed = self.log.append_marker_as_leader(
+            producer_id, producer_epoch, marker, self.leader_epoch, now_ms
+        )
+        self.waiters.on_append()
+        return completed
 
     # -- role changes -----------------------------------------------------------------------
 

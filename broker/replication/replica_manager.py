@@ -458,15 +458,22 @@ class ReplicaManager:
         producer_epoch: int,
         marker: EndTxnMarker,
     ) -> tuple[ErrorCode, int | None]:
-        """A transaction marker for the coordinator (WriteTxnMarkers), on the leader: the
-        error, and the offset after the marker (what the high watermark must reach)."""
+        """A transaction marker for the coordinator (WriteTxnMarkers), on the leader, through
+        `Partition.append_marker_to_leader` (NOT_ENOUGH_REPLICAS below min.insync.replicas):
+        the error, and the offset after the marker (what the high watermark must reach)."""
         current, error = self._leader(topic, partition)
         if current is None:
             return error, None
         try:
-            completed = current.log.append_marker_as_leader(
-                producer_id, producer_epoch, marker, current.leader_epoch, int(time.time() * 1000)
+            completed = current.append_marker_to_leader(
+                producer_id,
+                producer_epoch,
+                marker,
+                self._min_insync_replicas(topic),
+                int(time.time() * 1000),
             )
+        except NotEnoughReplicasError:
+            return ErrorCode.not_enough_replicas, None
         except RecordError as record_error:
             log.warning("rejected marker for %s-%d: %s", topic, partition, record_error)
             return ErrorCode(record_error.error_code), None
@@ -474,7 +481,6 @@ class ReplicaManager:
             log.error("write to %s-%d failed: %s", topic, partition, io_error)
             self.report_io_error(current.log, io_error)
             return ErrorCode.kafka_storage_error, None
-        current.waiters.on_append()
         self._after_high_watermark_check(current)
         return ErrorCode.none, completed.last_offset + 1
 

@@ -5,6 +5,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from broker.log.config import LogConfig
+from broker.log.control_records import ControlType, EndTxnMarker
 from broker.log.manager import LogManager
 from broker.log.partition_metadata import read_topic_id
 from broker.log.record_codec import SimpleRecord, build_batch
@@ -98,6 +99,23 @@ def test_a_follower_answers_not_leader_before_min_isr(tmp_path: Path) -> None:
     manager.apply_state("needs-two", TOPIC_ID, 0, [2, ME], following, LogConfig())
     result = manager.append_records("needs-two", 0, _records(b"x"), required_acks=-1)
     assert result.error_code == ErrorCode.not_leader_or_follower
+
+
+def test_a_marker_below_min_isr_is_refused_by_the_partition(tmp_path: Path) -> None:
+    """WriteTxnMarkers writes with acks=all: the partition refuses the marker while the ISR
+    is below min.insync.replicas, and writes it once the ISR suffices."""
+    manager = _manager(tmp_path)
+    prepare_now(manager, "needs-two", TOPIC_ID, [0])
+    alone = PartitionState(leader=ME, leader_epoch=0, isr=[ME], controller_epoch=1)
+    manager.apply_state("needs-two", TOPIC_ID, 0, [ME, 2], alone, LogConfig())
+    commit = EndTxnMarker(ControlType.COMMIT, coordinator_epoch=0)
+    refused = manager.append_marker("needs-two", 0, 7, 0, commit)
+    assert refused == (ErrorCode.not_enough_replicas, None)
+    replica = manager.get("needs-two", 0)
+    assert replica is not None and replica.log.log_end_offset == 0
+    both = PartitionState(leader=ME, leader_epoch=1, isr=[ME, 2], controller_epoch=1)
+    manager.apply_state("needs-two", TOPIC_ID, 0, [ME, 2], both, LogConfig(), zk_version=1)
+    assert manager.append_marker("needs-two", 0, 7, 0, commit) == (ErrorCode.none, 1)
 
 
 def test_log_of_a_deleted_incarnation_is_replaced(tmp_path: Path) -> None:
