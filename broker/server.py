@@ -220,13 +220,16 @@ class KafkaServer:
             self.producer_ids,
             TxnMarkerSender(self.current_config, self.broker_id, self.metadata_cache, self.peers),
         )
-        self._quotas = ConnectionQuotas(
+        quotas = ConnectionQuotas(
             config["max.connections"],
             config["max.connections.per.ip"],
             parse_per_ip_overrides(config["max.connections.per.ip.overrides"]),
         )
-        # Built by `start` once the cluster id is known, as Kafka builds its KafkaApis.
-        self.listeners: list[Listener] = []
+        # They serve requests from `start` on, once the cluster id is known.
+        self.listeners = [
+            Listener(config, endpoint, quotas, self.sasl_listeners.get(endpoint.listener_name))
+            for endpoint in config.listeners
+        ]
         self.cluster_id = ""
         self.broker_epoch = -1
         self._reconcile_needed = asyncio.Event()
@@ -303,18 +306,10 @@ class KafkaServer:
         await self.cluster_watch.start()
         self.metadata_cache.update(self.cluster_watch.view)
         await self._reconcile(None)
+        # Kafka builds its KafkaApis here too, once the cluster id is known.
         services = self._handler_services()
-        self.listeners = [
-            Listener(
-                services,
-                endpoint,
-                self._quotas,
-                self.sasl_listeners.get(endpoint.listener_name),
-            )
-            for endpoint in self.config.listeners
-        ]
         for listener in self.listeners:
-            await listener.start()
+            await listener.start(services)
         await self._start_metrics_endpoint()
         await self._register()
         self.metrics.zookeeper_sync_connects += 1  # the first connection, made before the hook

@@ -39,27 +39,28 @@ ACCEPT_RETRY_S = 0.1
 class Listener:
     def __init__(
         self,
-        services: HandlerServices,
+        config: KafkaConfig,
         endpoint: Endpoint,
         quotas: ConnectionQuotas,
         sasl: ListenerSasl | None,
     ) -> None:
-        self._services = services
+        """Built with the server, so that bad TLS settings stop the broker before it connects
+        to ZooKeeper; it serves requests from `start` on."""
         self._endpoint = endpoint
         self._quotas = quotas
         self._sockets: list[socket.socket] = []
         self._acceptors: list[asyncio.Task[None]] = []
         self._connections: set[asyncio.Task[None]] = set()
-        protocol = services.config.security_protocol(endpoint.listener_name)
+        protocol = config.security_protocol(endpoint.listener_name)
         self._protocol = protocol
         self._ssl: ssl.SSLContext | None = None
         if protocol in ("SSL", "SASL_SSL"):
-            self._ssl = tls.server_context(services.config, endpoint.listener_name)
+            self._ssl = tls.server_context(config, endpoint.listener_name)
             # asyncio keeps the context it was given; each handshake switches to the current
             # one, so that reloaded key and trust material serve new connections.
             self._ssl.sni_callback = self._use_current_context
         self._current_ssl = self._ssl
-        self._stores = self._store_settings(services.config)
+        self._stores = self._store_settings(config)
         self._sasl = sasl
 
     def _store_settings(self, config: KafkaConfig) -> dict[str, object]:
@@ -88,19 +89,21 @@ class Listener:
         self._current_ssl, self._stores = context, stores
         log.info("listener %s reloaded its keystore and truststore", self._endpoint)
 
-    async def start(self) -> None:
+    async def start(self, services: HandlerServices) -> None:
         """Listen, and accept on each socket: Kafka's Acceptor, which counts a connection
-        against the quotas as it is accepted, before any byte (a TLS handshake included)."""
+        against the quotas as it is accepted, before any byte (a TLS handshake included).
+        Each connection hands its requests' handlers `services` (Kafka's KafkaApis, built
+        once the cluster id is known)."""
         host = self._endpoint.host or None
         loop = asyncio.get_running_loop()
         self._sockets = _listening_sockets(host, self._endpoint.port)
         self._acceptors = [
-            loop.create_task(self._accept(sock), name=f"accept {self._endpoint}")
+            loop.create_task(self._accept(sock, services), name=f"accept {self._endpoint}")
             for sock in self._sockets
         ]
         log.info("listening on %s (%s)", self._endpoint, self._protocol)
 
-    async def _accept(self, sock: socket.socket) -> None:
+    async def _accept(self, sock: socket.socket, services: HandlerServices) -> None:
         loop = asyncio.get_running_loop()
         while True:
             try:
@@ -115,11 +118,15 @@ class Listener:
                 log.warning("refusing connection from %s:%s: %s", host, peer[1], refusal)
                 connection.close()
                 continue
-            task = loop.create_task(self._on_client(connection, host), name=f"client {host}")
+            task = loop.create_task(
+                self._on_client(connection, host, services), name=f"client {host}"
+            )
             self._connections.add(task)
             task.add_done_callback(self._connections.discard)
 
-    async def _on_client(self, connection: socket.socket, host: str) -> None:
+    async def _on_client(
+        self, connection: socket.socket, host: str, services: HandlerServices
+    ) -> None:
         writer: asyncio.StreamWriter | None = None
         try:
             opened = await self._open(connection)
@@ -128,7 +135,7 @@ class Listener:
             reader, writer = opened
             principal = tls.principal(writer.get_extra_info("ssl_object"))
             await Connection(
-                self._services, self._endpoint.listener_name, reader, writer, principal, self._sasl
+                services, self._endpoint.listener_name, reader, writer, principal, self._sasl
             ).serve()
         except asyncio.CancelledError:
             # Shutdown cancels connections mid-request (an acks=all produce may be waiting);
