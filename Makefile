@@ -88,8 +88,9 @@ status: setup
 lab: setup
 	scripts/lab $(ARGS)
 
-# Three workers, whole modules each (their clusters are module-scoped), handed out in collection
-# order: tests/conftest.py puts the longest modules first. Three on 2 cores, because a test
+# Three workers, whole modules each (--dist loadfile), handed out in collection order:
+# tests/conftest.py puts the longest modules first. A worker's modules share one cluster unless
+# they damage it (tests/integration/conftest.py, `cluster`). Three on 2 cores, because a test
 # spends most of its time waiting on its cluster and clients (beside a CPU hog: 24:12 with two
 # workers, 21:49 with three). Spark's tests then run alone, since its Python workers must
 # connect back to the JVM within a fixed 10 s. Each run ends with its ten slowest tests.

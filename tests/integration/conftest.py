@@ -2,8 +2,9 @@
 
 Tests never import the launcher; they run it as a subprocess, exactly as a person would.
 
-- `cluster` (module scope): 3 brokers, 1 ZooKeeper server, on ports reserved machine-wide
-  (scripts/_cluster/ports.py), so no other worker or session can take them.
+- `cluster`: 3 brokers, 1 ZooKeeper server, shared by the modules of one xdist worker; a module
+  marked `own_cluster` gets one of its own (see the fixture). Every cluster's ports are
+  reserved machine-wide (scripts/_cluster/ports.py), so no other worker or session takes them.
 - `make_cluster(**options)`: a factory for tests that need their own cluster (destructive
   tests, other sizes). Options are `up` flags: brokers=1, zookeepers=3,
   overrides={"min.insync.replicas": "2"}.
@@ -17,6 +18,7 @@ broker log (and ZooKeeper log) of the clusters it used is attached to its report
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import subprocess
@@ -38,6 +40,12 @@ CLUSTER_SCRIPT = REPO_ROOT / "scripts" / "cluster"
 UP_TIMEOUT_S = 120.0
 COMMAND_TIMEOUT_S = 120.0
 LOG_TAIL_LINES = 40
+OWN_CLUSTER_MARKER = "own_cluster"
+# Written only by tests that change the whole cluster (dynamic broker configs, quotas and
+# SCRAM users, ACLs, a partition reassignment): a shared cluster must have none of them.
+DAMAGE_ZNODES = ("/config/brokers", "/config/users", "/config/clients")
+ACL_ZNODE = "/kafka-acl"
+REASSIGNMENT_ZNODE = "/admin/reassign_partitions"
 
 
 def wait_until(
@@ -295,17 +303,108 @@ def _remove_if_empty(directory: Path) -> None:
         directory.rmdir()
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[ClusterHandle]:
-    """3 brokers + 1 ZooKeeper server, shared by the tests of one module."""
-    directory = _short_tmp_dir("cluster-") / "cluster"
-    handle = start_cluster(directory)
+def _process_ids(handle: ClusterHandle) -> dict[str, int | None]:
+    state = json.loads((handle.dir / "cluster.json").read_text())
+    return {name: record.get("pid") for name, record in state["processes"].items()}
+
+
+def _running(pid: int | None) -> bool:
+    """Alive and not stopped (SIGSTOP) or a zombie."""
     try:
-        yield handle
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (OSError, TypeError):
+        return False
+    return stat.rpartition(")")[2].split()[0] not in ("T", "t", "Z", "X")
+
+
+def _damage(handle: ClusterHandle, process_ids: dict[str, int | None]) -> str | None:
+    """What a module changed that the next module would notice, or None."""
+    now = _process_ids(handle)
+    if now != process_ids:
+        return f"processes restarted: {process_ids} -> {now}"
+    stopped = sorted(name for name, pid in now.items() if not _running(pid))
+    if stopped:
+        return f"not running: {', '.join(stopped)}"
+    with zk_session(handle) as client:
+        for path in DAMAGE_ZNODES:
+            if client.exists(path) is not None and client.get_children(path):
+                return f"{path} is not empty: {client.get_children(path)}"
+        for resource_type in _children(client, ACL_ZNODE):
+            if _children(client, f"{ACL_ZNODE}/{resource_type}"):
+                return f"ACLs left on {resource_type}"
+        if client.exists(REASSIGNMENT_ZNODE) is not None:
+            return "a partition reassignment in progress"
+    return None
+
+
+def _children(client: KazooClient, path: str) -> list[str]:
+    return list(client.get_children(path)) if client.exists(path) is not None else []
+
+
+class SharedCluster:
+    """The cluster of one xdist worker (or of a run without xdist), started on first use and
+    replaced when a module left it damaged."""
+
+    def __init__(self) -> None:
+        self.handle: ClusterHandle | None = None
+
+    def get(self) -> ClusterHandle:
+        if self.handle is None:
+            self.handle = start_cluster(_short_tmp_dir("shared-") / "cluster")
+        return self.handle
+
+    def discard(self) -> None:
+        if self.handle is not None:
+            self.handle.down()
+            self.handle.release_ports()
+            _remove_if_empty(self.handle.dir.parent)
+            self.handle = None
+
+
+@pytest.fixture(scope="session")
+def shared_cluster() -> Iterator[SharedCluster]:
+    shared = SharedCluster()
+    try:
+        yield shared
     finally:
-        handle.down()
-        handle.release_ports()
-        _remove_if_empty(directory.parent)
+        shared.discard()
+
+
+def _wants_own_cluster(module: pytest.Item | pytest.Collector) -> bool:
+    # Spark's modules kill brokers, and run in a session of their own anyway (Makefile).
+    return any(module.get_closest_marker(name) for name in (OWN_CLUSTER_MARKER, "spark"))
+
+
+@pytest.fixture(scope="module")
+def cluster(request: pytest.FixtureRequest) -> Iterator[ClusterHandle]:
+    """3 brokers + 1 ZooKeeper server. Shared by every module of an xdist worker, unless the
+    module is marked `own_cluster` (`pytestmark = pytest.mark.own_cluster`): a module that kills
+    or stops brokers, changes broker configs, writes ZooKeeper behind the brokers' back, or
+    needs the cluster as it was started. A module sharing it names its topics, groups and
+    transactional ids after itself. Whether it left the cluster as it found it is checked
+    after each module (processes, dynamic broker configs, ACLs, quotas); a module that did not
+    fails, and the next module gets a new cluster."""
+    if _wants_own_cluster(request.node):
+        directory = _short_tmp_dir("cluster-") / "cluster"
+        handle = start_cluster(directory)
+        try:
+            yield handle
+        finally:
+            handle.down()
+            handle.release_ports()
+            _remove_if_empty(directory.parent)
+        return
+    shared: SharedCluster = request.getfixturevalue("shared_cluster")
+    handle = shared.get()
+    process_ids = _process_ids(handle)
+    yield handle
+    damage = _damage(handle, process_ids)
+    if damage is not None:
+        shared.discard()
+        pytest.fail(
+            f"{request.node.nodeid} left the shared cluster changed ({damage}); "
+            "mark it own_cluster (tests/integration/conftest.py)"
+        )
 
 
 @contextlib.contextmanager

@@ -26,6 +26,9 @@ from tests.integration.conftest import ClusterHandle, wait_until
 from tests.integration.requests import topic_spec
 from tests.integration.wire import WireClient, controller_address, create_topics, produce
 
+# Broker configs, dynamic and default, are changed here.
+pytestmark = pytest.mark.own_cluster
+
 TIMEOUT_S = 30.0
 MESSAGE_TOO_LARGE = 10
 INVALID_REQUEST = 42

@@ -21,6 +21,9 @@ from tests.integration.wire import (
     list_offsets,
 )
 
+# Leaders are killed and restarted here.
+pytestmark = pytest.mark.own_cluster
+
 DELETE_RECORDS = 21
 EARLIEST = -2
 OFFSET_OUT_OF_RANGE = 1

@@ -29,6 +29,9 @@ from zk.znodes import (
     TopicPartitionStateZNode,
 )
 
+# ZooKeeper's ISR change notifications and a topic are written here behind the brokers.
+pytestmark = pytest.mark.own_cluster
+
 TIMEOUT_S = 30.0
 POLL_INTERVAL_S = 0.1
 # A leader's conditional write may race the controller's (or another broker's) writes.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 import uuid
 
+import pytest
 from kafka import KafkaAdminClient
 from kafka.admin import OffsetSpec
 from kafka.errors import KafkaError
@@ -15,6 +16,9 @@ from broker.handlers.metadata import INTERNAL_TOPICS
 from tests.integration.conftest import ClusterHandle, wait_until, zk_session
 from tests.integration.wire import WireClient, broker_address, controller_id, metadata
 from zk.znodes import TopicAssignment, TopicZNode, new_kafka_uuid
+
+# The controller is stopped (SIGSTOP) here.
+pytestmark = pytest.mark.own_cluster
 
 UNKNOWN_TOPIC_OR_PARTITION = 3
 TIMEOUT_S = 60.0

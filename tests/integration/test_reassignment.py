@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import TopicPartition
@@ -19,6 +20,9 @@ from kafka.admin import KafkaAdminClient
 from kazoo.client import KazooClient
 
 from tests.integration.conftest import ClusterHandle, wait_until
+
+# Partitions move between brokers, and a broker is stopped, here.
+pytestmark = pytest.mark.own_cluster
 
 TOOL = Path(sys.executable).parent / "kafka-reassign-partitions"
 TIMEOUT_S = 60

@@ -6,12 +6,16 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
 from confluent_kafka import Producer
 from kazoo.client import KazooClient
 
 from tests.integration.conftest import REPO_ROOT, ClusterHandle, wait_until
 from tests.integration.requests import topic_spec
 from tests.integration.wire import WireClient, controller_address, create_topics
+
+# kafka-configs changes the brokers' default and per-broker configs here.
+pytestmark = pytest.mark.own_cluster
 
 TOOL_TIMEOUT_S = 60.0
 WAIT_S = 30.0

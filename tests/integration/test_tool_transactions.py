@@ -22,6 +22,9 @@ from tests.integration.txn_wire import (
 )
 from tests.integration.wire import WireClient, controller_address, create_topics
 
+# find-hanging is checked against every transaction of broker 1.
+pytestmark = pytest.mark.own_cluster
+
 TIMEOUT_S = 60
 
 
