@@ -7,6 +7,8 @@ import shutil
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.integration.conftest import (
     ClusterFactory,
     ClusterHandle,
@@ -22,6 +24,13 @@ STATE_CHANGE_TIMEOUT_S = 60.0
 
 def _all_brokers_registered(status: ClusterStatus) -> bool:
     return all(broker.alive and broker.registered for broker in status.brokers.values())
+
+
+@pytest.fixture(scope="module")
+def ensemble(make_cluster_module: ClusterFactory) -> ClusterHandle:
+    """Three ZooKeeper servers (three JVMs) for both ensemble tests: the restart test leaves
+    the ensemble whole again."""
+    return make_cluster_module(brokers=1, zookeepers=3)
 
 
 def test_up_prints_exactly_bootstrap_servers_and_zookeeper_connect(cluster: ClusterHandle) -> None:
@@ -107,10 +116,8 @@ def test_stopped_broker_still_counts_as_alive_and_resumes_on_cont(
     assert handle.status().brokers[1].registered
 
 
-def test_three_zookeeper_servers_form_an_ensemble_with_one_leader(
-    make_cluster: ClusterFactory,
-) -> None:
-    handle = make_cluster(brokers=1, zookeepers=3)
+def test_three_zookeeper_servers_form_an_ensemble_with_one_leader(ensemble: ClusterHandle) -> None:
+    handle = ensemble
     status = handle.status()
     assert sorted(status.zookeepers) == [1, 2, 3]
     modes = sorted(server.mode or "" for server in status.zookeepers.values())
@@ -119,10 +126,8 @@ def test_three_zookeeper_servers_form_an_ensemble_with_one_leader(
     assert _all_brokers_registered(status)
 
 
-def test_ensemble_survives_losing_and_restarting_one_server(
-    make_cluster: ClusterFactory,
-) -> None:
-    handle = make_cluster(brokers=1, zookeepers=3)
+def test_ensemble_survives_losing_and_restarting_one_server(ensemble: ClusterHandle) -> None:
+    handle = ensemble
     handle.kill_zookeeper(1, "KILL")
     wait_until(
         lambda: not handle.status().zookeepers[1].alive,

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import ClusterHandle, wait_until
+from tests.integration.conftest import ClusterFactory, ClusterHandle, wait_until
 from tests.integration.isolated_reads import read_values
 from tests.integration.requests import topic_spec
 from tests.integration.wire import WireClient, controller_address, create_topics
@@ -93,14 +93,25 @@ def test_a_new_instance_fences_the_old_one_and_aborts_its_open_transaction(
     assert _read(cluster.bootstrap, topic, "read_committed", 3) == _values("second", 3)
 
 
-def test_a_transaction_left_open_past_its_timeout_is_aborted(make_cluster: Any) -> None:
+@pytest.fixture(scope="module")
+def quick_timers(make_cluster_module: ClusterFactory) -> ClusterHandle:
+    """One cluster for both tests of the coordinator's timers (each has its own topic and
+    transactional ids): timed-out transactions are aborted and expired ids removed within
+    0.2 s of being due, and an idle id expires after 3 s."""
+    return make_cluster_module(
+        brokers=3,
+        overrides={
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms": "200",
+            "transactional.id.expiration.ms": "3000",
+            "transaction.remove.expired.transaction.cleanup.interval.ms": "200",
+        },
+    )
+
+
+def test_a_transaction_left_open_past_its_timeout_is_aborted(quick_timers: ClusterHandle) -> None:
     from confluent_kafka import Producer
 
-    interval_ms = "200"
-    cluster = make_cluster(
-        brokers=3,
-        overrides={"transaction.abort.timed.out.transaction.cleanup.interval.ms": interval_ms},
-    )
+    cluster = quick_timers
     topic = "txn-timeout"
     _create(cluster, topic)
     abandoned = Producer(
@@ -169,14 +180,10 @@ def _described(cluster: ClusterHandle, transactional_id: str) -> Any:
     return state
 
 
-def test_an_idle_transactional_id_expires_but_an_open_one_stays(make_cluster: Any) -> None:
-    cluster = make_cluster(
-        brokers=3,
-        overrides={
-            "transactional.id.expiration.ms": "3000",
-            "transaction.remove.expired.transaction.cleanup.interval.ms": "200",
-        },
-    )
+def test_an_idle_transactional_id_expires_but_an_open_one_stays(
+    quick_timers: ClusterHandle,
+) -> None:
+    cluster = quick_timers
     topic = "txn-expiry"
     _create(cluster, topic)
     idle = _producer(cluster.bootstrap, "txn-expiry-idle")
