@@ -10,9 +10,11 @@ READ_TIMEOUT_S = 60
 
 
 def read_values(bootstrap: str, topic: str, isolation_level: str, expected: int) -> list[bytes]:
-    """The values of the topic's first `expected` records, read from the start by a fresh
-    group at `isolation_level`; fails if fewer arrive in time or more follow."""
-    from confluent_kafka import Consumer
+    """The values of the topic's first `expected` records, read from the start of every
+    partition at `isolation_level`; fails if fewer arrive in time or more follow. Partitions
+    are assigned, not subscribed: a new group's join waits out group.initial.rebalance.delay.ms
+    (3 s), and a group is not what these tests check."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
     consumer = Consumer(
         {
@@ -25,7 +27,17 @@ def read_values(bootstrap: str, topic: str, isolation_level: str, expected: int)
     )
     values: list[bytes] = []
     try:
-        consumer.subscribe([topic])
+        partitions: list[int] = []
+
+        def partitions_known() -> bool:
+            found = consumer.list_topics(topic, timeout=5).topics.get(topic)
+            if found is None or found.error is not None:
+                return False
+            partitions[:] = sorted(found.partitions)
+            return bool(partitions)
+
+        wait_until(partitions_known, READ_TIMEOUT_S, f"{topic}'s partitions")
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
 
         def read_enough() -> bool:
             # All that arrived, not one record per call: each call is followed by a pause.
