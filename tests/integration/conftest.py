@@ -46,6 +46,9 @@ OWN_CLUSTER_MARKER = "own_cluster"
 DAMAGE_ZNODES = ("/config/brokers", "/config/users", "/config/clients")
 ACL_ZNODE = "/kafka-acl"
 REASSIGNMENT_ZNODE = "/admin/reassign_partitions"
+# Every new group on the shared cluster would wait out Kafka's default 3 s before its first
+# rebalance; no module sharing it checks that delay.
+SHARED_CLUSTER_OVERRIDES = {"group.initial.rebalance.delay.ms": "0"}
 
 
 def wait_until(
@@ -350,7 +353,8 @@ class SharedCluster:
 
     def get(self) -> ClusterHandle:
         if self.handle is None:
-            self.handle = start_cluster(_short_tmp_dir("shared-") / "cluster")
+            directory = _short_tmp_dir("shared-") / "cluster"
+            self.handle = start_cluster(directory, overrides=SHARED_CLUSTER_OVERRIDES)
         return self.handle
 
     def discard(self) -> None:
