@@ -137,30 +137,35 @@ class HandlerServices:
     """What request handlers, and the helpers they call, use of the broker; one per broker,
     built by KafkaServer.start once the cluster id is known (as Kafka builds KafkaApis)."""
 
+    # The broker and its requests.
     current_config: CurrentConfig
     broker_id: int
     cluster_id: str
     registry: Registry
     metrics: BrokerCounters
     authorizer: AclAuthorizer | None
-    scram_credentials: ScramCredentials
-    log_manager: LogManager
-    log_dir_mover: ReplicaAlterLogDirs
+    # Partitions and their logs: Produce, Fetch, ListOffsets, DeleteRecords, log dirs.
     replica_manager: ReplicaManager
     fetch_sessions: FetchSessionCache
+    log_manager: LogManager
+    log_dir_mover: ReplicaAlterLogDirs
+    # What this broker knows of the cluster, and waiting for it to change.
     metadata_cache: MetadataCache
     metadata_changes: MetadataChanges
     peers: PeerBrokers
+    topic_configs: TopicConfigs
+    topic_settings: TopicSettings
+    # Groups and transactions.
     group_coordinator: GroupCoordinator
     transaction_coordinator: TransactionCoordinator
     producer_ids: ProducerIdManager
+    # Admin requests: this broker's controller (active or not) and what ZooKeeper stores.
     controller: Controller
     controller_config: ControllerConfig
     zk_client: ZkClient
     kafka_zk: KafkaZk
     dynamic_config: DynamicBrokerConfig
-    topic_configs: TopicConfigs
-    topic_settings: TopicSettings
+    scram_credentials: ScramCredentials
 
     @property
     def config(self) -> KafkaConfig:
