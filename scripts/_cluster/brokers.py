@@ -1,4 +1,14 @@
-"""Write each broker's server.properties (base keys plus every --set override)."""
+"""Write each broker's server.properties (base keys plus every --set override).
+
+A broker's file is the same whichever implementation runs it (ours or Apache Kafka 3.9), so
+that a broker restarted as the other implementation (`start --broker N --impl ...`) runs on
+the config and data directory it had. The one difference is a key only ours knows:
+`metrics.prometheus.listener` (our Prometheus endpoint; Kafka's brokers have JMX instead, and
+would log the key as an unknown config). How the process is started differs beyond the file:
+ours is `python -m broker server.properties`, Kafka's is `java ... kafka.Kafka
+server.properties` with a log4j.properties beside it, and with a SASL-secured ZooKeeper ours
+takes the JAAS file from its environment where Kafka takes it as a JVM option.
+"""
 
 from __future__ import annotations
 
@@ -17,8 +27,9 @@ INTERNAL_TOPIC_KEYS = (
 )
 
 
-def base_properties(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
+def base_properties(spec: ClusterSpec, broker_id: int, impl: str | None = None) -> dict[str, str]:
     directory = broker_dir(Path(spec.directory), broker_id)
+    impl = impl or spec.initial_impl(broker_id)
     # Only what differs from Kafka's defaults: advertised.listeners falls back to listeners.
     properties = {
         "broker.id": str(broker_id),
@@ -26,7 +37,7 @@ def base_properties(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
         "log.dirs": str(directory / "data"),
         "zookeeper.connect": spec.zookeeper_connect,
     }
-    if spec.impl == "ours":  # Kafka's brokers have JMX instead
+    if impl == "ours":  # Kafka's brokers have JMX instead
         properties["metrics.prometheus.listener"] = f"127.0.0.1:{spec.metrics_port(broker_id)}"
     if spec.security in ("ssl", "sasl_ssl"):
         properties.update(ssl_properties(spec, broker_id))
@@ -59,32 +70,35 @@ def ssl_properties(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
 BROKER_DIR_PLACEHOLDER = "{broker_dir}"
 
 
-def broker_properties(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
+def broker_properties(spec: ClusterSpec, broker_id: int, impl: str | None = None) -> dict[str, str]:
     """Base keys and every --set override, with {broker_dir} expanded."""
     directory = str(broker_dir(Path(spec.directory), broker_id))
-    merged = base_properties(spec, broker_id)
+    merged = base_properties(spec, broker_id, impl)
     for key, value in spec.overrides.items():
         merged[key] = value.replace(BROKER_DIR_PLACEHOLDER, directory)
     return merged
 
 
-def render_properties(spec: ClusterSpec, broker_id: int) -> str:
-    merged = broker_properties(spec, broker_id)
+def render_properties(spec: ClusterSpec, broker_id: int, impl: str | None = None) -> str:
+    merged = broker_properties(spec, broker_id, impl)
     lines = [f"# Written by scripts/cluster for broker {broker_id}; --set overrides included."]
     lines += [f"{key}={value}" for key, value in merged.items()]
     return "\n".join(lines) + "\n"
 
 
-def prepare_broker(spec: ClusterSpec, broker_id: int, java: str) -> list[str]:
-    """Write server.properties for `broker_id`; return the command that runs the broker
-    (ours, or Apache Kafka's with `--impl kafka`)."""
+def prepare_broker(
+    spec: ClusterSpec, broker_id: int, java: str, impl: str | None = None
+) -> list[str]:
+    """Write server.properties for `broker_id`; return the command that runs the broker as
+    `impl` (ours, or Apache Kafka's; by default what `up` started it as)."""
+    impl = impl or spec.initial_impl(broker_id)
     directory = broker_dir(Path(spec.directory), broker_id)
     directory.mkdir(parents=True, exist_ok=True)
-    for log_dir in broker_properties(spec, broker_id)["log.dirs"].split(","):
+    for log_dir in broker_properties(spec, broker_id, impl)["log.dirs"].split(","):
         Path(log_dir.strip()).mkdir(parents=True, exist_ok=True)
     properties_path = directory / "server.properties"
-    properties_path.write_text(render_properties(spec, broker_id))
-    if spec.impl == "kafka":
+    properties_path.write_text(render_properties(spec, broker_id, impl))
+    if impl == "kafka":
         jvm_options = (
             zk_sasl_material.broker_jvm_options(Path(spec.directory))
             if zk_sasl_material.enabled(spec.overrides)
@@ -94,9 +108,9 @@ def prepare_broker(spec: ClusterSpec, broker_id: int, java: str) -> list[str]:
     return [sys.executable, "-m", "broker", str(properties_path)]
 
 
-def broker_env(spec: ClusterSpec) -> dict[str, str]:
+def broker_env(spec: ClusterSpec, impl: str) -> dict[str, str]:
     """What our broker's environment adds (Kafka's brokers take it on their command line)."""
-    if spec.impl == "ours" and zk_sasl_material.enabled(spec.overrides):
+    if impl == "ours" and zk_sasl_material.enabled(spec.overrides):
         return zk_sasl_material.broker_env(Path(spec.directory))
     return {}
 

@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import commands, events, kafka_reference, restart, up, zk_view
+from . import commands, events, restart, up, zk_view
 from .errors import ClusterError
-from .layout import ClusterSpec
+from .layout import IMPLEMENTATIONS, ClusterSpec, parse_impls
 from .processes import SIGNALS_BY_NAME
 
 SECURITY_CHOICES = ("plaintext", "ssl", "sasl_plaintext", "sasl_ssl")
@@ -70,6 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
     kill.add_argument("--signal", choices=sorted(SIGNALS_BY_NAME), default="TERM")
     start = sub.add_parser("start", help="restart one process and wait until it is up")
     _add_target(start)
+    start.add_argument(
+        "--impl",
+        choices=IMPLEMENTATIONS,
+        help="a broker only: restart it as this implementation, on its own server.properties "
+        "and data directory (default: what it ran before)",
+    )
     timeline = sub.add_parser(
         "events", help="merge the brokers' state-change.log files into one timeline"
     )
@@ -97,9 +103,11 @@ def _add_up_parser(sub: Subcommands) -> argparse.ArgumentParser:
     )
     up.add_argument(
         "--impl",
-        choices=kafka_reference.IMPLEMENTATIONS,
         default="ours",
-        help="whose brokers: ours (default) or Apache Kafka 3.9 (after `make reference`)",
+        metavar="ours|kafka|IMPL,IMPL,...",
+        help="whose brokers: ours (default) or Apache Kafka 3.9 (after `make reference`) for "
+        "all, or one per broker, broker 1 first (kafka,ours,ours: one mixed cluster, whose "
+        "first controller is broker 1)",
     )
     up.add_argument(
         "--security",
@@ -145,6 +153,10 @@ def _validate_ports(parser: argparse.ArgumentParser, spec: ClusterSpec) -> None:
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     directory = Path(args.dir).absolute()
     if args.command == "up":
+        try:
+            impls = parse_impls(args.impl, args.brokers)
+        except ClusterError as error:
+            parser.error(str(error))
         spec = ClusterSpec(
             directory=str(directory),
             broker_count=args.brokers,
@@ -152,7 +164,8 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
             port_base=args.port_base,
             zk_port_base=args.zk_port_base,
             overrides=dict(args.set),
-            impl=args.impl,
+            # A list whose brokers all run one implementation is that shorthand.
+            impl=impls[0] if len(set(impls)) == 1 else ",".join(impls),
             security=args.security,
         )
         _validate_ports(parser, spec)
@@ -171,7 +184,9 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     elif args.command == "kill":
         commands.kill(directory, args.broker, args.zookeeper, args.signal)
     elif args.command == "start":
-        restart.start(directory, args.broker, args.zookeeper)
+        if args.impl is not None and args.broker is None:
+            parser.error("--impl applies to --broker only")
+        restart.start(directory, args.broker, args.zookeeper, args.impl)
     elif args.command == "events":
         events.events(directory, args.since)
 

@@ -58,9 +58,13 @@ def status(directory: Path) -> None:
         record = state.processes[broker_key(i)]
         registered = "unknown" if view is None else _yes_no(i in view.registered)
         running = _yes_no(is_running(record))
+        impl = state.broker_impl(i)
         metrics = f" metrics=http://127.0.0.1:{spec.metrics_port(i)}/metrics"
-        shown = metrics if spec.impl == "ours" else ""
-        print(f"broker {i} pid={record.pid} alive={running} registered={registered}{shown}")
+        shown = metrics if impl == "ours" else ""
+        print(
+            f"broker {i} pid={record.pid} alive={running} registered={registered}{shown}"
+            f" impl={impl}"
+        )
     for n in spec.zookeeper_ids:
         record = state.processes[zookeeper_key(n)]
         alive = is_running(record)

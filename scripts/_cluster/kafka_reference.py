@@ -15,7 +15,6 @@ from pathlib import Path
 
 from .errors import ClusterError
 
-IMPLEMENTATIONS = ("ours", "kafka")
 REFERENCE_LIB = Path(__file__).resolve().parents[2] / "reference" / "lib"
 MAIN_CLASS = "kafka.Kafka"
 # kafka-server-start.sh's KAFKA_HEAP_OPTS default is 1 GiB fixed. The same 1 GiB ceiling (a

@@ -36,7 +36,9 @@ class ClusterSpec:
     port_base: int
     zk_port_base: int
     overrides: dict[str, str] = field(default_factory=dict)
-    # "ours" (this project's brokers) or "kafka" (Apache Kafka 3.9 from `make reference`).
+    # As `up --impl` was given: "ours" (this project's brokers), "kafka" (Apache Kafka 3.9
+    # from `make reference`) or one of them per broker ("kafka,ours,ours"). What each broker
+    # runs now is its ProcessRecord's `impl` (`start --impl` changes it).
     impl: str = "ours"
     # The client listeners' (and inter-broker) security: "plaintext", "ssl", "sasl_plaintext"
     # or "sasl_ssl".
@@ -45,6 +47,10 @@ class ClusterSpec:
     @property
     def broker_ids(self) -> list[int]:
         return list(range(1, self.broker_count + 1))
+
+    def initial_impl(self, broker_id: int) -> str:
+        """The implementation `up` started broker `broker_id` as."""
+        return parse_impls(self.impl, self.broker_count)[broker_id - 1]
 
     @property
     def zookeeper_ids(self) -> list[int]:
@@ -75,8 +81,7 @@ class ClusterSpec:
 
     def all_ports(self) -> list[int]:
         ports = [self.broker_port(i) for i in self.broker_ids]
-        if self.impl == "ours":
-            ports += [self.metrics_port(i) for i in self.broker_ids]
+        ports += [self.metrics_port(i) for i in self.broker_ids if self.initial_impl(i) == "ours"]
         for n in self.zookeeper_ids:
             ports.append(self.zookeeper_client_port(n))
             if self.zookeeper_count > 1:
@@ -97,12 +102,54 @@ class ProcessRecord:
     start_ticks: int | None = None
     # Set in the process's environment on top of the launcher's (e.g. KAFKA_OPTS).
     env: dict[str, str] = field(default_factory=dict)
+    # Brokers only: the implementation the command runs, "ours" or "kafka" (None in a
+    # cluster.json written before mixed clusters: then the spec's `impl` says).
+    impl: str | None = None
+    # Brokers only: [local time "YYYY-mm-dd HH:MM:SS,mmm", implementation] each time the
+    # broker was launched as another implementation than before, so that `events` can name
+    # the implementation that wrote each state-change.log line.
+    impl_history: list[list[str]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
 class ClusterState:
     spec: ClusterSpec
     processes: dict[str, ProcessRecord] = field(default_factory=dict)
+
+    def broker_impl(self, broker_id: int) -> str:
+        """What broker `broker_id` runs (or ran last): "ours" or "kafka"."""
+        record = self.processes[broker_key(broker_id)]
+        return record.impl or self.spec.initial_impl(broker_id)
+
+    def impls_ever_run(self) -> set[str]:
+        """Every implementation any broker of the cluster has run."""
+        found = {self.broker_impl(i) for i in self.spec.broker_ids}
+        for i in self.spec.broker_ids:
+            found.update(impl for _, impl in self.processes[broker_key(i)].impl_history)
+        return found
+
+
+IMPLEMENTATIONS = ("ours", "kafka")
+
+
+def parse_impls(text: str, broker_count: int) -> list[str]:
+    """`--impl`: "ours" or "kafka" for every broker, or a comma list with one implementation
+    per broker, broker 1 first ("kafka,ours,ours")."""
+    names = [name.strip() for name in text.split(",")]
+    unknown = sorted({name for name in names if name not in IMPLEMENTATIONS})
+    if unknown:
+        raise ClusterError(
+            f"--impl {text!r}: unknown implementation {', '.join(map(repr, unknown))}"
+            f" (choose from {', '.join(IMPLEMENTATIONS)})"
+        )
+    if len(names) == 1:
+        return names * broker_count
+    if len(names) != broker_count:
+        raise ClusterError(
+            f"--impl {text!r} names {len(names)} implementations for {broker_count} brokers;"
+            " give one per broker (broker 1 first) or a single one for all"
+        )
+    return names
 
 
 def broker_key(broker_id: int) -> str:

@@ -1,13 +1,24 @@
-"""`start`: bring one broker or ZooKeeper server back with its previous config and data."""
+"""`start`: bring one broker or ZooKeeper server back with its previous config and data,
+a broker optionally as the other implementation (`--impl`: a rolling migration)."""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
 
-from . import brokers, processes, zk_view, zookeeper
+from . import brokers, kafka_reference, processes, zk_view, zookeeper
 from .errors import ClusterError
-from .layout import ClusterSpec, ClusterState, ProcessRecord, broker_key, load_state, zookeeper_key
+from .layout import (
+    IMPLEMENTATIONS,
+    ClusterSpec,
+    ClusterState,
+    ProcessRecord,
+    broker_key,
+    load_state,
+    save_state,
+    state_lock,
+    zookeeper_key,
+)
 from .runtime import (
     HEALTH_TIMEOUT_S,
     STALE_REGISTRATION_MARGIN_S,
@@ -80,14 +91,40 @@ def _start_zookeeper(directory: Path, state: ClusterState, server_id: int) -> in
     return pid
 
 
-def start(directory: Path, broker_id: int | None, server_id: int | None) -> None:
+def switch_impl(directory: Path, broker_id: int, impl: str, java: str) -> None:
+    """Make broker `broker_id` run as `impl` from its next launch: its server.properties
+    rewritten as `up` writes it for that implementation (same keys, same log.dirs) and its
+    command in cluster.json replaced."""
+    with state_lock(directory):
+        state = load_state(directory)
+        record = state.processes[broker_key(broker_id)]
+        record.command = brokers.prepare_broker(state.spec, broker_id, java, impl)
+        record.env = brokers.broker_env(state.spec, impl)
+        record.impl = impl
+        save_state(directory, state)
+
+
+def start(
+    directory: Path, broker_id: int | None, server_id: int | None, impl: str | None = None
+) -> None:
     state = load_state(directory)
     key = target_key(state, broker_id, server_id)
+    if impl is not None:
+        if broker_id is None:
+            raise ClusterError("--impl applies to a broker, not a ZooKeeper server")
+        if impl not in IMPLEMENTATIONS:
+            raise ClusterError(f"--impl {impl!r}: choose from {', '.join(IMPLEMENTATIONS)}")
     _wait_for_previous_exit(key, state.processes[key])
+    if broker_id is not None and impl is not None and impl != state.broker_impl(broker_id):
+        if impl == "kafka":
+            kafka_reference.reference_classpath()  # a clear error before touching the config
+        switch_impl(directory, broker_id, impl, zookeeper.check_java())
+        state = load_state(directory)
     if broker_id is not None:
         pid = _start_broker(directory, state, broker_id)
     elif server_id is not None:
         pid = _start_zookeeper(directory, state, server_id)
     else:
         raise ClusterError("name a broker or a ZooKeeper server")
-    print(f"started {key} (pid {pid})")
+    shown = "" if impl is None else f" as {impl}"
+    print(f"started {key}{shown} (pid {pid})")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import os
 from pathlib import Path
 
@@ -28,6 +29,12 @@ STOP_GRACE_S = 30.0
 STALE_REGISTRATION_MARGIN_S = 10.0
 SERVING_MODES = ("leader", "follower", "standalone", "observer")
 REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def log_timestamp(moment: datetime.datetime | None = None) -> str:
+    """Local time as the brokers' state-change.log lines start: `YYYY-mm-dd HH:MM:SS,mmm`."""
+    moment = moment or datetime.datetime.now()
+    return f"{moment:%Y-%m-%d %H:%M:%S},{moment.microsecond // 1000:03d}"
 
 
 def child_env() -> dict[str, str]:
@@ -63,6 +70,10 @@ def launch(directory: Path, key: str) -> int:
         env = child_env() | record.env
         # Kafka's kafka.logs.dir: a broker writes state-change.log there, next to broker.log.
         env["LOG_DIR"] = str(Path(record.log_path).parent)
+        if record.impl is not None and (
+            not record.impl_history or record.impl_history[-1][1] != record.impl
+        ):
+            record.impl_history.append([log_timestamp(), record.impl])
         pid = processes.spawn(record.command, Path(record.log_path), Path(record.cwd), env)
         record.pid = pid
         record.start_ticks = processes.start_ticks_of(pid)

@@ -24,6 +24,7 @@ from .layout import (
     broker_key,
     is_cluster_dir,
     load_state,
+    parse_impls,
     save_state,
     state_lock,
     zookeeper_dir,
@@ -86,10 +87,11 @@ def _initial_state(
             command, str(log_path), str(zookeeper_dir(directory, n))
         )
     for i in spec.broker_ids:
-        command = brokers.prepare_broker(spec, i, java)
+        impl = spec.initial_impl(i)
+        command = brokers.prepare_broker(spec, i, java, impl)
         log_path = broker_dir(directory, i) / "broker.log"
         state.processes[broker_key(i)] = ProcessRecord(
-            command, str(log_path), str(REPO_ROOT), env=brokers.broker_env(spec)
+            command, str(log_path), str(REPO_ROOT), env=brokers.broker_env(spec, impl), impl=impl
         )
     return state
 
@@ -111,15 +113,17 @@ def _wait_for_zookeepers(state: ClusterState, deadline: float) -> None:
         time.sleep(0.2)
 
 
-def _wait_for_brokers(state: ClusterState, deadline: float) -> None:
+def _wait_for_brokers(
+    state: ClusterState, deadline: float, wanted_ids: list[int] | None = None
+) -> None:
     spec = state.spec
-    wanted = set(spec.broker_ids)
+    wanted = set(spec.broker_ids if wanted_ids is None else wanted_ids)
 
     def healthy(view: zk_view.ClusterView) -> bool:
         return wanted <= set(view.registered) and view.controller_id is not None
 
     def check() -> None:
-        for i in spec.broker_ids:
+        for i in sorted(wanted):
             ensure_alive(state, broker_key(i))
 
     remaining_s = max(0.0, deadline - time.monotonic())
@@ -140,7 +144,8 @@ def up(spec: ClusterSpec) -> None:
     _refuse_if_running(directory)
     java = zookeeper.check_java()
     installation = zookeeper.find_installation()
-    if spec.impl == "kafka":
+    impls = parse_impls(spec.impl, spec.broker_count)
+    if "kafka" in impls:
         kafka_reference.reference_classpath()  # fail before starting anything
     _check_ports_free(spec)
     deadline = time.monotonic() + HEALTH_TIMEOUT_S
@@ -161,7 +166,14 @@ def up(spec: ClusterSpec) -> None:
             sasl_material.write_admin_credentials(
                 spec.zookeeper_connect, zk_sasl_material.enabled(spec.overrides)
             )
-        for key in broker_keys:
+        remaining_keys = broker_keys
+        if len(set(impls)) > 1:
+            # The first broker up becomes the controller; in a mixed cluster, which
+            # implementation that is matters, so it is broker 1's, deterministically.
+            launch(directory, broker_keys[0])
+            _wait_for_brokers(load_state(directory), deadline, [spec.broker_ids[0]])
+            remaining_keys = broker_keys[1:]
+        for key in remaining_keys:
             launch(directory, key)
         state = load_state(directory)
         _wait_for_brokers(state, deadline)
