@@ -114,10 +114,10 @@ def test_restarted_pipeline_archives_each_record_exactly_once(
     cluster: ClusterHandle, tmp_path: Path
 ) -> None:
     work_dir = tmp_path / "pipeline"
-    first = run_example(cluster, work_dir, "--duration-s", "12", "--no-drain")
+    first = run_example(cluster, work_dir, "--duration-s", "8", "--no-drain")
     assert "connector: spark (format 'kafka')" in first, first
     assert "archive" in first and "total" in first
-    second = run_example(cluster, work_dir, "--duration-s", "6")
+    second = run_example(cluster, work_dir, "--duration-s", "4")
     assert "distinct event ids" in second
     assert len(topic_event_ids(cluster)) > 1000  # both runs produced while jobs were running
     assert_archive_is_the_topic(cluster, work_dir)
@@ -129,7 +129,7 @@ def test_python_data_source_pipeline_archives_the_topic(
     """The no-download path: the same jobs on the Python data source, in a work directory
     of their own, archive the whole topic (what earlier tests produced too) once."""
     work_dir = tmp_path / "pipeline-python"
-    output = run_example(cluster, work_dir, "--connector", "python", "--duration-s", "5")
+    output = run_example(cluster, work_dir, "--connector", "python", "--duration-s", "3")
     assert "connector: python (format 'pykafka')" in output, output
     assert "distinct event ids" in output
     assert_archive_is_the_topic(cluster, work_dir)

@@ -6,9 +6,11 @@ the module; the leader-move test uses a cluster of its own because it kills a br
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,8 @@ pytestmark = pytest.mark.spark
 TIMEOUT_S = 60.0
 STREAM_TIMEOUT_S = 240.0
 SESSION_TIMEOUT_MS = "6000"  # a SIGKILLed broker's partitions move after this
+PYTHON_WORKER_TIMEOUT = "Python worker failed to connect back"
+WORKER_START_ATTEMPTS = 3
 
 
 @pytest.fixture(scope="module")
@@ -145,13 +149,36 @@ def test_batch_read_with_assign_and_per_partition_offsets(
     assert [r.offset for r in only_one.collect()] == [8, 9]
 
 
+def _ran_or_ended(query: StreamingQuery) -> bool:
+    return query.lastProgress is not None or not query.isActive
+
+
+def started(start: Callable[[], StreamingQuery]) -> StreamingQuery:
+    """`start()`'s query once it has run a batch or ended. Spark starts a streaming query's
+    Python source worker with the query and gives it a fixed 10 s to connect back (not
+    configurable), which a busy machine can miss: then the query is started again, as the
+    example pipeline does, at most twice; no batch ran, so nothing is read twice."""
+    for attempt in range(1, WORKER_START_ATTEMPTS + 1):
+        query = start()
+        wait_until(
+            functools.partial(_ran_or_ended, query),
+            STREAM_TIMEOUT_S,
+            f"the first batch of {query.name}",
+        )
+        failure = query.exception()
+        if failure is None or PYTHON_WORKER_TIMEOUT not in str(failure):
+            return query
+        print(f"{query.name}: {PYTHON_WORKER_TIMEOUT} (attempt {attempt}); starting it again")
+    return query
+
+
 def _run_available_now(frame: DataFrame, name: str, checkpoint: Path) -> StreamingQuery:
-    query = (
+    query = started(
         frame.writeStream.format("memory")
         .queryName(name)
         .option("checkpointLocation", str(checkpoint))
         .trigger(availableNow=True)
-        .start()
+        .start
     )
     assert query.awaitTermination(STREAM_TIMEOUT_S), f"{name} did not finish"
     assert query.exception() is None
@@ -195,7 +222,7 @@ def test_streaming_and_batch_sinks_are_read_back(
 ) -> None:
     source, target = create_topic(cluster.bootstrap, 2), create_topic(cluster.bootstrap, 2)
     produce(cluster.bootstrap, source, 200)
-    stream = (
+    stream = started(
         spark.readStream.format(fmt)
         .option("kafka.bootstrap.servers", cluster.bootstrap)
         .option("subscribe", source)
@@ -207,7 +234,7 @@ def test_streaming_and_batch_sinks_are_read_back(
         .option("topic", target)
         .option("checkpointLocation", str(tmp_path / "sink"))
         .trigger(availableNow=True)
-        .start()
+        .start
     )
     assert stream.awaitTermination(STREAM_TIMEOUT_S) and stream.exception() is None
     rows = [(f"b-{i}", target, [("h", bytearray(b"x"))]) for i in range(50)]
@@ -299,7 +326,7 @@ def test_streaming_read_survives_a_leader_being_killed(
     topic = create_topic(cluster.bootstrap, 4)
     total, limit = 4000, 1000
     produce(cluster.bootstrap, topic, total)  # acks=all: every replica has them
-    query = (
+    query = started(
         spark.readStream.format(fmt)
         .option("kafka.bootstrap.servers", cluster.bootstrap)
         .option("subscribe", topic)
@@ -312,7 +339,7 @@ def test_streaming_read_survives_a_leader_being_killed(
         .queryName("moving")
         .option("checkpointLocation", str(tmp_path / "moving"))
         .trigger(processingTime="1 second")
-        .start()
+        .start
     )
     try:
 
