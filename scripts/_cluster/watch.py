@@ -175,6 +175,7 @@ def _plain_broker(
         "isr_shrinks": _number(_metric(row, ISR_SHRINKS)),
         "isr_expands": _number(_metric(row, ISR_EXPANDS)),
         "idle": _number(_metric(row, NETWORK_IDLE), 2),
+        "impl": row.impl,
     }
     return f"broker {row.broker_id} " + " ".join(f"{k}={v}" for k, v in fields.items())
 
@@ -212,6 +213,7 @@ def _broker_table(snapshot: ClusterSnapshot, previous: ClusterSnapshot | None) -
     table = Table(title="Brokers", title_justify="left", expand=False)
     for column in (
         "id",
+        "impl",
         "alive",
         "registered",
         "broker epoch",
@@ -224,7 +226,7 @@ def _broker_table(snapshot: ClusterSnapshot, previous: ClusterSnapshot | None) -
         "idle",
     ):
         table.add_column(
-            column, justify="right" if column not in ("alive", "registered") else "left"
+            column, justify="right" if column not in ("impl", "alive", "registered") else "left"
         )
     view = snapshot.view
     for row in snapshot.brokers:
@@ -235,6 +237,7 @@ def _broker_table(snapshot: ClusterSnapshot, previous: ClusterSnapshot | None) -
                 f"{row.broker_id}{' ♛' if is_controller else ''}",
                 style="bold yellow" if is_controller else "",
             ),
+            row.impl,
             _flag(row.alive),
             _flag(row.registered),
             "-" if row.broker_epoch is None else str(row.broker_epoch),

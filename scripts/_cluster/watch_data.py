@@ -60,6 +60,7 @@ class BrokerRow:
     registered: bool | None  # None: ZooKeeper could not be read
     broker_epoch: int | None  # the czxid of /brokers/ids/<id>, as Kafka's broker epoch
     metrics: dict[str, float] | None  # None: no endpoint (Kafka's brokers) or unreachable
+    impl: str = "ours"  # what the broker runs (or ran last): "ours" or "kafka"
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +110,7 @@ class Collector:
         spec = state.spec
         view, metrics, zookeepers = await asyncio.gather(
             self._read_zookeeper(zookeeper_connect_of(spec)),
-            _scrape_all(spec),
+            _scrape_all(spec, [i for i in spec.broker_ids if state.broker_impl(i) == "ours"]),
             _zookeeper_rows(spec, [state.processes[zookeeper_key(n)] for n in spec.zookeeper_ids]),
         )
         brokers = []
@@ -125,6 +126,7 @@ class Collector:
                     registered,
                     epoch,
                     metrics.get(broker_id),
+                    state.broker_impl(broker_id),
                 )
             )
         return ClusterSnapshot(
@@ -206,13 +208,12 @@ def _leader_and_isr(data: bytes) -> tuple[int, list[int]]:
         return -1, []
 
 
-async def _scrape_all(spec: ClusterSpec) -> dict[int, dict[str, float]]:
-    if spec.impl != "ours":
-        return {}
+async def _scrape_all(spec: ClusterSpec, broker_ids: list[int]) -> dict[int, dict[str, float]]:
+    """The endpoints of `broker_ids` (ours: Kafka's brokers have none)."""
     scraped = await asyncio.gather(
-        *(asyncio.to_thread(_scrape, spec.metrics_port(i)) for i in spec.broker_ids)
+        *(asyncio.to_thread(_scrape, spec.metrics_port(i)) for i in broker_ids)
     )
-    return {i: s for i, s in zip(spec.broker_ids, scraped, strict=True) if s is not None}
+    return {i: s for i, s in zip(broker_ids, scraped, strict=True) if s is not None}
 
 
 def _scrape(port: int) -> dict[str, float] | None:

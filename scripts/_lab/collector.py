@@ -300,13 +300,14 @@ class Collector:
         state = await asyncio.to_thread(load_state, self.directory)
         brokers, servers = await asyncio.to_thread(_processes, state)
         zookeeper_task = asyncio.to_thread(self._read_zookeeper)
-        metrics_ports = {b.id: state.spec.metrics_port(b.id) for b in brokers}
+        # Only ours serve Prometheus; Kafka's brokers have JMX instead.
+        metrics_ports = {b.id: state.spec.metrics_port(b.id) for b in brokers if b.impl == "ours"}
         metric_tasks = {
             b.id: asyncio.to_thread(
                 fetch_metrics, f"http://127.0.0.1:{metrics_ports[b.id]}/metrics"
             )
             for b in brokers
-            if b.alive and state.spec.impl == "ours"
+            if b.alive and b.id in metrics_ports
         }
         zookeeper_data, *scraped = await asyncio.gather(zookeeper_task, *metric_tasks.values())
         metrics = {
@@ -329,7 +330,7 @@ class Collector:
         )
         view["lab_members"] = self._members.as_json() if self._members else []
         fresh = [
-            snapshot.entry(e.timestamp, e.writer, e.message, kind="state-change")
+            snapshot.entry(e.timestamp, e.source, e.message, kind="state-change")
             for e in await asyncio.to_thread(self._tail.poll)
         ]
         fresh.extend(snapshot.changes(self.latest, view))
@@ -367,7 +368,9 @@ def _processes(state: ClusterState) -> tuple[list[ProcessView], list[ZookeeperSe
         record = state.processes[broker_key(i)]
         alive = is_running(record)
         paused = alive and _paused(record.pid)
-        brokers.append(ProcessView(i, spec.broker_port(i), record.pid, alive, paused))
+        brokers.append(
+            ProcessView(i, spec.broker_port(i), record.pid, alive, paused, state.broker_impl(i))
+        )
     servers = []
     for n in spec.zookeeper_ids:
         record = state.processes[zookeeper_key(n)]

@@ -54,6 +54,7 @@ class ProcessView:
     pid: int | None
     alive: bool
     paused: bool = False  # stopped by SIGSTOP
+    impl: str = "ours"  # brokers: what it runs (or ran last), "ours" or "kafka"
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +201,7 @@ def build_snapshot(
         broker_rows.append(
             {
                 "id": broker.id,
+                "impl": broker.impl,
                 "port": broker.port,
                 "pid": broker.pid,
                 "alive": broker.alive,

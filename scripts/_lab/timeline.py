@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from _cluster.events import Event, broker_logs, read_events
+from _cluster.errors import ClusterError
+from _cluster.events import Event, ImplOf, broker_logs, labellers, read_events
+from _cluster.layout import load_state
 
 
 class StateChangeTail:
@@ -27,6 +29,7 @@ class StateChangeTail:
             logs = broker_logs(self._directory)
         except OSError:
             return []
+        impl_of = self._labellers()
         for writer, path in logs:
             try:
                 size = os.stat(path).st_size
@@ -38,7 +41,7 @@ class StateChangeTail:
                 self._seen[path] = 0
             self._sizes[path] = size
             try:
-                entries = list(read_events(path, writer))
+                entries = list(read_events(path, writer, impl_of.get(writer)))
             except OSError:
                 continue
             seen = self._seen.get(path, 0)
@@ -46,3 +49,11 @@ class StateChangeTail:
             self._seen[path] = len(entries)
         fresh.sort(key=lambda event: event.timestamp)  # stable: file order within equal times
         return fresh
+
+    def _labellers(self) -> dict[str, ImplOf]:
+        """Who wrote what, in a mixed cluster (cluster.json is read again: `start --impl`
+        changes it)."""
+        try:
+            return labellers(load_state(self._directory))
+        except (ClusterError, OSError, KeyError, TypeError):
+            return {}

@@ -62,6 +62,7 @@ function renderBrokers(view) {
     const process = b.alive ? (b.paused ? `paused (pid ${b.pid})` : `alive (pid ${b.pid})`) : "dead";
     const row = el("tr", {"data-broker": b.id, class: b.alive ? (b.paused ? "paused" : "") : "dead"},
       el("td", {}, b.id),
+      el("td", {class: "impl"}, b.impl === "kafka" ? "Apache Kafka" : "ours"),
       el("td", {class: "process"}, process),
       el("td", {class: "registered"}, registered),
       el("td", {class: "crown"}, b.controller ? "♛ controller" : ""),
