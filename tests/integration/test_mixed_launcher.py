@@ -205,3 +205,12 @@ def test_broker_1_restarts_as_ours_on_the_data_kafka_wrote(mixed: ClusterHandle)
     partitions = list(range(len(ASSIGNMENT)))
     read = _read_all(_broker_address(mixed, 1), partitions)
     assert read == {p: _expected(p) for p in partitions}
+
+
+def test_events_name_the_implementation_that_wrote_each_line(mixed: ClusterHandle) -> None:
+    """After the migration broker-1's state-change.log holds Kafka's lines and then ours."""
+    lines = mixed.run("events").stdout.splitlines()
+    sources = {" ".join(line.split()[2:4]) for line in lines}
+    assert {"broker-1 (kafka)", "broker-1 (ours)", "broker-2 (ours)"} <= sources, sources
+    first_ours = min(i for i, line in enumerate(lines) if " broker-1 (ours) " in line)
+    assert all(" broker-1 (kafka) " not in line for line in lines[first_ours:])
