@@ -1,6 +1,7 @@
 """Acceptance: the example pipeline stopped mid-stream and restarted from its checkpoints
 leaves a Parquet archive holding every registration in the topic exactly once; on Spark's
-Kafka connector (the default) and on the Python data source (`--connector python`)."""
+Kafka connector (the default) and, side by side on a cluster of its own, on the Python data
+source (`--connector python`)."""
 
 from __future__ import annotations
 
@@ -11,13 +12,15 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 from confluent_kafka import Consumer, KafkaError
 
-from tests.integration.conftest import REPO_ROOT, ClusterHandle
+from tests.integration.conftest import REPO_ROOT, ClusterFactory, ClusterHandle
 from tests.integration.spark_fixtures import TEST_JAVA_OPTIONS
 
 # Spark runs alone (`make test` runs these after the rest): its Python workers get a fixed
@@ -28,12 +31,12 @@ RUN_TIMEOUT_S = 420.0
 CONSUME_TIMEOUT_S = 60.0
 
 
-def run_example(cluster: ClusterHandle, work_dir: Path, *extra: str) -> str:
+def start_example(cluster: ClusterHandle, work_dir: Path, *extra: str) -> subprocess.Popen[str]:
     # Its JVMs (spark-submit's launcher and the driver) with the Spark tests' JIT settings
     # (spark_fixtures says why); every JVM reads JAVA_TOOL_OPTIONS.
     java_options = " ".join((os.environ.get("JAVA_TOOL_OPTIONS", ""), *TEST_JAVA_OPTIONS))
     env = {**os.environ, "JAVA_TOOL_OPTIONS": java_options.strip()}
-    result = subprocess.run(
+    return subprocess.Popen(
         [
             sys.executable,
             "-m",
@@ -48,13 +51,47 @@ def run_example(cluster: ClusterHandle, work_dir: Path, *extra: str) -> str:
         ],
         cwd=REPO_ROOT,
         env=env,
-        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=RUN_TIMEOUT_S,
-        check=False,
     )
-    assert result.returncode == 0, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr[-5000:]}"
-    return result.stdout
+
+
+def finished_example(process: subprocess.Popen[str]) -> str:
+    """The run's output once it has exited 0."""
+    stdout, stderr = process.communicate(timeout=RUN_TIMEOUT_S)
+    assert process.returncode == 0, f"stdout:\n{stdout}\nstderr:\n{stderr[-5000:]}"
+    return stdout
+
+
+def run_example(cluster: ClusterHandle, work_dir: Path, *extra: str) -> str:
+    return finished_example(start_example(cluster, work_dir, *extra))
+
+
+@dataclass(frozen=True)
+class PipelineRun:
+    cluster: ClusterHandle
+    work_dir: Path
+    process: subprocess.Popen[str]
+
+
+@pytest.fixture(scope="module")
+def python_source_run(
+    make_cluster_module: ClusterFactory, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[PipelineRun]:
+    """The example on the Python data source, on a cluster of its own, started before the
+    restart test so that the two pipelines run side by side: each spends most of its time
+    waiting for triggers, and this one alone took 50-65 s."""
+    cluster = make_cluster_module()
+    work_dir = tmp_path_factory.mktemp("pipeline-python")
+    process = start_example(cluster, work_dir, "--connector", "python", "--duration-s", "3")
+    try:
+        yield PipelineRun(cluster, work_dir, process)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.communicate(timeout=RUN_TIMEOUT_S)
 
 
 def committed_parquet_files(archive: Path) -> list[Path]:
@@ -110,6 +147,7 @@ def assert_archive_is_the_topic(cluster: ClusterHandle, work_dir: Path) -> None:
     )
 
 
+@pytest.mark.usefixtures("python_source_run")  # runs beside this test
 def test_restarted_pipeline_archives_each_record_exactly_once(
     cluster: ClusterHandle, tmp_path: Path
 ) -> None:
@@ -123,13 +161,10 @@ def test_restarted_pipeline_archives_each_record_exactly_once(
     assert_archive_is_the_topic(cluster, work_dir)
 
 
-def test_python_data_source_pipeline_archives_the_topic(
-    cluster: ClusterHandle, tmp_path: Path
-) -> None:
-    """The no-download path: the same jobs on the Python data source, in a work directory
-    of their own, archive the whole topic (what earlier tests produced too) once."""
-    work_dir = tmp_path / "pipeline-python"
-    output = run_example(cluster, work_dir, "--connector", "python", "--duration-s", "3")
+def test_python_data_source_pipeline_archives_the_topic(python_source_run: PipelineRun) -> None:
+    """The no-download path: the same jobs on the Python data source archive the whole
+    topic of their cluster once."""
+    output = finished_example(python_source_run.process)
     assert "connector: python (format 'pykafka')" in output, output
     assert "distinct event ids" in output
-    assert_archive_is_the_topic(cluster, work_dir)
+    assert_archive_is_the_topic(python_source_run.cluster, python_source_run.work_dir)

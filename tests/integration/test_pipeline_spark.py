@@ -168,7 +168,9 @@ def started(start: Callable[[], StreamingQuery]) -> StreamingQuery:
         failure = query.exception()
         if failure is None or PYTHON_WORKER_TIMEOUT not in str(failure):
             return query
-        print(f"{query.name}: {PYTHON_WORKER_TIMEOUT} (attempt {attempt}); starting it again")
+        print(
+            f"{query.name}: {PYTHON_WORKER_TIMEOUT} (attempt {attempt} of {WORKER_START_ATTEMPTS})"
+        )
     return query
 
 
