@@ -56,9 +56,28 @@ def _add_target(parser: argparse.ArgumentParser) -> None:
     target.add_argument("--zookeeper", type=_positive, metavar="N")
 
 
+USAGE = """\
+commands (each takes --dir DIR, default .cluster; `COMMAND --help` for more):
+  up [--zookeepers N] [--brokers N] [--port-base P] [--zk-port-base Z] [--set KEY=VALUE ...]
+     [--security plaintext|ssl|sasl_plaintext|sasl_ssl] [--impl ours|kafka|IMPL,IMPL,...]
+  down [--wipe]
+  status [--watch [--interval S] [--iterations N]]
+  kill (--broker ID | --zookeeper N) [--signal TERM|KILL|STOP|CONT]
+  start (--broker ID | --zookeeper N) [--impl ours|kafka]
+  events [--since 90s|5m|'YYYY-MM-DD HH:MM:SS']
+
+--impl kafka,ours,ours makes one mixed cluster: broker 1 Apache Kafka 3.9 (`make reference`),
+brokers 2 and 3 ours, on one ZooKeeper; `start --broker 1 --impl ours` then restarts broker 1
+as ours on its own config and data directory.
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="scripts/cluster", description="Run a local ZooKeeper + broker cluster on 127.0.0.1."
+        prog="scripts/cluster",
+        description="Run a local ZooKeeper + broker cluster on 127.0.0.1.",
+        epilog=USAGE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", required=True)
     up = _add_up_parser(sub)
