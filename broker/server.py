@@ -394,6 +394,8 @@ class KafkaServer:
         # Before the registration: the controller reads it when it sees this broker start.
         await self.log_dir_failures.write_offline_replicas()
         self.broker_epoch = await self.kafka_zk.register_broker(self._registration())
+        # A controller's requests for an earlier registration are fenced from now on.
+        self.replica_manager.controller_fence.broker_epoch = self.broker_epoch
         log.info("registered /brokers/ids/%d (broker epoch %d)", self.broker_id, self.broker_epoch)
 
     async def _update_registration(self) -> None:

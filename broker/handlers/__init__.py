@@ -33,6 +33,7 @@ from broker.handlers import (
     incremental_alter_configs,
     init_producer_id,
     join_group,
+    leader_and_isr,
     leave_group,
     list_groups,
     list_offsets,
@@ -46,8 +47,10 @@ from broker.handlers import (
     produce,
     sasl_authenticate,
     sasl_handshake,
+    stop_replica,
     sync_group,
     txn_offset_commit,
+    update_metadata,
     write_txn_markers,
 )
 from broker.protocol.api_keys import ApiKey
@@ -62,6 +65,10 @@ def build_registry() -> Registry:
             ApiSpec(ApiKey.FETCH, "Fetch", 0, 17, 0, fetch.handle),
             ApiSpec(ApiKey.LIST_OFFSETS, "ListOffsets", 0, 9, 0, list_offsets.handle),
             ApiSpec(ApiKey.METADATA, "Metadata", 0, 12, 0, metadata.handle),
+            # The ZooKeeper-mode controller's requests (broker/protocol/controller_apis.py).
+            ApiSpec(ApiKey.LEADER_AND_ISR, "LeaderAndIsr", 0, 7, 0, leader_and_isr.handle),
+            ApiSpec(ApiKey.STOP_REPLICA, "StopReplica", 0, 4, 0, stop_replica.handle),
+            ApiSpec(ApiKey.UPDATE_METADATA, "UpdateMetadata", 0, 8, 0, update_metadata.handle),
             ApiSpec(
                 ApiKey.CONTROLLED_SHUTDOWN,
                 "ControlledShutdown",

@@ -30,6 +30,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.handlers import leader_and_isr, stop_replica, update_metadata
 from broker.handlers.error_responses import ITSELF, Echo, entries, error_response
 from broker.log.batch import has_transactional_records
 from broker.network.context import RequestContext
@@ -198,6 +199,20 @@ def _on_cluster(operation: Operation) -> Check:
         ErrorCode.cluster_authorization_failed,
         lambda _request: CLUSTER_NAME,
     )
+
+
+def _from_controller(refusal: Callable[[int, Any, ErrorCode], Any]) -> Check:
+    """A controller's request (LeaderAndIsr, StopReplica, UpdateMetadata): ClusterAction on
+    the cluster, else the whole request refused as the handler module's `error_response`
+    builds it (Kafka's getErrorResponse: every partition named, with the error)."""
+
+    def check(access: Access, request: Any) -> Decision:
+        if access.cluster(Operation.CLUSTER_ACTION):
+            return None
+        error = ErrorCode.cluster_authorization_failed
+        return Answered(refusal(access.context.api_version, request, error))
+
+    return check
 
 
 def _on_group(operation: Operation) -> Check:
@@ -550,6 +565,9 @@ RULES: dict[int, Rule] = {
             ),
         ),
     ),
+    ApiKey.LEADER_AND_ISR: Rule(_from_controller(leader_and_isr.error_response)),
+    ApiKey.STOP_REPLICA: Rule(_from_controller(stop_replica.error_response)),
+    ApiKey.UPDATE_METADATA: Rule(_from_controller(update_metadata.error_response)),
     ApiKey.CONTROLLED_SHUTDOWN: Rule(_on_cluster(Operation.CLUSTER_ACTION)),
     ApiKey.WRITE_TXN_MARKERS: Rule(
         _unless_cluster(Operation.ALTER, _on_cluster(Operation.CLUSTER_ACTION)),

@@ -14,6 +14,9 @@ class ApiKey(enum.IntEnum):
     FETCH = 1
     LIST_OFFSETS = 2
     METADATA = 3
+    LEADER_AND_ISR = 4  # controller to brokers; kio dropped these three with ZooKeeper mode
+    STOP_REPLICA = 5
+    UPDATE_METADATA = 6
     CONTROLLED_SHUTDOWN = 7  # inter-broker; kio dropped it with ZooKeeper mode
     OFFSET_COMMIT = 8
     OFFSET_FETCH = 9

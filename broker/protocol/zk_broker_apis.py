@@ -1,5 +1,6 @@
 """Schemas of ZooKeeper-mode inter-broker APIs that kio (following Kafka 4.0, which removed
-them) does not ship at all: ControlledShutdown (key 7) v1-v3.
+them) does not ship at all: ControlledShutdown (key 7) v1-v3 here, and the controller's
+LeaderAndIsr, StopReplica and UpdateMetadata from broker/protocol/controller_apis.py.
 
 They are built as kio-style frozen dataclasses (the same class attributes and field metadata
 kio generates), so kio's reader and writer, the bounds pre-check and the response adapter treat
@@ -25,6 +26,7 @@ from kio.static.constants import EntityType
 from kio.static.primitive import i16, i32, i64
 
 from broker.protocol.api_keys import ApiKey
+from broker.protocol.controller_apis import controller_request_class, controller_response_class
 
 FIRST_DECODABLE_VERSION = 1
 LAST_VERSION = 3
@@ -86,7 +88,7 @@ def controlled_shutdown_response(version: int) -> type:
 
 def zk_broker_request_class(api_key: int, version: int) -> type | None:
     if api_key != ApiKey.CONTROLLED_SHUTDOWN:
-        return None
+        return controller_request_class(api_key, version)
     if not FIRST_DECODABLE_VERSION <= version <= LAST_VERSION:
         return None
     return controlled_shutdown_request(version)
@@ -94,7 +96,7 @@ def zk_broker_request_class(api_key: int, version: int) -> type | None:
 
 def zk_broker_response_class(api_key: int, version: int) -> type | None:
     if api_key != ApiKey.CONTROLLED_SHUTDOWN:
-        return None
+        return controller_response_class(api_key, version)
     if not FIRST_DECODABLE_VERSION <= version <= LAST_VERSION:
         return None
     return controlled_shutdown_response(version)
