@@ -8,7 +8,6 @@ from broker.handlers import build_registry
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import request_class, response_class
 
-
 # ZooKeeper-mode only, which kio no longer ships: our own schemas serve them.
 ZOOKEEPER_MODE_KEYS = {
     ApiKey.LEADER_AND_ISR,
