@@ -1,6 +1,8 @@
 """Owns this broker's partition replicas: role changes from ZooKeeper, appends and reads.
 
-Role changes arrive from the cluster watch (partition state znodes) and become `make_leader`
+Role changes arrive from the cluster watch (partition state znodes) and, under an Apache Kafka
+controller, from its LeaderAndIsr requests; both go through `apply_state`, which applies only a
+state newer than the replica's (control_requests.py has the rule), and become `make_leader`
 or `make_follower` on the partition, starting or stopping its fetcher. Appends and reads come
 from the Produce/Fetch/ListOffsets handlers, replicated appends from the fetchers; a follower's
 fetch moves the leader's view of it, which may move the high watermark (waking acks=all
