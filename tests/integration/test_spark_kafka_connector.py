@@ -2,8 +2,8 @@
 reads from and writes to our cluster, batch and streaming, with the connector's options.
 
 The jars come from `make spark-connector`; one local Spark session (shared with the other
-Spark modules in this process) serves the module. The
-checkpoint-recovery test runs its driver as a separate process, which it SIGKILLs.
+Spark modules in this process) serves the module. The checkpoint-recovery test runs its first
+driver as a separate process, which it SIGKILLs.
 """
 
 from __future__ import annotations
