@@ -208,11 +208,11 @@ def log_dirs_json(text: str, view: ClusterView) -> str:
 
 
 # APIs Kafka 3.9 serves in ZooKeeper mode that our brokers do not (DEVIATIONS.md, "Wire
-# protocol"): the controller-to-broker requests (our brokers follow ZooKeeper instead), and
-# delegation tokens, quotas, features, DescribeCluster and KIP-848 (issues 16 and later).
+# protocol"): delegation tokens, quotas, features, DescribeCluster and KIP-848 (issues 16 and
+# later), and the requests brokers send a controller, AlterPartition and AllocateProducerIds
+# (issue 39).
 NOT_IMPLEMENTED = frozenset(
     {
-        "LeaderAndIsr", "StopReplica", "UpdateMetadata",
         "CreateDelegationToken", "RenewDelegationToken", "ExpireDelegationToken",
         "DescribeDelegationToken",
         "DescribeClientQuotas", "AlterClientQuotas", "AlterPartition", "UpdateFeatures", "Envelope",
