@@ -3,6 +3,8 @@ the controller, since a mixed `up` starts broker 1 first) and two of ours on one
 `status` and cluster.json name each broker's implementation; a topic of replication factor 3
 is written and read through every broker; then `kill --broker 1` and `start --broker 1 --impl
 ours` migrate broker 1 to ours on the data directory Kafka wrote, and it serves those records.
+The other way, in a cluster of its own (Kafka's broker 1 its controller), `start --broker 2
+--impl kafka` moves our broker 2 to Kafka on the directory ours wrote.
 
 What is asserted is what works today (issue 39). Known not to: our brokers close the
 connection on the Kafka controller's UpdateMetadata and LeaderAndIsr (they follow the znodes
@@ -214,3 +216,58 @@ def test_events_name_the_implementation_that_wrote_each_line(mixed: ClusterHandl
     assert {"broker-1 (kafka)", "broker-1 (ours)", "broker-2 (ours)"} <= sources, sources
     first_ours = min(i for i, line in enumerate(lines) if " broker-1 (ours) " in line)
     assert all(" broker-1 (kafka) " not in line for line in lines[first_ours:])
+
+
+def test_our_broker_restarts_as_kafka_on_the_data_ours_wrote(
+    make_cluster: ClusterFactory,
+) -> None:
+    """The other way, under Kafka's controller: `start --broker 2 --impl kafka` on a
+    directory our broker wrote; Kafka's broker rejoins the ISR and serves the records."""
+    if not any(REFERENCE_LIB.glob("kafka_2.13-*.jar")):
+        pytest.fail(f"Apache Kafka 3.9's jars are not in {REFERENCE_LIB}: run `make reference`")
+    cluster = make_cluster(brokers=2, impl="kafka,ours", overrides=OVERRIDES)
+    topic = "mixed-launcher-back"
+    admin = AdminClient({"bootstrap.servers": _broker_address(cluster, 1)})
+    new = NewTopic(topic, 1, replica_assignment=[[2, 1]])
+    admin.create_topics([new])[topic].result(timeout=TIMEOUT_S)
+    values = [f"written-by-ours-{index}".encode() for index in range(10)]
+    producer = KafkaProducer(bootstrap_servers=_broker_address(cluster, 2), acks="all")
+    try:
+        for value in values:
+            producer.send(topic, value).get(timeout=TIMEOUT_S)
+    finally:
+        producer.close()
+    cluster.kill(2)
+    wait_until(lambda: not cluster.status().brokers[2].alive, TIMEOUT_S, "our broker 2 to exit")
+
+    cluster.run("start", "--broker", "2", "--impl", "kafka")
+
+    brokers = _broker_fields(cluster.status().text)
+    assert {i: fields["impl"] for i, fields in brokers.items()} == {1: "kafka", 2: "kafka"}
+    with zk_session(cluster) as zk:
+
+        def state() -> dict[str, Any]:
+            data, _ = zk.get(f"/brokers/topics/{topic}/partitions/0/state")
+            loaded: dict[str, Any] = json.loads(data)
+            return loaded
+
+        wait_until(lambda: sorted(state()["isr"]) == [1, 2], TIMEOUT_S, "broker 2 in the ISR")
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        elected = admin.elect_leaders(ElectionType.PREFERRED, [ConfluentPartition(topic, 0)])
+        elected.result(timeout=TIMEOUT_S)
+        wait_until(lambda: state()["leader"] == 2, TIMEOUT_S, "Kafka's broker 2 leading")
+    consumer = KafkaConsumer(
+        bootstrap_servers=_broker_address(cluster, 2),
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=int(TIMEOUT_S * 1000),
+    )
+    read: list[bytes] = []
+    try:
+        consumer.assign([TopicPartition(topic, 0)])
+        for message in consumer:
+            read.append(message.value)
+            if len(read) == len(values):
+                break
+    finally:
+        consumer.close()
+    assert read == values
