@@ -210,6 +210,60 @@ def _controlled_shutdown_request(bootstrap: str) -> None:
     )
 
 
+def _controller_requests(bootstrap: str) -> None:
+    """LeaderAndIsr, StopReplica and UpdateMetadata, which only a ZooKeeper-mode controller
+    sends, for a topic no cluster has and with no broker epoch (not fenced): valid requests
+    that change nothing (a partition not hosted is left to the znode watch, and stopping it
+    deletes nothing)."""
+    topic = "fuzz-no-such-topic"
+    state = {
+        "partition_index": 0,
+        "controller_epoch": 0,
+        "leader": UNUSED_BROKER_ID,
+        "leader_epoch": 0,
+        "isr": [UNUSED_BROKER_ID],
+        "partition_epoch": 0,
+        "replicas": [UNUSED_BROKER_ID],
+        "zk_version": 0,
+    }
+    common = {"controller_id": UNUSED_BROKER_ID, "controller_epoch": 0, "broker_epoch": -1}
+    _broker_request(
+        bootstrap,
+        adapter.build(
+            request_class(ApiKey.LEADER_AND_ISR, 7),
+            {
+                **common,
+                "type": 0,
+                "topic_states": [
+                    {"topic_name": topic, "topic_id": None, "partition_states": [state]}
+                ],
+                "live_leaders": [],
+            },
+        ),
+    )
+    stop = {"partition_index": 0, "leader_epoch": 0, "delete_partition": True}
+    _broker_request(
+        bootstrap,
+        adapter.build(
+            request_class(ApiKey.STOP_REPLICA, 4),
+            {**common, "topic_states": [{"topic_name": topic, "partition_states": [stop]}]},
+        ),
+    )
+    _broker_request(
+        bootstrap,
+        adapter.build(
+            request_class(ApiKey.UPDATE_METADATA, 8),
+            {
+                **common,
+                "topic_states": [
+                    {"topic_name": topic, "topic_id": None, "partition_states": [state]}
+                ],
+                "live_brokers": [],
+            },
+        ),
+    )
+
+
 def _write_txn_markers_request(bootstrap: str) -> None:
     """WriteTxnMarkers, which only transaction coordinators send, for a topic no cluster has:
     a valid request that writes nothing (UNKNOWN_TOPIC_OR_PARTITION)."""
@@ -327,6 +381,7 @@ def kafka_python_steps(bootstrap: str, topics: Topics) -> list[Step]:
         ("kafka-python commit", lambda: _kafka_python_commit(bootstrap, topic)),
         ("broker ControlledShutdown", lambda: _controlled_shutdown_request(bootstrap)),
         ("broker WriteTxnMarkers", lambda: _write_txn_markers_request(bootstrap)),
+        ("controller requests", lambda: _controller_requests(bootstrap)),
         ("transaction admin", lambda: _transaction_admin_requests(bootstrap)),
         ("security requests", lambda: _security_requests(bootstrap)),
         ("ACL requests", lambda: _acl_requests(bootstrap)),
