@@ -7,9 +7,10 @@ The other way, in a cluster of its own (Kafka's broker 1 its controller), `start
 --impl kafka` moves our broker 2 to Kafka on the directory ours wrote.
 
 What is asserted is what works today (issue 39). Known not to: our brokers close the
-connection on the Kafka controller's UpdateMetadata and LeaderAndIsr (they follow the znodes
-instead), so neither the logs' silence nor an implementation-independent controller is checked
-here.
+connection on the Kafka controller's UpdateMetadata, which it retries with its later requests
+queued behind (our brokers follow the znodes instead); and with our controller, Kafka's brokers
+learn no brokers and no controller. So neither the logs' silence nor a cluster whose controller
+is ours is checked here.
 """
 
 from __future__ import annotations
