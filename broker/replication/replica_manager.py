@@ -361,7 +361,9 @@ class ReplicaManager:
                 continue
             try:
                 if delete:
-                    await self.delete_partition(topic, partition)
+                    await self.delete_partition(
+                        topic, partition, f"StopReplica from controller {controller_id}"
+                    )
                 elif self.fetchers is not None:
                     self.fetchers.remove_partition(key)
             except OSError as io_error:
@@ -473,7 +475,9 @@ class ReplicaManager:
         if self.fetchers is not None:
             self.fetchers.remove_partition(key)
 
-    async def delete_partition(self, topic: str, partition: int) -> None:
+    async def delete_partition(
+        self, topic: str, partition: int, reason: str = "no longer assigned to this broker"
+    ) -> None:
         """This broker no longer hosts the partition: stop it at once, delete its log on a
         worker thread (Kafka's StopReplica with delete=true)."""
         key = (topic, partition)
@@ -483,7 +487,7 @@ class ReplicaManager:
         self._offline.discard(key)  # its files stay on the failed disk; nothing to serve
         if self._log_manager.get_log(topic, partition) is not None:
             await self._log_manager.delete_log_off_loop(topic, partition)
-            log.info("%s-%d: no longer assigned to this broker: log deleted", topic, partition)
+            log.info("%s-%d: %s: log deleted", topic, partition, reason)
 
     async def ensure_topic_id(self, topic: str, topic_id: str) -> None:
         """A topic re-created under the same name must not reuse the old incarnation's logs;

@@ -192,3 +192,5 @@ def test_neither_side_logs_trouble_with_the_controller_requests(
         # They were served: Kafka's controller sent each of our brokers its requests.
         state_changes = _state_change_log(mixed, broker_id).read_text(errors="replace")
         assert "Handling LeaderAndIsr request" in state_changes
+        # ... and fenced none of them: Kafka's controller and broker epochs are ours.
+        assert "refused with" not in state_changes
