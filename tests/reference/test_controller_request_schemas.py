@@ -162,6 +162,7 @@ def test_we_decode_what_kafka_encodes(
     cls = _schema(kind, api_key, version)
     data = kafka_bytes[kind, api_key, version]
     assert check_body(cls, data, 0) == len(data)
+    decoded: Any
     decoded, size = entity_reader(cls)(data, 0)
     assert size == len(data)
     values = (REQUESTS if kind == "request" else RESPONSES)[api_key]
