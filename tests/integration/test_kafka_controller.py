@@ -65,9 +65,12 @@ def _state_change_log(cluster: ClusterHandle, broker_id: int) -> Path:
 def mixed(make_cluster_module: ClusterFactory) -> ClusterHandle:
     if not any(REFERENCE_LIB.glob("kafka_2.13-*.jar")):
         pytest.fail(f"Apache Kafka 3.9's jars are not in {REFERENCE_LIB}: run `make reference`")
-    return make_cluster_module(
-        impl="kafka,ours,ours", overrides={"group.initial.rebalance.delay.ms": "0"}
-    )
+    overrides = {
+        "group.initial.rebalance.delay.ms": "0",
+        # Leadership moves back to a restarted broker only when a test elects it.
+        "auto.leader.rebalance.enable": "false",
+    }
+    return make_cluster_module(impl="kafka,ours,ours", overrides=overrides)
 
 
 def _leaders(address: str, topic: str) -> dict[int, tuple[int, tuple[int, ...]]]:
@@ -194,3 +197,54 @@ def test_neither_side_logs_trouble_with_the_controller_requests(
         assert "Handling LeaderAndIsr request" in state_changes
         # ... and fenced none of them: Kafka's controller and broker epochs are ours.
         assert "refused with" not in state_changes
+
+
+def _wait_for_leaders(
+    cluster: ClusterHandle, wanted: dict[int, tuple[int, tuple[int, ...]]]
+) -> None:
+    seen: dict[int, Any] = {}
+
+    def every_broker_agrees() -> bool:
+        for broker_id in BROKER_IDS:
+            seen[broker_id] = _leaders(_address(cluster, broker_id), TOPIC)
+        return all(view == wanted for view in seen.values())
+
+    wait_until(every_broker_agrees, SETTLE_TIMEOUT_S, lambda: f"leaders {wanted}, saw {seen}")
+
+
+def test_our_broker_restarted_under_kafkas_controller_rejoins_and_leads_again(
+    mixed: ClusterHandle, mixed_topic: str
+) -> None:
+    """Restarted, our broker has a new broker epoch, which Kafka's controller's requests
+    carry: they must not be fenced. The broker catches up, rejoins every ISR, and a preferred
+    election makes it leader of its partition again at a newer leader epoch. (After the log
+    check above: the stop makes Kafka's controller log the disconnection.)"""
+    from confluent_kafka import ElectionType
+    from confluent_kafka import TopicPartition as ConfluentPartition
+    from confluent_kafka.admin import AdminClient
+
+    restarted = 3
+    state_changes = _state_change_log(mixed, restarted)
+    before_restart = state_changes.stat().st_size
+    mixed.kill(restarted)  # a controlled shutdown: Kafka's controller moves its leadership
+    mixed.start(restarted)
+    everyone = tuple(BROKER_IDS)
+    _wait_for_leaders(
+        mixed,
+        {
+            0: (1, everyone),
+            1: (2, everyone),
+            # Kafka's controlled-shutdown election: the next replica in the ISR, broker 1.
+            2: (1, everyone),
+        },
+    )
+    admin = AdminClient({"bootstrap.servers": _address(mixed, KAFKA_BROKER_ID)})
+    elected = admin.elect_leaders(ElectionType.PREFERRED, [ConfluentPartition(TOPIC, 2)])
+    elected.result(timeout=SETTLE_TIMEOUT_S)
+    _wait_for_leaders(mixed, {0: (1, everyone), 1: (2, everyone), 2: (3, everyone)})
+    with state_changes.open(errors="replace") as log_file:
+        log_file.seek(before_restart)
+        since_restart = log_file.read()
+    assert "Handling LeaderAndIsr request" in since_restart
+    assert "refused with" not in since_restart
+    assert f"Leader {TOPIC}-2 starts at leader epoch" in since_restart
