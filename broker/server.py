@@ -606,7 +606,9 @@ class KafkaServer:
         self, topic: str, topic_id: str, log_config: LogConfig, partitions: list[int]
     ) -> None:
         """Apply the current view's states of `partitions`, without awaiting (the view may
-        have moved on during the caller's awaits: apply what is current)."""
+        have moved on during the caller's awaits: apply what is current). A state the replica
+        already holds, or an older one, changes nothing: a Kafka controller's LeaderAndIsr
+        may have applied it, or a newer one, first (broker/replication/control_requests.py)."""
         view = self.cluster_watch.view
         assignment = view.topics.get(topic)
         if assignment is None or (assignment.topic_id or "") != topic_id:
