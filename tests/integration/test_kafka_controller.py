@@ -39,13 +39,14 @@ DELETED_TOPIC = "kafka-controller-deleted"
 ASSIGNMENT = {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]}
 RECORDS_PER_PARTITION = 200
 SETTLE_TIMEOUT_S = 60.0
-# What Kafka's controller logs when a broker closes its connection or does not answer
-# (ControllerChannelManager's RequestSendThread, the NetworkClient), and what its
-# state-change log says of an error in a LeaderAndIsr answer.
+# What Kafka's controller logs when one of our brokers closes its connection or does not
+# answer (ControllerChannelManager's RequestSendThread, the NetworkClient), and what its
+# state-change log says of an error in a LeaderAndIsr answer. (Its channel to its own broker
+# may drop once at start-up, before that broker's listener is up: not ours to check.)
 KAFKA_CHANNEL_TROUBLE = re.compile(
-    r"fails to send request|Reconnecting to broker|"
-    r"\[Controller id=\d+, targetBrokerId=\d+\] .*disconnected|"
-    r"Received error .* in LeaderAndIsr response"
+    r"fails to send (a )?request .* \(id: [23] |"
+    r"\[Controller id=\d+, targetBrokerId=[23]\] .*disconnected|"
+    r"Received error .* in LeaderAndIsr response .* from broker [23]\b"
 )
 OUR_TROUBLE = re.compile(
     r"unknown API key|Traceback|malformed|"
