@@ -13,29 +13,33 @@ DIRECTORY_MARKERS = {
     "reference": ("integration", "reference"),
 }
 
-# The longest modules (seconds of one run of `make test`, 2026-11-27), longest first. With
-# `--dist loadfile --no-loadscope-reorder` xdist hands modules out in collection order, so
-# these start first and the many short ones fill the gaps at the end. (xdist's own reorder,
-# by test count, left one-test modules such as the walkthrough, 150 s, for last, with the
-# other worker idle.) Ordering only: a module missing here runs after them.
+# The longest modules (seconds of one run of `make test`'s first pytest run, 3 workers,
+# 2026-11-29, beside other work at load 3-7), longest first. With `--dist loadfile
+# --no-loadscope-reorder` xdist hands modules out in collection order, so these start first
+# and the many short ones fill the gaps at the end. (xdist's own reorder, by test count, left
+# one-test modules such as the walkthrough for last, with the other workers idle.) Ordering
+# only: a module missing here runs after them.
 LONGEST_MODULES = (
-    "tests/integration/test_jvm_tools.py",  # 238
-    "tests/integration/test_chaos.py",  # 151
-    "tests/integration/test_walkthrough.py",  # 148
-    "tests/integration/test_streams.py",  # 123
-    "tests/integration/test_launcher.py",  # 122
-    "tests/reference/test_zookeeper_tree.py",  # 121
-    "tests/integration/test_transactions.py",  # 119
-    "tests/integration/test_verifiable_clients.py",  # 114
-    "tests/integration/test_fuzz.py",  # 103
-    "tests/integration/test_lab.py",  # 100
-    "tests/integration/test_groups.py",  # 96
-    "tests/integration/test_failover.py",  # 95
-    "tests/integration/test_zk_acls.py",  # 81
-    "tests/integration/test_replication.py",  # 80
-    "tests/integration/test_acls.py",  # 75
-    "tests/reference/test_reference_cluster.py",  # 75
-    "tests/integration/test_tool_console.py",  # 70
+    "tests/integration/test_jvm_tools.py",  # 105
+    "tests/integration/test_chaos.py",  # 100
+    "tests/integration/test_groups.py",  # 93
+    "tests/integration/test_verifiable_clients.py",  # 87
+    "tests/integration/test_streams.py",  # 83
+    "tests/integration/test_lab.py",  # 76
+    "tests/integration/test_launcher.py",  # 69
+    "tests/integration/test_failover.py",  # 55
+    "tests/reference/test_zookeeper_tree.py",  # 53
+    "tests/integration/test_zk_acls.py",  # 50
+    "tests/integration/test_log_dir_failure.py",  # 47
+    "tests/integration/test_fuzz.py",  # 46
+    "tests/integration/test_replication.py",  # 45
+    "tests/integration/test_transactions.py",  # 41
+    "tests/integration/test_walkthrough.py",  # 36
+    "tests/reference/test_reference_cluster.py",  # 35
+    "tests/integration/test_mixed_launcher.py",  # 34
+    "tests/integration/test_clients.py",  # 32
+    "tests/integration/test_acls.py",  # 32
+    "tests/integration/test_metrics_runtime.py",  # 31
 )
 _MODULE_RANK = {path: rank for rank, path in enumerate(LONGEST_MODULES)}
 
