@@ -1,5 +1,6 @@
 """Settings shared by every test session: markers from the directory, and module order."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,15 @@ LONGEST_MODULES = (
     "tests/integration/test_metrics_runtime.py",  # 31
 )
 _MODULE_RANK = {path: rank for rank, path in enumerate(LONGEST_MODULES)}
+
+# The Apache Kafka brokers the tests start (`--impl kafka` and mixed clusters) live a minute or
+# less: C2's compiling does not pay back there, and the tests share 2 cores. The launcher takes
+# KAFKA_JVM_PERFORMANCE_OPTS as kafka-run-class.sh does; a value already set wins.
+TEST_KAFKA_JVM_OPTIONS = "-server -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Djava.awt.headless=true"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    os.environ.setdefault("KAFKA_JVM_PERFORMANCE_OPTS", TEST_KAFKA_JVM_OPTIONS)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
