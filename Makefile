@@ -106,8 +106,8 @@ test: setup spark-connector bytecode
 test-unit: setup
 	$(VENV)/bin/pytest -q -n 2 tests/unit
 
-# The example Spark pipeline (README, "The Spark pipeline"), on Spark's Kafka connector; e.g.
-# ARGS="--duration-s 120", or ARGS="--connector python" for the Python data source.
+# The example Spark pipeline (docs/ecosystem.md, "The Spark pipeline"), on Spark's Kafka
+# connector; e.g. ARGS="--duration-s 120", or ARGS="--connector python" for the Python data source.
 pipeline: setup spark-connector
 	$(VENV)/bin/python -m pipeline.example $(ARGS)
 

@@ -23,8 +23,9 @@ from confluent_kafka import Consumer, KafkaError
 from tests.integration.conftest import REPO_ROOT, ClusterFactory, ClusterHandle
 from tests.integration.spark_fixtures import TEST_JAVA_OPTIONS
 
-# Spark runs alone (`make test` runs these after the rest): its Python workers get a fixed
-# 10 s to connect back to the JVM, which a machine busy with other test clusters can miss.
+# One pytest process of their own runs these (`make test` starts it beside the rest), so that
+# one SparkSession serves all three modules. A Python-source query whose worker misses Spark's
+# fixed 10 s connect-back to the JVM on a busy machine is started again (see below).
 pytestmark = pytest.mark.spark
 
 RUN_TIMEOUT_S = 420.0

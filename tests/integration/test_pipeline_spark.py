@@ -24,8 +24,9 @@ from pipeline.spark import register
 from tests.integration.conftest import ClusterFactory, ClusterHandle, wait_until
 from tests.integration.spark_fixtures import shared_session
 
-# Spark runs alone (`make test` runs these after the rest): its Python workers get a fixed
-# 10 s to connect back to the JVM, which a machine busy with other test clusters can miss.
+# One pytest process of their own runs these (`make test` starts it beside the rest), so that
+# one SparkSession serves all three modules. A Python-source query whose worker misses Spark's
+# fixed 10 s connect-back to the JVM on a busy machine is started again (see below).
 pytestmark = pytest.mark.spark
 
 TIMEOUT_S = 60.0

@@ -30,7 +30,7 @@ from tests.integration.spark_fixtures import shared_session
 from tests.integration.spark_kafka_driver import MAX_OFFSETS_PER_TRIGGER, start_query
 from tests.integration.test_pipeline_spark import consume_all, create_topic, produce
 
-# Spark runs alone (`make test` runs these after the rest).
+# One pytest process of their own runs the Spark modules (`make test` starts it beside the rest).
 pytestmark = pytest.mark.spark
 
 TIMEOUT_S = 60.0
