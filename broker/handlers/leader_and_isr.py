@@ -21,7 +21,6 @@ from kio.schema.errors import ErrorCode
 from broker.network.context import RequestContext
 from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
-from broker.protocol.controller_apis import UNKNOWN_BROKER_EPOCH
 from broker.protocol.registry import response_class
 from broker.replication.control_requests import RequestedState, state_change_log
 from zk.znodes import kafka_string_to_uuid, uuid_to_kafka_string
@@ -32,9 +31,7 @@ FIRST_TOPIC_ID_VERSION = 5
 async def handle(context: RequestContext, request: Any) -> Any:
     replica_manager = context.services.replica_manager
     fence = replica_manager.controller_fence
-    error = fence.broker_epoch_error(int(getattr(request, "broker_epoch", UNKNOWN_BROKER_EPOCH)))
-    if error == ErrorCode.none:
-        error = fence.accept_controller_epoch(int(request.controller_epoch))
+    error = fence.admit(request)
     states = requested_states(request)
     state_change_log.info(
         "[Broker id=%d] Handling LeaderAndIsr request correlationId %d from controller %d"

@@ -22,7 +22,7 @@ from kio.schema.errors import ErrorCode
 from broker.network.context import RequestContext
 from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
-from broker.protocol.controller_apis import NO_EPOCH, UNKNOWN_BROKER_EPOCH
+from broker.protocol.controller_apis import NO_EPOCH
 from broker.protocol.registry import response_class
 from broker.replication.control_requests import state_change_log
 
@@ -33,9 +33,7 @@ Stop = tuple[str, int, int, bool]
 async def handle(context: RequestContext, request: Any) -> Any:
     replica_manager = context.services.replica_manager
     fence = replica_manager.controller_fence
-    error = fence.broker_epoch_error(int(getattr(request, "broker_epoch", UNKNOWN_BROKER_EPOCH)))
-    if error == ErrorCode.none:
-        error = fence.accept_controller_epoch(int(request.controller_epoch))
+    error = fence.admit(request)
     stops = requested_stops(request)
     state_change_log.info(
         "[Broker id=%d] Handling StopReplica request correlationId %d from controller %d"

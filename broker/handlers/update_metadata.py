@@ -21,16 +21,13 @@ from kio.schema.errors import ErrorCode
 from broker.network.context import RequestContext
 from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
-from broker.protocol.controller_apis import UNKNOWN_BROKER_EPOCH
 from broker.protocol.registry import response_class
 from broker.replication.control_requests import state_change_log
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
     fence = context.services.replica_manager.controller_fence
-    error = fence.broker_epoch_error(int(getattr(request, "broker_epoch", UNKNOWN_BROKER_EPOCH)))
-    if error == ErrorCode.none:
-        error = fence.accept_controller_epoch(int(request.controller_epoch))
+    error = fence.admit(request)
     if error != ErrorCode.none:
         state_change_log.warning(
             "[Broker id=%d] Refused UpdateMetadata request correlationId %d from controller %d"

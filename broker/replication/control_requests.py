@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -69,6 +70,14 @@ class ControllerFence:
         if is_broker_epoch_stale(request_broker_epoch, self.broker_epoch):
             return ErrorCode.stale_broker_epoch
         return ErrorCode.none
+
+    def admit(self, request: Any) -> ErrorCode:
+        """A controller request's fencing, in Kafka's order: its broker epoch (absent before
+        the version that carries it: unknown), then its controller epoch."""
+        error = self.broker_epoch_error(int(getattr(request, "broker_epoch", UNKNOWN_BROKER_EPOCH)))
+        if error == ErrorCode.none:
+            error = self.accept_controller_epoch(int(request.controller_epoch))
+        return error
 
     def accept_controller_epoch(self, request_controller_epoch: int) -> ErrorCode:
         """STALE_CONTROLLER_EPOCH for a controller older than one already seen; otherwise the
