@@ -88,17 +88,18 @@ status: setup
 lab: setup
 	scripts/lab $(ARGS)
 
-# Three workers, whole modules each (--dist loadfile), handed out in collection order:
+# Four workers, whole modules each (--dist loadfile), handed out in collection order:
 # tests/conftest.py puts the longest modules first. A worker's modules share one cluster unless
-# they damage it (tests/integration/conftest.py, `cluster`). Three on 2 cores, because a test
-# spends much of its time waiting on its cluster and clients. Spark's tests run beside them in a
+# they damage it (tests/integration/conftest.py, `cluster`). Four on 2 cores, because a test
+# spends much of its time waiting on its cluster and clients (fresh clones, 2026-11-29: 602 s
+# with three, 576 s with four; the cores were a quarter idle in the last minutes with three). Spark's tests run beside them in a
 # pytest of their own (one SparkSession for all three modules): alone, they kept the cores less
 # than half busy for 3 minutes after the rest (2026-11-29: 544 s + 181 s run one after the
 # other). Their output is printed when both are done; each run ends with its ten slowest tests.
 SPARK_TEST_LOG := .pytest-spark.log
 test: setup spark-connector bytecode
 	@$(VENV)/bin/pytest -q --durations=10 -m spark tests >$(SPARK_TEST_LOG) 2>&1 & spark=$$!; \
-	$(VENV)/bin/pytest -q -n 3 --dist loadfile --no-loadscope-reorder --durations=10 -m "not spark" tests; \
+	$(VENV)/bin/pytest -q -n 4 --dist loadfile --no-loadscope-reorder --durations=10 -m "not spark" tests; \
 	rest=$$?; wait $$spark; spark_status=$$?; \
 	echo; echo "== Spark's tests (pytest -m spark, run beside the rest) =="; cat $(SPARK_TEST_LOG); \
 	test $$rest -eq 0 && test $$spark_status -eq 0
