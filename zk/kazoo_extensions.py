@@ -58,6 +58,11 @@ def start_and_log_in(client: Any, timeout_s: float, logs_in: bool) -> str:
             client.exists("/")
     except kazoo_errors.AuthFailedError:
         refused.set()
+    except kazoo_errors.KazooException:
+        # A login refused between the connect and the first request closes the session before
+        # the request is sent: the request then fails as closed, and the listener has the cause.
+        if not refused.is_set():
+            raise
     finally:
         client.remove_listener(listener)
     if refused.is_set():
