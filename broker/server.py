@@ -17,7 +17,6 @@ import asyncio
 import functools
 import logging
 import os
-import ssl
 import time
 from collections.abc import Awaitable, Callable
 
@@ -26,7 +25,7 @@ from broker.cluster.log_dir_failure import LogDirFailureHandler
 from broker.cluster.metadata_cache import MetadataCache
 from broker.config.changes import ConfigChangeListener
 from broker.config.dynamic import DynamicBrokerConfig
-from broker.config.kafka_config import TLS_PROTOCOLS, KafkaConfig
+from broker.config.kafka_config import KafkaConfig
 from broker.config.topic_defaults import default_log_config
 from broker.config.topic_overrides import TopicConfigs
 from broker.coordinator.group.coordinator import GroupCoordinator
@@ -49,8 +48,9 @@ from broker.metrics.prometheus import (
 from broker.network import tls
 from broker.network.listener import Listener
 from broker.network.quotas import ConnectionQuotas, parse_per_ip_overrides
-from broker.network.sasl import SASL_PROTOCOLS, ListenerSasl, SaslClientConfig
+from broker.network.sasl import SASL_PROTOCOLS, ListenerSasl
 from broker.process.loop_watchdog import LoopWatchdog
+from broker.process.shutdown_steps import stop_quietly
 from broker.replication.alter_log_dirs import ReplicaAlterLogDirs
 from broker.replication.fetch_session import FetchSessionCache
 from broker.replication.fetcher import FetcherConfig, ReplicaFetcherManager
@@ -96,7 +96,7 @@ class KafkaServer:
         self.current_config = CurrentConfig(config)
         self.broker_id = config.broker_id
         # How this broker connects to the others' inter-broker listener (None: plaintext).
-        self.inter_broker_ssl = inter_broker_ssl_context(config)
+        self.inter_broker_ssl = tls.inter_broker_client_context(config)
         # ... and authenticates there when it is a SASL listener (None: no SASL).
         self.inter_broker_sasl = sasl_config.inter_broker_client(config)
         self.metadata_changes = MetadataChanges()
@@ -159,7 +159,7 @@ class KafkaServer:
             self.kafka_zk, self.replica_manager.on_isr_changed
         )
         self.replica_manager.fetchers = ReplicaFetcherManager(
-            _fetcher_config(config, self.inter_broker_ssl, self.inter_broker_sasl),
+            FetcherConfig.from_broker_config(config, self.inter_broker_ssl, self.inter_broker_sasl),
             self.replica_manager,
             self.peers.inter_broker_address,
         )
@@ -753,27 +753,27 @@ class KafkaServer:
         if self._controlled_shutdown is not None:
             self._controlled_shutdown.cancel()
             await asyncio.gather(self._controlled_shutdown, return_exceptions=True)
-        await _quietly("log cleaner", self.log_cleaner.close())
-        await _quietly("log dir mover", self.log_dir_mover.stop())
-        await _quietly("log dir failure handler", self.log_dir_failures.stop())
+        await stop_quietly("log cleaner", self.log_cleaner.close())
+        await stop_quietly("log dir mover", self.log_dir_mover.stop())
+        await stop_quietly("log dir failure handler", self.log_dir_failures.stop())
         tasks = [*self._background, *([self._reregister_task] if self._reregister_task else [])]
         for task in tasks:
             task.cancel()
-        await _quietly("background tasks", asyncio.gather(*tasks, return_exceptions=True))
-        await _quietly("transaction coordinator", self.transaction_coordinator.stop())
-        await _quietly("controller", self.controller.stop())
+        await stop_quietly("background tasks", asyncio.gather(*tasks, return_exceptions=True))
+        await stop_quietly("transaction coordinator", self.transaction_coordinator.stop())
+        await stop_quietly("controller", self.controller.stop())
         if self.metrics_endpoint is not None:
-            await _quietly("metrics endpoint", self.metrics_endpoint.stop())
+            await stop_quietly("metrics endpoint", self.metrics_endpoint.stop())
         for listener in self.listeners:
-            await _quietly("listener", listener.stop())
+            await stop_quietly("listener", listener.stop())
         fetchers, isr_writer = self.replica_manager.fetchers, self.replica_manager.isr_writer
         if fetchers is not None:
-            await _quietly("replica fetchers", fetchers.shutdown())
+            await stop_quietly("replica fetchers", fetchers.shutdown())
         if isr_writer is not None:
-            await _quietly("ISR writer", isr_writer.stop())
+            await stop_quietly("ISR writer", isr_writer.stop())
         if self.authorizer is not None:
-            await _quietly("authorizer", self.authorizer.stop())
-        await _quietly("ZooKeeper client", self.zk_client.close())
+            await stop_quietly("authorizer", self.authorizer.stop())
+        await stop_quietly("ZooKeeper client", self.zk_client.close())
         self.log_manager.shutdown()
         await self.loop_watchdog.stop()
         log.info("broker %d shut down", self.broker_id)
@@ -781,43 +781,3 @@ class KafkaServer:
 
 def _hosts(assignment: TopicAssignment, broker_id: int) -> bool:
     return any(broker_id in replicas for replicas in assignment.partitions.values())
-
-
-# A shutdown step that takes longer is logged with its time: the exit has a 5 s budget.
-SLOW_SHUTDOWN_STEP_MS = 100
-
-
-async def _quietly(name: str, step: Awaitable[object]) -> None:
-    """Await one shutdown step; its failure is logged and the shutdown goes on."""
-    started = time.monotonic()
-    try:
-        await step
-    except Exception:
-        log.exception("shutdown step failed (%s); continuing", name)
-    took_ms = (time.monotonic() - started) * 1000
-    if took_ms >= SLOW_SHUTDOWN_STEP_MS:
-        log.info("shutdown: stopping the %s took %.0f ms", name, took_ms)
-
-
-def inter_broker_ssl_context(config: KafkaConfig) -> ssl.SSLContext | None:
-    listener_name = config.inter_broker_listener_name
-    if config.security_protocol(listener_name) not in TLS_PROTOCOLS:
-        return None
-    return tls.client_context(config, listener_name)
-
-
-def _fetcher_config(
-    config: KafkaConfig, ssl_context: ssl.SSLContext | None, sasl: SaslClientConfig | None
-) -> FetcherConfig:
-    return FetcherConfig(
-        broker_id=config.broker_id,
-        num_fetchers=config["num.replica.fetchers"],
-        max_wait_ms=config["replica.fetch.wait.max.ms"],
-        min_bytes=config["replica.fetch.min.bytes"],
-        response_max_bytes=config["replica.fetch.response.max.bytes"],
-        partition_max_bytes=config["replica.fetch.max.bytes"],
-        backoff_ms=config["replica.fetch.backoff.ms"],
-        socket_timeout_ms=config["replica.socket.timeout.ms"],
-        ssl_context=ssl_context,
-        sasl=sasl,
-    )

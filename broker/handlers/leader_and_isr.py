@@ -23,6 +23,7 @@ from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
 from broker.replication.control_requests import RequestedState, state_change_log
+from broker.replication.replica_control import become_leader_or_follower
 from zk.znodes import kafka_string_to_uuid, uuid_to_kafka_string
 
 FIRST_TOPIC_ID_VERSION = 5
@@ -45,7 +46,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
     )
     if error != ErrorCode.none:
         return error_response(context.api_version, request, error)
-    errors = replica_manager.become_leader_or_follower(int(request.controller_id), states)
+    errors = become_leader_or_follower(replica_manager, int(request.controller_id), states)
     return response(context.api_version, states, errors)
 
 

@@ -25,6 +25,7 @@ from broker.protocol.api_keys import ApiKey
 from broker.protocol.controller_apis import NO_EPOCH
 from broker.protocol.registry import response_class
 from broker.replication.control_requests import state_change_log
+from broker.replication.replica_control import stop_replicas
 
 # (topic, partition, leader epoch, delete)
 Stop = tuple[str, int, int, bool]
@@ -47,7 +48,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
     )
     if error != ErrorCode.none:
         return response(context.api_version, [], {}, error)
-    errors = await replica_manager.stop_replicas(int(request.controller_id), stops)
+    errors = await stop_replicas(replica_manager, int(request.controller_id), stops)
     return response(context.api_version, stops, errors)
 
 

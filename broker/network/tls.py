@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING
 
 from cryptography import x509
 
+from broker.config.kafka_config import TLS_PROTOCOLS
+
 if TYPE_CHECKING:
     from broker.config.kafka_config import KafkaConfig
 
@@ -86,6 +88,14 @@ def server_context(config: KafkaConfig, listener_name: str) -> ssl.SSLContext:
     if context.verify_mode != ssl.CERT_NONE:
         _load_truststore(context, config, listener_name, ssl.Purpose.CLIENT_AUTH)
     return context
+
+
+def inter_broker_client_context(config: KafkaConfig) -> ssl.SSLContext | None:
+    """How this broker connects to the others' inter-broker listener: None for plaintext."""
+    listener_name = config.inter_broker_listener_name
+    if config.security_protocol(listener_name) not in TLS_PROTOCOLS:
+        return None
+    return client_context(config, listener_name)
 
 
 def client_context(config: KafkaConfig, listener_name: str) -> ssl.SSLContext:

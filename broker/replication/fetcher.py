@@ -18,7 +18,7 @@ import ssl
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from kio.schema.errors import ErrorCode
 
@@ -36,6 +36,9 @@ from broker.replication.fetch_session import FetchPosition
 from broker.replication.fetch_session_handler import FetchSessionHandler, SessionRequest
 from broker.replication.partition import Partition
 from zk.loop_slice import LoopSlice
+
+if TYPE_CHECKING:
+    from broker.config.kafka_config import KafkaConfig
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +63,23 @@ class FetcherConfig:
     socket_timeout_ms: int
     ssl_context: ssl.SSLContext | None = None  # the leaders' inter-broker listener is SSL
     sasl: SaslClientConfig | None = None  # ... or SASL: this broker's mechanism and user
+
+    @classmethod
+    def from_broker_config(
+        cls, config: KafkaConfig, ssl_context: ssl.SSLContext | None, sasl: SaslClientConfig | None
+    ) -> FetcherConfig:
+        return cls(
+            broker_id=config.broker_id,
+            num_fetchers=config["num.replica.fetchers"],
+            max_wait_ms=config["replica.fetch.wait.max.ms"],
+            min_bytes=config["replica.fetch.min.bytes"],
+            response_max_bytes=config["replica.fetch.response.max.bytes"],
+            partition_max_bytes=config["replica.fetch.max.bytes"],
+            backoff_ms=config["replica.fetch.backoff.ms"],
+            socket_timeout_ms=config["replica.socket.timeout.ms"],
+            ssl_context=ssl_context,
+            sasl=sasl,
+        )
 
 
 class FollowerLogs(Protocol):

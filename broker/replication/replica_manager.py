@@ -29,13 +29,7 @@ from broker.log.partition_metadata import read_topic_id, write_topic_id
 from broker.log.records import RecordError
 from broker.log.transaction_state import AbortedTxn
 from broker.replication.control_requests import (
-    AppliedState,
     ControllerFence,
-    RequestedState,
-    has_consistent_topic_id,
-    leader_and_isr_decision,
-    state_change_log,
-    stop_replica_error,
 )
 from broker.replication.delayed_fetch import DelayedFetch
 from broker.replication.fetcher import ReplicaFetcherManager
@@ -250,128 +244,6 @@ class ReplicaManager:
             self.fetchers.remove_partition(current.key)
         else:
             self.fetchers.add_partition(current.key, state.leader, state.leader_epoch)
-
-    # -- a controller's requests (LeaderAndIsr, StopReplica) -------------------------------
-
-    def become_leader_or_follower(
-        self, controller_id: int, states: Sequence[RequestedState]
-    ) -> dict[tuple[str, int], ErrorCode]:
-        """Apply a LeaderAndIsr request's partition states (its controller epoch already
-        accepted) through `apply_state`, the path the partition state znodes take, each only
-        if newer than what the replica holds (broker/replication/control_requests.py). A
-        partition whose log is not open here yet is left to the znode watch, which opens it
-        (Kafka's controller wrote the znodes before it sent the request)."""
-        return {state.key: self._apply_requested(controller_id, state) for state in states}
-
-    def _apply_requested(self, controller_id: int, requested: RequestedState) -> ErrorCode:
-        key = requested.key
-        if key in self._offline:
-            return ErrorCode.kafka_storage_error
-        known_topic_id = self._topic_ids.get(requested.topic)
-        if not has_consistent_topic_id(requested.topic_id, known_topic_id):
-            state_change_log.error(
-                "[Broker id=%d] Topic ID in memory: %s does not match the topic ID for"
-                " partition %s-%d received: %s.",
-                self._broker_id,
-                known_topic_id,
-                *key,
-                requested.topic_id,
-            )
-            return ErrorCode.inconsistent_topic_id
-        current = self._partitions.get(key)
-        applied = (
-            None if current is None else AppliedState(current.leader_epoch, current.zk_version)
-        )
-        decision = leader_and_isr_decision(applied, requested.leader_epoch, requested.zk_version)
-        if decision.error != ErrorCode.none and applied is not None:
-            state_change_log.info(
-                "[Broker id=%d] Ignoring LeaderAndIsr request from controller %d for partition"
-                " %s-%d since its leader epoch %d and partition epoch %d are not newer than the"
-                " current leader epoch %d and partition epoch %d",
-                self._broker_id,
-                controller_id,
-                *key,
-                requested.leader_epoch,
-                requested.zk_version,
-                applied.leader_epoch,
-                applied.zk_version,
-            )
-        if not decision.apply:
-            return decision.error
-        if self._broker_id not in requested.replicas:
-            state_change_log.warning(
-                "[Broker id=%d] Ignoring LeaderAndIsr request from controller %d for partition"
-                " %s-%d as itself is not in assigned replica list %s",
-                self._broker_id,
-                controller_id,
-                *key,
-                ",".join(map(str, requested.replicas)),
-            )
-            return ErrorCode.unknown_topic_or_partition
-        if current is not None:
-            topic_id, log_config = self._topic_ids.get(requested.topic, ""), current.log.config
-        else:
-            prepared_topic_id = self._prepared.get(key)
-            prepared_log = self._log_manager.get_log(*key)
-            if prepared_topic_id is None or prepared_log is None:
-                return ErrorCode.none  # the znode watch opens the log, then applies the state
-            topic_id, log_config = prepared_topic_id, prepared_log.config
-        self.apply_state(
-            requested.topic,
-            topic_id,
-            requested.partition,
-            list(requested.replicas),
-            requested.partition_state,
-            log_config,
-            requested.zk_version,
-            removing=requested.removing,
-        )
-        return ErrorCode.none
-
-    async def stop_replicas(
-        self, controller_id: int, stops: Sequence[tuple[str, int, int, bool]]
-    ) -> dict[tuple[str, int], ErrorCode]:
-        """A StopReplica request's partitions, (topic, partition, leader epoch, delete), its
-        controller epoch already accepted: each stops following its leader, and with
-        delete is removed with its log as our own topic deletion and reassignment remove a
-        replica (`delete_partition`). Kafka's ReplicaManager.stopReplicas' answers."""
-        errors: dict[tuple[str, int], ErrorCode] = {}
-        for topic, partition, leader_epoch, delete in stops:
-            key = (topic, partition)
-            if key in self._offline:
-                errors[key] = ErrorCode.kafka_storage_error
-                continue
-            current = self._partitions.get(key)
-            error = stop_replica_error(
-                None if current is None else current.leader_epoch, leader_epoch
-            )
-            if error != ErrorCode.none:
-                state_change_log.warning(
-                    "[Broker id=%d] Ignoring StopReplica request (delete=%s) from controller %d"
-                    " for partition %s-%d since its associated leader epoch %d is smaller than"
-                    " the current leader epoch %d",
-                    self._broker_id,
-                    str(delete).lower(),
-                    controller_id,
-                    *key,
-                    leader_epoch,
-                    current.leader_epoch if current is not None else -1,
-                )
-                errors[key] = error
-                continue
-            try:
-                if delete:
-                    await self.delete_partition(
-                        topic, partition, f"StopReplica from controller {controller_id}"
-                    )
-                elif self.fetchers is not None:
-                    self.fetchers.remove_partition(key)
-            except OSError as io_error:
-                log.error("%s-%d: deleting the replica failed: %s", *key, io_error)
-                errors[key] = ErrorCode.kafka_storage_error
-                continue
-            errors[key] = ErrorCode.none
-        return errors
 
     def is_ready(self, key: tuple[str, int], topic_id: str) -> bool:
         """Whether `apply_state` can act on the partition now: hosted already, offline, or its
@@ -716,6 +588,21 @@ class ReplicaManager:
 
     def get_by_key(self, key: tuple[str, int]) -> Partition | None:
         return self._partitions.get(key)
+
+    @property
+    def broker_id(self) -> int:
+        return self._broker_id
+
+    def topic_id(self, topic: str) -> str | None:
+        """The topic's id as this broker knows it (its partition.metadata), if it does."""
+        return self._topic_ids.get(topic)
+
+    def prepared_log(self, key: tuple[str, int]) -> tuple[str, Log] | None:
+        """A log opened for a replica whose partition state has not been applied yet, and
+        its topic id."""
+        topic_id = self._prepared.get(key)
+        prepared = self._log_manager.get_log(*key)
+        return None if topic_id is None or prepared is None else (topic_id, prepared)
 
     async def _wait_for_change(self, delayed: DelayedFetch, timeout_s: float) -> bool:
         """Watch the fetch's partitions and wait until one may have more to give: True then,

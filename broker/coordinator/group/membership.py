@@ -58,6 +58,11 @@ from broker.coordinator.group.membership_results import (
     StaticRejoin,
 )
 from broker.coordinator.group.rebalance import GroupRebalancer, Persist, new_future
+from broker.coordinator.group.request_errors import (
+    offset_commit_error,
+    sync_error,
+    txn_offset_commit_error,
+)
 from broker.coordinator.group.state import (
     GroupInvariantError,
     GroupState,
@@ -499,7 +504,7 @@ class GroupMembership:
         group = self._rebalancer.get_group(group_id)
         if group is None:
             return SyncResult.failure(ErrorCode.unknown_member_id)
-        error = _sync_error(
+        error = sync_error(
             group, generation_id, member_id, group_instance_id, protocol_type, protocol_name
         )
         if error is not ErrorCode.none:
@@ -742,7 +747,7 @@ class GroupMembership:
                 return ErrorCode.coordinator_not_available
             self._rebalancer.create_group(group_id)
             return ErrorCode.none
-        error = _offset_commit_error(group, member_id, group_instance_id, generation_id)
+        error = offset_commit_error(group, member_id, group_instance_id, generation_id)
         if error is not ErrorCode.none:
             return error
         if group.state is _S.COMPLETING_REBALANCE:
@@ -767,66 +772,4 @@ class GroupMembership:
                 return ErrorCode.coordinator_not_available
             self._rebalancer.create_group(group_id)
             return ErrorCode.none
-        return _txn_offset_commit_error(group, member_id, group_instance_id, generation_id)
-
-
-def _txn_offset_commit_error(
-    group: Group, member_id: str, group_instance_id: str | None, generation_id: int
-) -> ErrorCode:
-    """Kafka's `doTxnCommitOffsets` checks: a producer that names no member and no generation
-    (TxnOffsetCommit v0-v2) commits for any group; one that names them must match (KIP-447)."""
-    if group.state is _S.DEAD:
-        return ErrorCode.coordinator_not_available
-    if member_id != UNKNOWN_MEMBER_ID or group_instance_id is not None:
-        error = validate_current_member(group, member_id, group_instance_id)
-        if error is not ErrorCode.none:
-            return error
-    if generation_id >= 0 and generation_id != group.generation_id:
-        return ErrorCode.illegal_generation
-    return ErrorCode.none
-
-
-def _sync_error(
-    group: Group,
-    generation_id: int,
-    member_id: str,
-    group_instance_id: str | None,
-    protocol_type: str | None,
-    protocol_name: str | None,
-) -> ErrorCode:
-    """Why this SyncGroup cannot be served in the group's current state, or NONE."""
-    if group.state is _S.DEAD:
-        return ErrorCode.coordinator_not_available
-    error = validate_current_member(group, member_id, group_instance_id)
-    if error is not ErrorCode.none:
-        return error
-    if generation_id != group.generation_id:
-        return ErrorCode.illegal_generation
-    if protocol_type is not None and protocol_type != group.protocol_type:
-        return ErrorCode.inconsistent_group_protocol
-    if protocol_name is not None and protocol_name != group.protocol_name:
-        return ErrorCode.inconsistent_group_protocol
-    if group.state is _S.EMPTY:
-        return ErrorCode.unknown_member_id
-    if group.state is _S.PREPARING_REBALANCE:
-        return ErrorCode.rebalance_in_progress
-    return ErrorCode.none
-
-
-def _offset_commit_error(
-    group: Group, member_id: str, group_instance_id: str | None, generation_id: int
-) -> ErrorCode:
-    if group.state is _S.DEAD:
-        return ErrorCode.coordinator_not_available
-    if generation_id < 0 and group.state is _S.EMPTY:
-        # The admin client, or a consumer without group management.
-        return ErrorCode.none
-    if generation_id >= 0 or member_id != UNKNOWN_MEMBER_ID or group_instance_id is not None:
-        error = validate_current_member(group, member_id, group_instance_id)
-        if error is not ErrorCode.none:
-            return error
-        return (
-            ErrorCode.illegal_generation if generation_id != group.generation_id else ErrorCode.none
-        )
-    # An active group takes commits only from its members.
-    return ErrorCode.unknown_member_id
+        return txn_offset_commit_error(group, member_id, group_instance_id, generation_id)
