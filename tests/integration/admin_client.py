@@ -76,14 +76,16 @@ def java_tool(name: str) -> str:
     return found
 
 
-def compile_probe(reference_lib: Path, out_dir: Path) -> Path:
-    """`javac` the probe into out_dir (with its log4j config); returns out_dir."""
+def compile_probe(reference_lib: Path, out_dir: Path, *also: Path) -> Path:
+    """`javac` the probe, and the sources `also` (one javac start for all), into out_dir
+    (with the probe's log4j config); returns out_dir."""
     result = subprocess.run(
         [
             java_tool("javac"),
             # javac is a JVM too: the start-up flags halve its CPU time on a busy machine.
             *(f"-J{option}" for option in FAST_START_JVM_OPTS.split()),
             *("-d", str(out_dir), "-cp", f"{reference_lib}/*", str(SOURCE)),
+            *map(str, also),
         ],
         stdin=subprocess.DEVNULL,
         capture_output=True,

@@ -26,9 +26,12 @@ it hides obeys Kafka's rules.
 
 from __future__ import annotations
 
+import base64
 import os
+import queue
 import re
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -37,6 +40,10 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 KAFKA_JVM = REPO_ROOT / "scripts" / "kafka-jvm"
+# scripts/kafka-jvm's own modules (the tools' main classes, the JVM's options), for ToolBatch.
+sys.path.insert(0, str(REPO_ROOT / "scripts"))
+TOOL_RUNNER_SOURCE = Path(__file__).resolve().parent / "jvm" / "ToolRunner.java"
+TOOL_RUNNER_CLASS = "ToolRunner"
 TOOL_TIMEOUT_S = 90.0
 # JVM flags for start-up time only (C1 compiler, serial GC): a tool's behaviour and output are
 # the same as with kafka-run-class.sh's G1 flags, at about half the CPU per invocation.
@@ -260,3 +267,128 @@ def sort_partition_list(text: str, view: ClusterView) -> str:
         return match.group(1) + ", ".join(sorted(match.group(2).split(", ")))
 
     return re.sub(r"^(.* for partitions )(.+)$", sort_list, text, flags=re.MULTILINE)
+
+
+class ToolBatch:
+    """Kafka 3.9's tools run one after another in one JVM (tests/integration/jvm/ToolRunner.java
+    says how each run gets its own stdin, stdout, stderr and exit status), for a scenario of
+    many tool runs: a JVM start-up is most of a short tool's CPU. `run` answers as
+    `run_jvm_tool` does. A run that outlives its timeout kills the JVM, which the next run
+    starts again."""
+
+    def __init__(self, classes: Path, log_dir: Path, name: str) -> None:
+        self._classes = classes
+        self._stderr_path = log_dir / f"{name}.stderr"
+        self._process: subprocess.Popen[str] | None = None
+        self._answers: queue.Queue[str | None] = queue.Queue()
+
+    def _start(self) -> subprocess.Popen[str]:
+        from _cluster.kafka_reference import class_sharing_options
+        from _tools.kafka_jvm import classpath, java_executable, log4j_file
+
+        command = [
+            java_executable(),
+            # The console and verifiable clients' heap (LARGER_HEAP_TOOLS), for every tool.
+            "-Xmx512M",
+            *FAST_START_JVM_OPTS.split(),
+            *class_sharing_options(),
+            f"-Dlog4j.configuration=file:{log4j_file('WARN')}",
+            "-cp",
+            f"{classpath()}:{self._classes}",
+            TOOL_RUNNER_CLASS,
+        ]
+        with open(self._stderr_path, "a") as stderr:
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+            )
+        self._answers = queue.Queue()
+        threading.Thread(
+            target=self._read, args=(process, self._answers), name="tool-runner", daemon=True
+        ).start()
+        return process
+
+    @staticmethod
+    def _read(process: subprocess.Popen[str], answers: queue.Queue[str | None]) -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            answers.put(line.rstrip("\n"))
+        answers.put(None)
+
+    def run(
+        self, tool: str, *args: str, stdin: str | None = None, timeout_s: float = TOOL_TIMEOUT_S
+    ) -> ToolRun:
+        from _tools.kafka_jvm import MAIN_CLASSES
+
+        if self._process is None or self._process.poll() is not None:
+            self._process = self._start()
+        process = self._process
+        assert process.stdin is not None
+        encoded = [
+            _b64(MAIN_CLASSES[tool]),
+            "-" if stdin is None else _b64(stdin),
+            *(_b64(arg) for arg in args),
+        ]
+        started = time.monotonic()
+        process.stdin.write("\t".join(encoded) + "\n")
+        process.stdin.flush()
+        # Lines before the answer were written to the JVM's own stdout by a class that kept it
+        # before the runner replaced System.out: the tool's output too.
+        leaked: list[str] = []
+        deadline = started + timeout_s
+        while True:
+            try:
+                line = self._answers.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                self.close(kill=True)
+                return ToolRun(
+                    tool,
+                    args,
+                    -9,
+                    "\n".join(leaked),
+                    f"(killed after {timeout_s:.0f} s; the runner's stderr: {self._stderr_path})",
+                    time.monotonic() - started,
+                )
+            if line is None:
+                self._process = None
+                return ToolRun(
+                    tool,
+                    args,
+                    -1,
+                    "\n".join(leaked),
+                    f"(the tool runner JVM exited; its stderr: {self._stderr_path})",
+                    time.monotonic() - started,
+                )
+            if line.startswith("@@result\t"):
+                _, status, out, err = line.split("\t")
+                stdout = "".join(f"{text}\n" for text in leaked) + _unb64(out)
+                return ToolRun(
+                    tool, args, int(status), stdout, _unb64(err), time.monotonic() - started
+                )
+            leaked.append(line)
+
+    def close(self, kill: bool = False) -> None:
+        """End of input ends the runner; `kill` for one that is stuck in a tool."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if kill:
+            process.kill()
+        elif process.stdin is not None:
+            process.stdin.close()
+        try:
+            process.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=KILL_WAIT_S)
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode("ascii")
+
+
+def _unb64(text: str) -> str:
+    return base64.b64decode(text).decode(errors="replace")

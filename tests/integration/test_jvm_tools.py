@@ -1,15 +1,18 @@
-"""Differential: Apache Kafka 3.9's own command-line tools, unmodified (`scripts/kafka-jvm`),
-against our cluster and against a Kafka 3.9 cluster.
+"""Differential: Apache Kafka 3.9's own command-line tools, unmodified, against our cluster and
+against a Kafka 3.9 cluster.
 
 One scenario runs on both clusters at once (3 brokers each: reassignment, preferred leader
 election and replica placement need more than one broker): topics are created with the JVM
 kafka-topics, keyed records are produced with the JVM console producer and read back by a
 consumer group with the JVM console consumer, one transaction is committed (librdkafka, for
-`kafka-transactions list`), then every tool invocation of STEPS runs in order. Each test
-checks one invocation: it exits 0 on our cluster, with Kafka's exit code, and its stdout and
-its own stderr (log4j records aside) equal Kafka's once normalised (tests/integration/
-jvm_tools.py lists what the normaliser rewrites and why; the rewrites specific to a step are
-below, each checking what it hides).
+`kafka-transactions list`), then every tool invocation of STEPS runs in order. The tools' main
+classes (those `scripts/kafka-jvm` runs) run one after another in one JVM per cluster
+(tests/integration/jvm/ToolRunner.java gives each run its own stdin, stdout, stderr and exit
+status): a JVM start-up was most of a run's CPU. Each test checks one invocation: it exits 0
+on our cluster, with Kafka's exit code, and its stdout and its own stderr (log4j records
+aside) equal Kafka's once normalised (tests/integration/jvm_tools.py lists what the
+normaliser rewrites and why; the rewrites specific to a step are below, each checking what it
+hides).
 
 Both clusters run with `auto.leader.rebalance.enable=false` (the preferred leader election
 step must find the leaders the reassignment left), `group.initial.rebalance.delay.ms=0` and 5
@@ -39,11 +42,12 @@ from tests.integration.admin_client import ProbeError, compile_probe, run_probe
 from tests.integration.admin_client import normalised as probe_normalised
 from tests.integration.conftest import ClusterFactory, ClusterHandle
 from tests.integration.jvm_tools import (
+    TOOL_RUNNER_SOURCE,
     ClusterView,
     Normaliser,
+    ToolBatch,
     ToolRun,
     common,
-    run_jvm_tool,
     sort_lines,
     sort_partition_list,
     without_log4j,
@@ -499,8 +503,9 @@ STEPS: tuple[Step, ...] = (
         "configs --describe broker",
         "kafka-configs",
         on_cluster("--entity-type", "brokers", "--entity-name", "1", "--describe"),
-        # The broker applies the change when ZooKeeper notifies it, a moment later.
-        until=lambda run: run.returncode != 0 or "log.retention.ms=" in run.stdout,
+        # The broker applies the change when ZooKeeper notifies it, a moment later; until then
+        # Kafka's describe shows the dynamic synonym but the value as null.
+        until=lambda run: run.returncode != 0 or "log.retention.ms=604800000 " in run.stdout,
     ),
     Step(
         "configs --alter --delete-config broker",
@@ -527,7 +532,7 @@ class ScenarioResult:
     seconds: float = 0.0
 
 
-def run_scenario(cluster: ClusterHandle) -> ScenarioResult:
+def run_scenario(cluster: ClusterHandle, classes: Path) -> ScenarioResult:
     files = cluster.dir / "jvm-tool-files"
     files.mkdir(exist_ok=True)
     for name, content in FILES.items():
@@ -535,25 +540,29 @@ def run_scenario(cluster: ClusterHandle) -> ScenarioResult:
     view = ClusterView(cluster.dir, {b: cluster.broker_port(b) for b in cluster.broker_ids})
     result = ScenarioResult(view)
     started = time.monotonic()
-    for step in STEPS:
-        if step.action is not None:
-            try:
-                step.action(cluster)
-            except Exception as error:  # shown by every failing comparison
-                result.action_errors.append(f"{step.name}: {error!r}")
-            continue
-        args = [arg.format(bootstrap=cluster.bootstrap, files=files) for arg in step.args]
-        result.runs[step.name] = _run_step(step, args)
+    tools = ToolBatch(classes, cluster.dir, "jvm-tools")
+    try:
+        for step in STEPS:
+            if step.action is not None:
+                try:
+                    step.action(cluster)
+                except Exception as error:  # shown by every failing comparison
+                    result.action_errors.append(f"{step.name}: {error!r}")
+                continue
+            args = [arg.format(bootstrap=cluster.bootstrap, files=files) for arg in step.args]
+            result.runs[step.name] = _run_step(tools, step, args)
+    finally:
+        tools.close()
     result.seconds = time.monotonic() - started
     return result
 
 
-def _run_step(step: Step, args: list[str]) -> ToolRun:
+def _run_step(tools: ToolBatch, step: Step, args: list[str]) -> ToolRun:
     deadline = time.monotonic() + POLL_TIMEOUT_S
     attempts = 0
     while True:
         attempts += 1
-        run = run_jvm_tool(step.tool, *args, stdin=step.stdin)
+        run = tools.run(step.tool, *args, stdin=step.stdin)
         if step.until is None or step.until(run) or time.monotonic() >= deadline:
             return ToolRun(
                 run.tool, run.args, run.returncode, run.stdout, run.stderr, run.seconds, attempts
@@ -571,9 +580,20 @@ def clusters(reference_lib: Path, make_cluster_module: ClusterFactory) -> dict[s
 
 
 @pytest.fixture(scope="module")
-def scenario(clusters: dict[str, ClusterHandle]) -> dict[str, ScenarioResult]:
+def jvm_classes(reference_lib: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tests/integration/jvm/ToolRunner.java (the scenario's tools run in it, one JVM per
+    cluster) and AdminProbe.java, compiled by one javac into this module's temporary
+    directory."""
+    try:
+        return compile_probe(reference_lib, tmp_path_factory.mktemp("jvm"), TOOL_RUNNER_SOURCE)
+    except ProbeError as error:
+        pytest.fail(str(error))
+
+
+@pytest.fixture(scope="module")
+def scenario(clusters: dict[str, ClusterHandle], jvm_classes: Path) -> dict[str, ScenarioResult]:
     with ThreadPoolExecutor(max_workers=len(clusters)) as pool:
-        futures = {impl: pool.submit(run_scenario, c) for impl, c in clusters.items()}
+        futures = {impl: pool.submit(run_scenario, c, jvm_classes) for impl, c in clusters.items()}
         results = {impl: future.result() for impl, future in futures.items()}
     dump = os.environ.get(DUMP_VARIABLE)
     if dump:
@@ -660,19 +680,10 @@ def test_unimplemented_apis_are_still_unsupported(scenario: dict[str, ScenarioRe
 # tests/integration/admin_client.py lists what its normaliser hides and why.
 
 
-@pytest.fixture(scope="module")
-def admin_probe(reference_lib: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """tests/integration/jvm/AdminProbe.java, compiled into this test's temporary directory."""
-    try:
-        return compile_probe(reference_lib, tmp_path_factory.mktemp("admin-probe"))
-    except ProbeError as error:
-        pytest.fail(str(error))
-
-
 def test_admin_client_is_kafkas(
     scenario: dict[str, ScenarioResult],
     clusters: dict[str, ClusterHandle],
-    admin_probe: Path,
+    jvm_classes: Path,
     reference_lib: Path,
 ) -> None:
     """Each Admin call the probe makes answers on our cluster as on Kafka 3.9: the same result
@@ -680,7 +691,7 @@ def test_admin_client_is_kafkas(
     group must not show in the scenario's listings.)"""
     with ThreadPoolExecutor(max_workers=len(clusters)) as pool:
         futures = {
-            impl: pool.submit(run_probe, admin_probe, reference_lib, cluster.bootstrap)
+            impl: pool.submit(run_probe, jvm_classes, reference_lib, cluster.bootstrap)
             for impl, cluster in clusters.items()
         }
         runs = {impl: future.result() for impl, future in futures.items()}
