@@ -79,16 +79,29 @@ def _checkpoint_text(entries: Sequence[str]) -> str:
     return f"{CHECKPOINT_VERSION}\n{len(entries)}\n" + "".join(f"{e}\n" for e in entries)
 
 
-def read_checkpoint_lines(path: Path, fields_per_line: int) -> list[list[str]]:
-    """Entries split into fields; an absent file reads as no entries."""
+def read_checkpoint_lines(
+    path: Path, fields_per_line: int, short_reads_empty: bool = False
+) -> list[list[str]]:
+    """Entries split into fields; an absent file reads as no entries.
+
+    With `short_reads_empty`, a file that ends before its count line (empty, or a version line
+    alone) also reads as no entries, as Kafka's checkpoint reader has it: Kafka creates its
+    offset checkpoint files empty when it opens them (`cleaner-offset-checkpoint` stays so
+    until the cleaner first compacts something), and a log dir Kafka wrote must load here
+    without a warning. The leader-epoch checkpoint keeps the stricter rule: ours is written in
+    place, so a short file there is a torn write to rebuild from the log, not a fresh file."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
         return []
-    if len(lines) < 2:
-        raise CheckpointError(f"{path}: missing version or count line")
-    if lines[0].strip() != str(CHECKPOINT_VERSION):
+    if short_reads_empty and not lines:
+        return []
+    if lines and lines[0].strip() != str(CHECKPOINT_VERSION):
         raise CheckpointError(f"{path}: unsupported checkpoint version {lines[0]!r}")
+    if len(lines) < 2:
+        if short_reads_empty:
+            return []
+        raise CheckpointError(f"{path}: missing version or count line")
     try:
         expected_count = int(lines[1])
     except ValueError as error:
@@ -111,7 +124,7 @@ def _to_int(path: Path, text: str) -> int:
 
 def read_offset_checkpoint(path: Path) -> dict[tuple[str, int], int]:
     offsets: dict[tuple[str, int], int] = {}
-    for topic, partition, offset in read_checkpoint_lines(path, 3):
+    for topic, partition, offset in read_checkpoint_lines(path, 3, short_reads_empty=True):
         offsets[(topic, _to_int(path, partition))] = _to_int(path, offset)
     return offsets
 

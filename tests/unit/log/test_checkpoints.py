@@ -36,8 +36,29 @@ def test_missing_checkpoint_reads_empty(tmp_path: Path) -> None:
     assert read_offset_checkpoint(tmp_path / "absent") == {}
 
 
+@pytest.mark.parametrize("text", ["", "0\n", "0\n0\n"])
+def test_offset_checkpoint_kafka_created_or_cut_short_reads_empty(
+    tmp_path: Path, text: str
+) -> None:
+    """Kafka creates its offset checkpoint files empty (a log dir it wrote holds a 0-byte
+    cleaner-offset-checkpoint until something is compacted); its reader takes an empty file,
+    or one ending after the version line, as no checkpoints."""
+    path = tmp_path / "cleaner-offset-checkpoint"
+    path.write_text(text)
+    assert read_offset_checkpoint(path) == {}
+
+
+@pytest.mark.parametrize("text", ["", "0\n"])
+def test_short_leader_epoch_checkpoint_raises(tmp_path: Path, text: str) -> None:
+    """Ours writes this one in place: a short file is a torn write, rebuilt from the log."""
+    path = tmp_path / "leader-epoch-checkpoint"
+    path.write_text(text)
+    with pytest.raises(CheckpointError):
+        read_leader_epoch_checkpoint(path)
+
+
 @pytest.mark.parametrize(
-    "text", ["", "1\n0\n", "0\n2\nt 0 1\n", "0\n1\nt 0\n", "0\n1\nt x 1\n", "0\nx\n"]
+    "text", ["1\n", "1\n0\n", "0\n2\nt 0 1\n", "0\n1\nt 0\n", "0\n1\nt x 1\n", "0\nx\n"]
 )
 def test_malformed_checkpoint_raises(tmp_path: Path, text: str) -> None:
     path = tmp_path / "checkpoint"
