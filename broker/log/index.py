@@ -156,10 +156,13 @@ class TimeIndex(_SparseIndex):
         return self.keys[-1], self.base_offset + self.values[-1]
 
     def maybe_append(self, timestamp_ms: int, offset: int, skip_full_check: bool = False) -> None:
-        """Append only when the timestamp grows, so timestamps stay strictly increasing."""
+        """Append only when the timestamp grows past the last entry's, so timestamps stay
+        strictly increasing. An empty index counts as ending at timestamp -1, as Kafka's does:
+        a segment closed without a timestamped batch (an empty one) keeps an empty `.timeindex`,
+        byte for byte what Kafka leaves in a log dir."""
         if not skip_full_check and self.is_full:
             return
-        if self.keys and timestamp_ms <= self.keys[-1]:
+        if timestamp_ms <= self.last_entry[0]:
             return
         self._append_entry(timestamp_ms, max(offset - self.base_offset, 0))
 

@@ -135,8 +135,13 @@ class LogProducerState:
             return False  # written already
         if self.batches_since_truncation is not None:
             return False  # partial until its rebuild ends: the next start-up replays the log
+        entries = self.state.snapshot_entries()
+        if not entries and end_offset == self._segments()[0].base_offset:
+            # Loading without it starts there with no producers anyway; Kafka writes none
+            # either (an empty log closes without a `.snapshot`).
+            return False
         try:
-            write_snapshot(snapshot_path(self.directory, end_offset), self.state.snapshot_entries())
+            write_snapshot(snapshot_path(self.directory, end_offset), entries)
         except OSError as error:
             logger.error(
                 "writing the producer snapshot of %s failed: %s", self.directory.name, error

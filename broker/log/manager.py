@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import os
 import shutil
 import threading
 import time
@@ -55,6 +56,7 @@ from broker.log.syncfs import sync_file_system, syncfs_available
 logger = logging.getLogger(__name__)
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+CLEAN_SHUTDOWN_CONTENT = '{"version":0,"brokerEpoch":-1}'
 # Threads that fsync logs at once in flush_all (at shutdown).
 FLUSH_ALL_THREADS = 8
 
@@ -76,6 +78,16 @@ def _read_checkpoint(path: Path) -> dict[TopicPartition, int] | None:
     except CheckpointError as error:
         logger.error("Error while reading checkpoint file %s", error)
         return None
+
+
+def _write_clean_shutdown_marker(path: Path) -> None:
+    """Only the file's presence counts on loading (here and in ZooKeeper-mode Kafka); its
+    content is what Kafka 3.9 writes there without a KRaft broker epoch, so that a log dir
+    ours shut down holds the same bytes as one Kafka did."""
+    with open(path, "w", encoding="utf-8") as file:
+        file.write(CLEAN_SHUTDOWN_CONTENT)
+        file.flush()
+        os.fsync(file.fileno())
 
 
 def _create_log(directory: Path, config: LogConfig) -> Log:
@@ -716,7 +728,7 @@ class LogManager:
         for log in [*self.all_logs(), *self.all_future_logs()]:
             log.close()
         for log_dir in self.online_log_dirs:
-            (log_dir / CLEAN_SHUTDOWN_FILE).touch()
+            _write_clean_shutdown_marker(log_dir / CLEAN_SHUTDOWN_FILE)
             fsync_directory(log_dir)
 
 

@@ -7,6 +7,8 @@ import pytest
 
 from broker.log.index import CorruptIndexError, OffsetIndex, TimeIndex
 
+from .support import open_log
+
 
 def test_offset_index_file_is_kafka_format_and_lookup_finds_floor(tmp_path: Path) -> None:
     index = OffsetIndex(tmp_path / "00000000000000000100.index", 100, 1024)
@@ -92,4 +94,19 @@ def test_time_index_sanity_rejects_decreasing_timestamps(tmp_path: Path) -> None
     index = TimeIndex(path, 0, 1200)
     with pytest.raises(CorruptIndexError):
         index.sanity_check()
+    index.close()
+
+
+def test_time_index_of_a_segment_closed_empty_stays_empty_as_kafkas(tmp_path: Path) -> None:
+    """An empty log closed (a follower that never fetched, a topic never written): Kafka's
+    `.timeindex` holds no entry for it, since the max timestamp so far (-1) does not grow past
+    an empty index's; a log dir ours leaves is then the same bytes."""
+    log = open_log(tmp_path)
+    log.close()
+    assert (log.directory / "00000000000000000000.timeindex").read_bytes() == b""
+    index = TimeIndex(tmp_path / "00000000000000000000.timeindex", 0, 1200)
+    index.maybe_append(-1, 0, skip_full_check=True)
+    assert index.entries == 0
+    index.maybe_append(0, 0)
+    assert index.last_entry == (0, 0)
     index.close()

@@ -219,3 +219,14 @@ def test_a_log_closed_before_its_rebuild_ends_writes_no_partial_end_snapshot(
     assert [(e.producer_id, e.last_offset, e.last_sequence) for e in _state(reopened)] == [
         (7, 3, 3)
     ]
+
+
+def test_an_empty_log_closes_without_a_snapshot_as_kafkas(tmp_path: Path) -> None:
+    """Kafka snapshots only an end offset past its last snapshot's, so an empty log (a topic
+    never written, a follower that never fetched) closes with no `.snapshot`; ours matches."""
+    directory = tmp_path / "topic-0"
+    _open(directory).close()
+    assert sorted(p.name for p in directory.iterdir() if p.suffix == ".snapshot") == []
+    reopened = _open(directory)
+    assert reopened.log_end_offset == 0
+    reopened.close()
