@@ -18,6 +18,7 @@ import random
 from collections.abc import Awaitable, Callable
 
 from controller.active_watches import ActiveWatches
+from controller.alter_partition import AlterPartitionRequest, AlterPartitionResult
 from controller.auto_rebalance import FIRST_CHECK_DELAY_S, RebalanceTimer, check_leader_balance
 from controller.broker_change import on_broker_change
 from controller.config import ControllerConfig
@@ -69,7 +70,9 @@ from controller.preferred_election import (
     on_preferred_replica_election_znode,
     serve_election_request,
 )
+from controller.producer_ids import ProducerIdsBlock, ProducerIdsRequest
 from controller.reassignment import PendingAlters, Reassignments, ReplicaAssignment, Request
+from controller.served_requests import SERVED_EVENTS, ServedRequests
 from controller.state_change_log import ChangeReason, controller_elected, controller_resigned
 from controller.stats import ControllerStats
 from controller.topic_admin import create_topics, delete_topics
@@ -140,6 +143,8 @@ class Controller:
         self._pending_alters = PendingAlters()
         self._shutdown_requests = shutdown_requests()
         self._rebalance_timer = RebalanceTimer(self._enqueue_auto_leader_rebalance)
+        # AlterPartition and AllocateProducerIds from brokers (served_requests.py).
+        self._served = ServedRequests(kafka_zk, broker_id, self._events.enqueue)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -238,6 +243,8 @@ class Controller:
                 self._election_requests.fail_all(NOT_CONTROLLER)
             case ControlledShutdownRequested() if self._context is None:
                 self._shutdown_requests.fail_all(NOT_CONTROLLER)
+            case _ if isinstance(event, SERVED_EVENTS) and self._context is None:
+                self._served.fail_all(NOT_CONTROLLER)
             case _ if isinstance(event, ACTIVE_EVENTS) and self._context is not None:
                 await self._on_active_event(event, self._context)
             case _:
@@ -286,6 +293,8 @@ class Controller:
                 await self._require_reassignments().maybe_complete()
             case AlterReassignmentsRequested():
                 await self._pending_alters.run_all(self._require_reassignments())
+            case _ if isinstance(event, SERVED_EVENTS):
+                await self._served.serve(event, context)
         if self._reconcile_pending:
             await self._reconcile_all(context)
             self._reconcile_pending = False
@@ -410,6 +419,7 @@ class Controller:
         self._rebalance_timer.cancel()
         self._election_requests.fail_all(NOT_CONTROLLER)
         self._shutdown_requests.fail_all(NOT_CONTROLLER)
+        self._served.fail_all(NOT_CONTROLLER)
         self._context_loaded.set()
         if self._context is None:
             return
@@ -480,6 +490,19 @@ class Controller:
             return ShutdownResult(NOT_CONTROLLER)
         self._events.enqueue(ControlledShutdownRequested())
         return await future
+
+    async def alter_partition(self, request: AlterPartitionRequest) -> AlterPartitionResult:
+        """AlterPartition from a partition leader: the ISR changes it asks for, written once
+        the controller's event has run (see alter_partition.py)."""
+        if await self._active_context() is None:
+            return AlterPartitionResult(NOT_CONTROLLER)
+        return await self._served.alter_partition(request)
+
+    async def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> ProducerIdsBlock:
+        """AllocateProducerIds: the next block of producer ids (see producer_ids.py)."""
+        if await self._active_context() is None:
+            return ProducerIdsBlock(NOT_CONTROLLER)
+        return await self._served.allocate_producer_ids(ProducerIdsRequest(broker_id, broker_epoch))
 
     async def create_topics(
         self, topics: list[NewTopic], validate_only: bool

@@ -29,6 +29,13 @@ NO_REASSIGNMENT_IN_PROGRESS = ErrorCode.no_reassignment_in_progress
 UNKNOWN_SERVER_ERROR = ErrorCode.unknown_server_error
 BROKER_NOT_AVAILABLE = ErrorCode.broker_not_available
 STALE_BROKER_EPOCH = ErrorCode.stale_broker_epoch
+BROKER_ID_NOT_REGISTERED = ErrorCode.broker_id_not_registered
+FENCED_LEADER_EPOCH = ErrorCode.fenced_leader_epoch
+INELIGIBLE_REPLICA = ErrorCode.ineligible_replica
+INVALID_UPDATE_VERSION = ErrorCode.invalid_update_version
+NOT_LEADER_OR_FOLLOWER = ErrorCode.not_leader_or_follower
+OPERATION_NOT_ATTEMPTED = ErrorCode.operation_not_attempted
+UNKNOWN_TOPIC_ID = ErrorCode.unknown_topic_id
 
 
 @dataclass(frozen=True, slots=True)

@@ -110,6 +110,16 @@ class AlterReassignmentsRequested(ControllerEvent):
     """AlterPartitionReassignments requests are waiting (in `reassignment.PendingAlters`)."""
 
 
+@dataclass(frozen=True, slots=True)
+class AlterPartitionReceived(ControllerEvent):
+    """AlterPartition requests are waiting (in the controller's AlterPartition `RequestQueue`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AllocateProducerIdsRequested(ControllerEvent):
+    """AllocateProducerIds requests are waiting (in the controller's `RequestQueue` of them)."""
+
+
 # Kinds only the active controller handles; otherwise dropped (or their requests answered
 # NOT_CONTROLLER).
 ACTIVE_EVENTS: tuple[type[ControllerEvent], ...] = (
@@ -128,4 +138,6 @@ ACTIVE_EVENTS: tuple[type[ControllerEvent], ...] = (
     ZkPartitionReassignment,
     PartitionReassignmentIsrChange,
     AlterReassignmentsRequested,
+    AlterPartitionReceived,
+    AllocateProducerIdsRequested,
 )

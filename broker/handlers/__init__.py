@@ -5,7 +5,9 @@ from __future__ import annotations
 from broker.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
+    allocate_producer_ids,
     alter_configs,
+    alter_partition,
     alter_partition_reassignments,
     alter_replica_log_dirs,
     alter_user_scram_credentials,
@@ -27,6 +29,7 @@ from broker.handlers import (
     describe_user_scram_credentials,
     elect_leaders,
     end_txn,
+    envelope,
     fetch,
     find_coordinator,
     heartbeat,
@@ -178,6 +181,10 @@ def build_registry() -> Registry:
                 0,
                 alter_user_scram_credentials.handle,
             ),
+            # Partition leaders' ISR changes, to the controller (controller/alter_partition.py).
+            ApiSpec(ApiKey.ALTER_PARTITION, "AlterPartition", 0, 3, 0, alter_partition.handle),
+            # Advertised as Kafka 3.9 does; closes the connection (no forwarding in ZK mode).
+            ApiSpec(ApiKey.ENVELOPE, "Envelope", 0, 0, 0, envelope.handle),
             ApiSpec(
                 ApiKey.DESCRIBE_PRODUCERS, "DescribeProducers", 0, 0, 0, describe_producers.handle
             ),
@@ -191,6 +198,15 @@ def build_registry() -> Registry:
             ),
             ApiSpec(
                 ApiKey.LIST_TRANSACTIONS, "ListTransactions", 0, 1, 0, list_transactions.handle
+            ),
+            # Producer id blocks for Kafka brokers, from the controller (controller/producer_ids).
+            ApiSpec(
+                ApiKey.ALLOCATE_PRODUCER_IDS,
+                "AllocateProducerIds",
+                0,
+                0,
+                0,
+                allocate_producer_ids.handle,
             ),
         ]
     )

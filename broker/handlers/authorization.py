@@ -569,6 +569,8 @@ RULES: dict[int, Rule] = {
     ApiKey.STOP_REPLICA: Rule(_from_controller(stop_replica.error_response)),
     ApiKey.UPDATE_METADATA: Rule(_from_controller(update_metadata.error_response)),
     ApiKey.CONTROLLED_SHUTDOWN: Rule(_on_cluster(Operation.CLUSTER_ACTION)),
+    ApiKey.ALTER_PARTITION: Rule(_on_cluster(Operation.CLUSTER_ACTION)),
+    ApiKey.ALLOCATE_PRODUCER_IDS: Rule(_on_cluster(Operation.CLUSTER_ACTION)),
     ApiKey.WRITE_TXN_MARKERS: Rule(
         _unless_cluster(Operation.ALTER, _on_cluster(Operation.CLUSTER_ACTION)),
         (

@@ -56,6 +56,9 @@ class ApiKey(enum.IntEnum):
     OFFSET_DELETE = 47
     DESCRIBE_USER_SCRAM_CREDENTIALS = 50
     ALTER_USER_SCRAM_CREDENTIALS = 51
+    ALTER_PARTITION = 56  # inter-broker: partition leaders to the controller
+    ENVELOPE = 58  # inter-broker forwarding (KRaft and migration only)
     DESCRIBE_PRODUCERS = 61
     DESCRIBE_TRANSACTIONS = 65
     LIST_TRANSACTIONS = 66
+    ALLOCATE_PRODUCER_IDS = 67  # inter-broker: transaction coordinators to the controller

@@ -28,7 +28,7 @@ class AddedField:
     name: str
     python_type: Any
     kafka_type: str
-    after: str  # the field it follows
+    after: str | None  # the field it follows; None: the entity's first field
     default: Any  # as Kafka's message definition gives it
 
 
@@ -51,8 +51,27 @@ _FETCH_V1_V2 = (
     Derivation(4, drop={"PartitionData": _FETCH_V4_PARTITION_FIELDS}),
 )
 
+# AlterPartition v0-v1 name topics where v2 (KIP-841) gives topic ids; v0 also lacks the
+# leader recovery state (KIP-704).
+_ALTER_PARTITION_TOPIC_NAME: dict[str, tuple[AddedField, ...]] = {
+    "TopicData": (AddedField("topic_name", str, "string", None, ""),),
+}
+_ALTER_PARTITION_V1 = Derivation(
+    2, drop={"TopicData": frozenset({"topic_id"})}, add=_ALTER_PARTITION_TOPIC_NAME
+)
+_ALTER_PARTITION_V0 = Derivation(
+    2,
+    drop={
+        "TopicData": frozenset({"topic_id"}),
+        "PartitionData": frozenset({"leader_recovery_state"}),
+    },
+    add=_ALTER_PARTITION_TOPIC_NAME,
+)
+
 # (api key, version) -> (request derivation, response derivation)
 LEGACY_VERSIONS: dict[tuple[int, int], tuple[Derivation, Derivation]] = {
+    (ApiKey.ALTER_PARTITION, 0): (_ALTER_PARTITION_V0, _ALTER_PARTITION_V0),
+    (ApiKey.ALTER_PARTITION, 1): (_ALTER_PARTITION_V1, _ALTER_PARTITION_V1),
     # OffsetCommit v0 has no generation or member (Kafka stored these in ZooKeeper); v1 adds
     # them and a per-partition commit timestamp; v2 replaced that by a retention time.
     (ApiKey.OFFSET_COMMIT, 0): (
@@ -222,7 +241,8 @@ def _derive(cls: type, version: int, derivation: Derivation) -> type:
         python_type = _rebuild_type(hints[base_field.name], version, derivation)
         fields.append((base_field.name, python_type, _copy_field(base_field)))
     for added in derivation.add.get(cls.__name__, ()):
-        position = [name for name, _, _ in fields].index(added.after) + 1
+        names = [name for name, _, _ in fields]
+        position = 0 if added.after is None else names.index(added.after) + 1
         spec = field(metadata={"kafka_type": added.kafka_type}, default=added.default)
         fields.insert(position, (added.name, added.python_type, spec))
     namespace = {

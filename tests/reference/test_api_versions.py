@@ -23,6 +23,20 @@ Ranges = dict[int, tuple[int, int]]
 # DEVIATIONS.md). None does today: every range we advertise is Kafka 3.9's.
 KNOWN_DIFFERENCES: Ranges = {}
 
+# What brokers send one another in a ZooKeeper-mode cluster (the controller's requests, the
+# requests to the controller, transaction markers, forwarding): all served, so that a Kafka
+# 3.9 broker can join a cluster of ours (issue 39).
+INTER_BROKER_APIS = {
+    4: "LeaderAndIsr",
+    5: "StopReplica",
+    6: "UpdateMetadata",
+    7: "ControlledShutdown",
+    27: "WriteTxnMarkers",
+    56: "AlterPartition",
+    58: "Envelope",
+    67: "AllocateProducerIds",
+}
+
 
 @pytest.fixture(scope="module")
 def ranges(reference_lib: Path, make_cluster_module: ClusterFactory) -> dict[str, Ranges]:
@@ -66,3 +80,16 @@ def test_every_listed_difference_still_differs(ranges: dict[str, Ranges]) -> Non
         if ours.get(key) != listed or ours.get(key) == kafka.get(key)
     }
     assert gone == {}
+
+
+def test_every_inter_broker_api_kafka_serves_we_serve_with_its_range(
+    ranges: dict[str, Ranges],
+) -> None:
+    ours, kafka = ranges["ours"], ranges["kafka"]
+    assert set(INTER_BROKER_APIS) <= set(kafka)
+    differing = {
+        name: {"ours": ours.get(key), "kafka": kafka[key]}
+        for key, name in INTER_BROKER_APIS.items()
+        if ours.get(key) != kafka[key]
+    }
+    assert differing == {}

@@ -28,11 +28,13 @@ from zk.errors import (
     SessionExpiredError,
     TopicExistsError,
 )
+from zk.kafka_zk import PRODUCER_ID_BLOCK_SIZE
 from zk.znodes import (
     BrokerRegistration,
     IsrChangeNotificationSequenceZNode,
     PartitionState,
     PreferredReplicaElectionZNode,
+    ProducerIdBlockZNode,
     TopicAssignment,
     ZnodeDecodeError,
 )
@@ -93,6 +95,8 @@ class FakeZkStore:
     topic_versions: dict[str, int] = field(default_factory=dict)
     # /admin/reassign_partitions: (requested replicas, czxid), None when absent
     reassign_request: tuple[dict[tuple[str, int], list[int]], int] | None = None
+    # /latest_producer_id_block: its data as Kafka writes it (None: empty) and its zkVersion
+    producer_id_block: tuple[bytes | None, int] = (None, 0)
 
     def request_reassignment(self, request: dict[tuple[str, int], list[int]]) -> None:
         """What kafka-reassign-partitions with --zookeeper (or a person) writes."""
@@ -554,6 +558,18 @@ class FakeKafkaZk:
         if self.store.reassign_request is not None:
             self.store.reassign_request = None
             self.store.fire("data", REASSIGN_PARTITIONS)
+
+    async def allocate_producer_id_block(self, broker_id: int) -> tuple[int, int]:
+        # Unfenced and conditional on the znode's version, like the real one (and Kafka's).
+        self._ensure_open("allocate_producer_id_block")
+        data, version = self.store.producer_id_block
+        start = ProducerIdBlockZNode.decode(data)[2] + 1 if data else 0
+        end = start + PRODUCER_ID_BLOCK_SIZE - 1
+        self.store.producer_id_block = (
+            ProducerIdBlockZNode.encode(broker_id, start, end),
+            version + 1,
+        )
+        return start, end
 
     # What a leader broker does (not the controller): an unfenced ISR change.
     def leader_changes_isr(self, topic: str, partition: int, isr: list[int]) -> None:
