@@ -213,14 +213,13 @@ def log_dirs_json(text: str, view: ClusterView) -> str:
 
 # APIs Kafka 3.9 serves in ZooKeeper mode that our brokers do not (DEVIATIONS.md, "Wire
 # protocol"): delegation tokens, quotas, features, DescribeCluster and KIP-848 (issues 16 and
-# later), and the requests brokers send a controller, AlterPartition and AllocateProducerIds
-# (issue 39).
+# later).
 NOT_IMPLEMENTED = frozenset(
     {
         "CreateDelegationToken", "RenewDelegationToken", "ExpireDelegationToken",
         "DescribeDelegationToken",
-        "DescribeClientQuotas", "AlterClientQuotas", "AlterPartition", "UpdateFeatures", "Envelope",
-        "DescribeCluster", "AllocateProducerIds", "ConsumerGroupHeartbeat",
+        "DescribeClientQuotas", "AlterClientQuotas", "UpdateFeatures",
+        "DescribeCluster", "ConsumerGroupHeartbeat",
         "ConsumerGroupDescribe",
     }
 )  # fmt: skip
