@@ -11,8 +11,8 @@ Tests never import the launcher; they run it as a subprocess, exactly as a perso
 - `zk` (module scope): a kazoo client on `cluster`'s ZooKeeper; `zk_session(handle)` is the
   same as a context manager, for any cluster.
 
-Every cluster is stopped with `down --wipe` at teardown. When a test fails, the tail of every
-broker log (and ZooKeeper log) of the clusters it used is attached to its report.
+Every cluster is SIGKILLed and removed (`down --wipe`) at teardown. When a test fails, the tail
+of every broker log (and ZooKeeper log) of the clusters it used is attached to its report.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import contextlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -34,6 +35,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from scripts._cluster.ports import ClusterPorts, reserve_cluster_ports
+from scripts._cluster.processes import is_alive, send_signal
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CLUSTER_SCRIPT = REPO_ROOT / "scripts" / "cluster"
@@ -218,6 +220,21 @@ class ClusterHandle:
         if self.ports is not None:
             self.ports.release()
 
+    def tear_down(self) -> None:
+        """SIGKILL every process, then `down --wipe` (which finds them gone) and release the
+        ports: at a fixture's teardown nothing reads the cluster again, and a clean stop cost
+        a Kafka 3.9 cluster 12 s and 3 s of CPU (controlled shutdowns, JVM exits). Tests of
+        `down` itself call `down`."""
+        state = self.dir / "cluster.json"
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            for record in json.loads(state.read_text())["processes"].values():
+                pid, start_ticks = record.get("pid"), record.get("start_ticks")
+                if is_alive(pid, start_ticks):
+                    send_signal(pid, signal.SIGKILL)
+        if self.dir.exists():
+            self.down()
+        self.release_ports()
+
     def broker_log(self, broker_id: int) -> Path:
         return self.dir / f"broker-{broker_id}" / "broker.log"
 
@@ -290,9 +307,7 @@ class ClusterFactory:
 
     def tear_down(self) -> None:
         for handle in self.handles:
-            if handle.dir.exists():
-                handle.down()
-            handle.release_ports()
+            handle.tear_down()
         _remove_if_empty(self.base_dir)
 
 
@@ -359,8 +374,7 @@ class SharedCluster:
 
     def discard(self) -> None:
         if self.handle is not None:
-            self.handle.down()
-            self.handle.release_ports()
+            self.handle.tear_down()
             _remove_if_empty(self.handle.dir.parent)
             self.handle = None
 
@@ -394,8 +408,7 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[ClusterHandle]:
         try:
             yield handle
         finally:
-            handle.down()
-            handle.release_ports()
+            handle.tear_down()
             _remove_if_empty(directory.parent)
         return
     shared: SharedCluster = request.getfixturevalue("shared_cluster")

@@ -48,5 +48,5 @@ def test_cluster_under_a_chroot(tmp_path: Path) -> None:
         finally:
             zk.stop()
     finally:
-        handle.down()
+        handle.tear_down()
         handle.release_ports()

@@ -35,7 +35,7 @@ def client_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster
         yield handle
     finally:
         with contextlib.suppress(Exception):
-            handle.down()
+            handle.tear_down()
 
 
 def _check_partitions_dense(received: list[rt.Received]) -> None:

@@ -48,7 +48,7 @@ def broker(make_cluster_module: ClusterFactory) -> Iterator[TwoDirBroker]:
     try:
         yield TwoDirBroker(cluster, log_dirs)
     finally:
-        cluster.down()
+        cluster.tear_down()
         shutil.rmtree(base, ignore_errors=True)
 
 
