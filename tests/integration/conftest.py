@@ -209,6 +209,14 @@ class ClusterHandle:
     def status(self) -> ClusterStatus:
         return parse_status(self.run("status").stdout)
 
+    def broker_alive(self, broker_id: int) -> bool:
+        """`status`'s alive=yes (the recorded process runs), read from cluster.json here: for
+        polling, as each `status` is a Python start-up and a ZooKeeper session."""
+        record = json.loads((self.dir / "cluster.json").read_text())["processes"][
+            f"broker-{broker_id}"
+        ]
+        return is_alive(record.get("pid"), record.get("start_ticks"))
+
     def down(self, wipe: bool = True) -> subprocess.CompletedProcess[str]:
         result = self.run("down", *(["--wipe"] if wipe else []), check=False)
         self.stopped = wipe and result.returncode == 0

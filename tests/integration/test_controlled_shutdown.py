@@ -16,7 +16,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 from kazoo.recipe.watchers import DataWatch
 
-from tests.integration.conftest import ClusterFactory, ClusterHandle, wait_until, zk_session
+from tests.integration.conftest import ClusterFactory, wait_until, zk_session
 
 TOPIC = "controlled"
 PARTITIONS = 6
@@ -135,10 +135,6 @@ def _read_all(bootstrap: str) -> dict[tuple[int, int], bytes]:
     return stored
 
 
-def _alive(cluster: ClusterHandle, broker_id: int) -> bool:
-    return cluster.status().brokers[broker_id].alive
-
-
 def test_sigterm_moves_leadership_before_exit_and_producer_sees_no_error(
     make_cluster: ClusterFactory,
 ) -> None:
@@ -165,7 +161,7 @@ def test_sigterm_moves_leadership_before_exit_and_producer_sees_no_error(
         try:
             wait_until(lambda: len(producer.acked) >= RECORDS_BEFORE_KILL, TIMEOUT_S, "acks")
             cluster.kill(target, "TERM")
-            wait_until(lambda: not _alive(cluster, target), TIMEOUT_S, f"broker {target} exit")
+            wait_until(lambda: not cluster.broker_alive(target), TIMEOUT_S, f"broker {target} exit")
             acked_at_exit = len(producer.acked)
             wait_until(
                 lambda: len(producer.acked) >= acked_at_exit + RECORDS_AFTER_EXIT,

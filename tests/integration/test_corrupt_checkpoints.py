@@ -78,7 +78,7 @@ def _tear(path: Path) -> None:
 
 def _stop(cluster: ClusterHandle) -> None:
     cluster.kill(1)  # SIGTERM: a clean shutdown, which writes every checkpoint
-    wait_until(lambda: not cluster.status().brokers[1].alive, TIMEOUT_S, "broker 1 stopped")
+    wait_until(lambda: not cluster.broker_alive(1), TIMEOUT_S, "broker 1 stopped")
 
 
 def test_torn_log_start_offset_checkpoint_never_serves_deleted_records(
@@ -95,7 +95,7 @@ def test_torn_log_start_offset_checkpoint_never_serves_deleted_records(
     started = cluster.run("start", "--broker", "1", check=False)
 
     if started.returncode != 0:  # refused to start: it must say which file is bad
-        wait_until(lambda: not cluster.status().brokers[1].alive, TIMEOUT_S, "broker 1 exited")
+        wait_until(lambda: not cluster.broker_alive(1), TIMEOUT_S, "broker 1 exited")
         log_text = cluster.broker_log(1).read_text(errors="replace")
         assert str(checkpoint) in log_text, "the broker's log names the unreadable file"
         return

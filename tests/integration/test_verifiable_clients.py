@@ -253,7 +253,7 @@ def _restart(cluster: ClusterHandle, zk: KazooClient, clients: Clients, broker_i
 
 def _wait_stopped(cluster: ClusterHandle, broker_id: int) -> None:
     wait_until(
-        lambda: not cluster.status().brokers[broker_id].alive,
+        lambda: not cluster.broker_alive(broker_id),
         RECOVERY_TIMEOUT_S,
         f"broker {broker_id} to finish its controlled shutdown",
     )

@@ -84,9 +84,7 @@ def test_kcat_produces_and_consumes(kafka_cluster: ClusterHandle) -> None:
 def test_kill_start_and_events_work_on_kafka(kafka_cluster: ClusterHandle) -> None:
     victim = kafka_cluster.broker_count
     kafka_cluster.kill(victim, "KILL")
-    wait_until(
-        lambda: not kafka_cluster.status().brokers[victim].alive, 30, "the killed broker to exit"
-    )
+    wait_until(lambda: not kafka_cluster.broker_alive(victim), 30, "the killed broker to exit")
     kafka_cluster.start(victim)
     status = kafka_cluster.status()
     assert status.brokers[victim].alive and status.brokers[victim].registered

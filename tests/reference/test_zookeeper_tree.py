@@ -204,7 +204,7 @@ def _produce_and_restart(side: Side, victim: int) -> None:
         producer.close()
     side.cluster.kill(victim, "TERM")
     wait_until(
-        lambda: not side.cluster.status().brokers[victim].alive,
+        lambda: not side.cluster.broker_alive(victim),
         WAIT_S,
         f"{side.name}: broker {victim} to shut down",
     )
