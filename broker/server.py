@@ -21,6 +21,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from broker.cluster.controlled_shutdown import ControlledShutdown, ControlledShutdownConfig
+from broker.cluster.controller_channel import ChannelConfig, ControllerChannel
 from broker.cluster.log_dir_failure import LogDirFailureHandler
 from broker.cluster.metadata_cache import MetadataCache
 from broker.config.changes import ConfigChangeListener
@@ -199,7 +200,19 @@ class KafkaServer:
                 "leader.imbalance.check.interval.seconds"
             ],
         )
-        self.controller = Controller(self.kafka_zk, self.broker_id, self.controller_config)
+        # The controller's requests to every live broker, this one included.
+        self.controller_channel = ControllerChannel(
+            ChannelConfig(
+                broker_id=self.broker_id,
+                listener_name=lambda: self.config.inter_broker_listener_name,
+                socket_timeout_ms=config["controller.socket.timeout.ms"],
+                ssl_context=self.inter_broker_ssl,
+                sasl=self.inter_broker_sasl,
+            )
+        )
+        self.controller = Controller(
+            self.kafka_zk, self.broker_id, self.controller_config, channel=self.controller_channel
+        )
         internal_topics = InternalTopics(self.metadata_cache, self.kafka_zk, self.controller_config)
         self.group_coordinator = GroupCoordinator(
             self.current_config,
@@ -762,6 +775,7 @@ class KafkaServer:
         await stop_quietly("background tasks", asyncio.gather(*tasks, return_exceptions=True))
         await stop_quietly("transaction coordinator", self.transaction_coordinator.stop())
         await stop_quietly("controller", self.controller.stop())
+        await stop_quietly("controller channel", self.controller_channel.close())
         if self.metrics_endpoint is not None:
             await stop_quietly("metrics endpoint", self.metrics_endpoint.stop())
         for listener in self.listeners:

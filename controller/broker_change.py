@@ -27,6 +27,8 @@ async def on_broker_change(
     brokers = await kafka_zk.get_brokers_with_epochs()
     epochs = {broker_id: epoch for broker_id, (_, epoch) in brokers.items()}
     previous = context.broker_epochs
+    # Also when no broker came or went: a registration rewritten in place (new endpoints).
+    context.broker_registrations = {broker_id: reg for broker_id, (reg, _) in brokers.items()}
     dead = set(previous) - set(epochs)
     new = set(epochs) - set(previous)
     bounced = {b for b in set(epochs) & set(previous) if epochs[b] != previous[b]}

@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from controller.zk_api import ControllerZk, PartitionState, TopicAssignment
+from controller.zk_api import BrokerRegistration, ControllerZk, PartitionState, TopicAssignment
 
 TopicPartition = tuple[str, int]
 
@@ -23,6 +23,8 @@ class ControllerContext:
     live_brokers: set[int] = field(default_factory=set)
     # broker id -> broker epoch (czxid of its registration): a new epoch means it restarted.
     broker_epochs: dict[int, int] = field(default_factory=dict)
+    # broker id -> its registration (endpoints, rack), which UpdateMetadata hands every broker.
+    broker_registrations: dict[int, BrokerRegistration] = field(default_factory=dict)
     assignments: dict[str, TopicAssignment] = field(default_factory=dict)
     # (state, zkVersion of /brokers/topics/<t>/partitions/<p>/state)
     partition_states: dict[TopicPartition, tuple[PartitionState, int]] = field(default_factory=dict)
@@ -125,6 +127,7 @@ async def load_context(
         epoch_zk_version=epoch_zk_version,
         live_brokers=set(brokers),
         broker_epochs={broker_id: epoch for broker_id, (_, epoch) in brokers.items()},
+        broker_registrations={broker_id: reg for broker_id, (reg, _) in brokers.items()},
         topics_queued_for_deletion=set(pending_deletion),
         offline_replicas={broker: found for broker, found in offline.items() if found},
     )

@@ -21,6 +21,7 @@ from controller.active_watches import ActiveWatches
 from controller.alter_partition import AlterPartitionRequest, AlterPartitionResult
 from controller.auto_rebalance import FIRST_CHECK_DELAY_S, RebalanceTimer, check_leader_balance
 from controller.broker_change import on_broker_change
+from controller.broker_requests import BrokerRequestSink, RequestPlanner
 from controller.config import ControllerConfig
 from controller.context import ControllerContext, TopicPartition, load_context
 from controller.controlled_shutdown import (
@@ -111,6 +112,7 @@ class Controller:
         config: ControllerConfig,
         rng: random.Random | None = None,
         sleep: Sleep = asyncio.sleep,
+        channel: BrokerRequestSink | None = None,
     ) -> None:
         self._zk = kafka_zk
         self.broker_id = broker_id
@@ -145,6 +147,10 @@ class Controller:
         self._rebalance_timer = RebalanceTimer(self._enqueue_auto_leader_rebalance)
         # AlterPartition and AllocateProducerIds from brokers (served_requests.py).
         self._served = ServedRequests(kafka_zk, broker_id, self._events.enqueue)
+        # LeaderAndIsr, UpdateMetadata and StopReplica to every live broker (None: not sent);
+        # the planner remembers what each was sent in this term.
+        self._channel = channel
+        self._planner: RequestPlanner | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -299,6 +305,15 @@ class Controller:
             await self._reconcile_all(context)
             self._reconcile_pending = False
             log.info("controller state reconciled after an earlier failure")
+        self._send_broker_requests(context)
+
+    def _send_broker_requests(self, context: ControllerContext) -> None:
+        """Tell the brokers what this event changed (Kafka's sendRequestsToBrokers)."""
+        if self._channel is None or self._planner is None:
+            return
+        requests = self._planner.plan(context)
+        if requests is not None:
+            self._channel.send(requests)
 
     async def _on_controller_change(self) -> None:
         controller_id = await self._zk.get_controller_id()
@@ -380,6 +395,9 @@ class Controller:
         )
         # Requests made through ZooKeeper meanwhile, and reassignments a predecessor left.
         await self._reassignments.initialize()
+        # Every live broker learns the whole state from the new controller epoch.
+        self._planner = RequestPlanner(self.broker_id)
+        self._send_broker_requests(context)
         # A request written while there was no controller fired no watch of ours.
         self._events.enqueue(PreferredReplicaElection())
         if self._config.auto_leader_rebalance_enable:
@@ -421,6 +439,9 @@ class Controller:
         self._shutdown_requests.fail_all(NOT_CONTROLLER)
         self._served.fail_all(NOT_CONTROLLER)
         self._context_loaded.set()
+        self._planner = None
+        if self._channel is not None:
+            self._channel.close_all()
         if self._context is None:
             return
         log.info("broker %d stops acting as controller", self.broker_id)

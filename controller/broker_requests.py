@@ -1,0 +1,322 @@
+"""What the controller tells each live broker after an event: Kafka's UpdateMetadata,
+LeaderAndIsr and StopReplica requests (ControllerChannelManager's request batch), decided by
+comparing the context with what each broker was last sent.
+
+The controller writes ZooKeeper first, as Kafka's does; these requests then carry the result.
+Our brokers also learn it from the znodes they watch; Apache Kafka 3.9 brokers in ZooKeeper mode
+learn brokers, the controller and leaders only from these requests.
+
+Pure: `RequestPlanner.plan` reads a `ControllerContext` and returns plain data; the broker
+side (broker/cluster/controller_channel.py) encodes and sends it, one queue per broker, so an
+event never waits on the network. The rules, per live broker (id, broker epoch):
+
+- A broker new to this controller, or restarted (new broker epoch), and every broker after a
+  failover, gets everything: an UpdateMetadata with the live brokers and every partition that
+  has a leader, then LeaderAndIsr for each partition it is a replica of (Kafka's
+  onControllerFailover and onBrokerStartup, which send the metadata first so that a follower
+  finds its leader's endpoint).
+- Otherwise a broker gets an UpdateMetadata with the partitions whose state changed (and the
+  live brokers, which the request always carries) when anything changed; LeaderAndIsr for
+  partitions of which it is a replica whose leader epoch (or topic id) differs from the one it
+  was last sent. An ISR change without a new leader epoch (a leader's own shrink or expand) goes
+  out only as UpdateMetadata, as in Kafka: a LeaderAndIsr with an equal leader epoch is
+  refused by a Kafka broker.
+- A topic gone from the context (deleted) goes out in UpdateMetadata with leader -2 (Kafka's
+  LeaderDuringDelete, which removes it from a broker's metadata cache), and as StopReplica with
+  delete and leader epoch -2 to each broker that was sent one of its replicas. A replica moved
+  away from a broker by a reassignment gets StopReplica with delete and the partition's leader
+  epoch.
+- A broker in controlled shutdown gets StopReplica without delete for the partitions it follows
+  (Kafka's controller takes those replicas offline), once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from controller.context import ControllerContext, TopicPartition
+from zk.znodes import BrokerRegistration, parse_endpoint
+
+# Kafka's LeaderAndIsr.LeaderDuringDelete and LeaderAndIsr.EpochDuringDelete.
+LEADER_DURING_DELETE = -2
+EPOCH_DURING_DELETE = -2
+# Kafka's SecurityProtocol ids, as UpdateMetadata (v1+) carries them per endpoint.
+SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    listener: str
+    host: str
+    port: int
+    security_protocol: int
+
+
+@dataclass(frozen=True, slots=True)
+class LiveBroker:
+    """A live broker as UpdateMetadata describes it."""
+
+    broker_id: int
+    broker_epoch: int
+    endpoints: tuple[Endpoint, ...]
+    rack: str | None
+
+    def endpoint(self, listener: str) -> Endpoint | None:
+        return next((e for e in self.endpoints if e.listener == listener), None)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionInfo:
+    """One partition's state and assignment, as both requests carry it."""
+
+    topic: str
+    topic_id: str | None  # Kafka's base64 form; None for a topic without one
+    partition: int
+    controller_epoch: int
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    zk_version: int  # Kafka's partition epoch
+    replicas: tuple[int, ...]
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
+    offline_replicas: tuple[int, ...] = ()
+
+    @property
+    def key(self) -> TopicPartition:
+        return self.topic, self.partition
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderAndIsrPartition:
+    info: PartitionInfo
+    is_new: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StopReplicaPartition:
+    topic: str
+    partition: int
+    leader_epoch: int
+    delete_partition: bool
+
+    @property
+    def key(self) -> TopicPartition:
+        return self.topic, self.partition
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRequests:
+    """What one broker is to be sent, in this order; an empty part is not sent."""
+
+    broker_id: int
+    broker_epoch: int
+    # None: no UpdateMetadata; otherwise its partitions (maybe none: the live brokers changed).
+    update_metadata: tuple[PartitionInfo, ...] | None = None
+    leader_and_isr: tuple[LeaderAndIsrPartition, ...] = ()
+    stop_replica: tuple[StopReplicaPartition, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRound:
+    """One controller event's requests, with what every request of the round shares."""
+
+    controller_id: int
+    controller_epoch: int
+    live_brokers: tuple[LiveBroker, ...]
+    requests: tuple[BrokerRequests, ...]
+
+    def live_broker(self, broker_id: int) -> LiveBroker | None:
+        return next((b for b in self.live_brokers if b.broker_id == broker_id), None)
+
+
+class BrokerRequestSink(Protocol):
+    """Where the controller hands its rounds (the broker's controller channel). Both calls
+    return at once: sending happens elsewhere, so that an event never waits on a broker."""
+
+    def send(self, requests: RequestRound) -> None: ...
+
+    def close_all(self) -> None:
+        """This broker stopped being controller: drop whatever is queued, close the
+        connections."""
+        ...
+
+
+@dataclass(slots=True)
+class _Sent:
+    """What one broker (in one broker epoch) was last sent."""
+
+    broker_epoch: int
+    # partition -> (topic id, leader epoch) of the last LeaderAndIsr it was sent for it.
+    leader_and_isr: dict[TopicPartition, tuple[str | None, int]] = field(default_factory=dict)
+    # Partitions it was told to stop for its controlled shutdown.
+    stopped: set[TopicPartition] = field(default_factory=set)
+
+
+def live_broker(broker_id: int, broker_epoch: int, registration: BrokerRegistration) -> LiveBroker:
+    endpoints = []
+    for text in registration.endpoints:
+        listener, host, port = parse_endpoint(text)
+        protocol = registration.listener_security_protocol_map.get(listener, listener)
+        endpoints.append(Endpoint(listener, host, port, SECURITY_PROTOCOL_IDS.get(protocol, 0)))
+    return LiveBroker(broker_id, broker_epoch, tuple(endpoints), registration.rack)
+
+
+class RequestPlanner:
+    """Decides each round's requests; one per controller term (a new term sends everything)."""
+
+    def __init__(self, controller_id: int) -> None:
+        self._controller_id = controller_id
+        # What every broker of `_sent` was last sent in UpdateMetadata (a broker that is sent
+        # less would be new, and gets everything).
+        self._metadata: dict[TopicPartition, PartitionInfo] = {}
+        self._live_brokers: tuple[LiveBroker, ...] | None = None
+        self._sent: dict[int, _Sent] = {}
+
+    def plan(self, context: ControllerContext) -> RequestRound | None:
+        """The round to send after an event, or None when nothing changed."""
+        live = _live_brokers(context)
+        current = _partitions(context)
+        first_round = self._live_brokers is None
+        changed = [info for key, info in current.items() if self._metadata.get(key) != info]
+        deleted = [
+            _during_delete(info) for key, info in self._metadata.items() if key not in current
+        ]
+        brokers_changed = live != self._live_brokers
+        deleted_keys = {info.key for info in deleted}
+        requests: list[BrokerRequests] = []
+        for broker in live:
+            sent = self._sent.get(broker.broker_id)
+            if sent is None or sent.broker_epoch != broker.broker_epoch:
+                sent = self._sent[broker.broker_id] = _Sent(broker.broker_epoch)
+                update_metadata: tuple[PartitionInfo, ...] | None = tuple(current.values())
+                candidates: Iterable[PartitionInfo] = current.values()
+            else:
+                update_metadata = None
+                if changed or deleted or brokers_changed:
+                    update_metadata = (*changed, *deleted)
+                candidates = changed
+            leader_and_isr = self._leader_and_isr(broker.broker_id, sent, candidates, first_round)
+            stop = self._stops(broker.broker_id, sent, context, current, deleted_keys)
+            if update_metadata is not None or leader_and_isr or stop:
+                requests.append(
+                    BrokerRequests(
+                        broker.broker_id, broker.broker_epoch, update_metadata, leader_and_isr, stop
+                    )
+                )
+        for broker_id in set(self._sent) - {broker.broker_id for broker in live}:
+            del self._sent[broker_id]
+        self._metadata = current
+        self._live_brokers = live
+        if not requests:
+            return None
+        return RequestRound(self._controller_id, context.epoch, live, tuple(requests))
+
+    def _leader_and_isr(
+        self,
+        broker_id: int,
+        sent: _Sent,
+        candidates: Iterable[PartitionInfo],
+        first_round: bool,
+    ) -> tuple[LeaderAndIsrPartition, ...]:
+        chosen = []
+        for info in candidates:
+            if broker_id not in info.replicas or info.leader == LEADER_DURING_DELETE:
+                continue
+            version = (info.topic_id, info.leader_epoch)
+            if sent.leader_and_isr.get(info.key) == version:
+                continue
+            # New to the controller since its failover: created (or added) by this term.
+            is_new = not first_round and info.key not in self._metadata
+            sent.leader_and_isr[info.key] = version
+            sent.stopped.discard(info.key)
+            chosen.append(LeaderAndIsrPartition(info, is_new))
+        return tuple(chosen)
+
+    @staticmethod
+    def _stops(
+        broker_id: int,
+        sent: _Sent,
+        context: ControllerContext,
+        current: Mapping[TopicPartition, PartitionInfo],
+        deleted: set[TopicPartition],
+    ) -> tuple[StopReplicaPartition, ...]:
+        stops = []
+        for key in list(sent.leader_and_isr):
+            info = current.get(key)
+            if key in deleted or info is None:
+                stops.append(StopReplicaPartition(*key, EPOCH_DURING_DELETE, True))
+            elif broker_id not in info.replicas:
+                stops.append(StopReplicaPartition(*key, info.leader_epoch, True))
+            else:
+                continue
+            del sent.leader_and_isr[key]
+            sent.stopped.discard(key)
+        if broker_id in context.shutting_down_brokers:
+            for key in sent.leader_and_isr:
+                info = current[key]
+                if info.leader != broker_id and key not in sent.stopped:
+                    sent.stopped.add(key)
+                    stops.append(StopReplicaPartition(*key, info.leader_epoch, False))
+        return tuple(stops)
+
+
+def _live_brokers(context: ControllerContext) -> tuple[LiveBroker, ...]:
+    return tuple(
+        live_broker(broker_id, context.broker_epochs[broker_id], registration)
+        for broker_id, registration in sorted(context.broker_registrations.items())
+        if broker_id in context.live_brokers and broker_id in context.broker_epochs
+    )
+
+
+def _partitions(context: ControllerContext) -> dict[TopicPartition, PartitionInfo]:
+    """Every partition with a leader state, as the requests describe it."""
+    live = context.live_brokers
+    offline = context.offline_replicas
+    result: dict[TopicPartition, PartitionInfo] = {}
+    for topic in sorted(context.assignments):
+        assignment = context.assignments[topic]
+        being_deleted = topic in context.topics_queued_for_deletion
+        for partition in sorted(assignment.partitions):
+            versioned = context.partition_states.get((topic, partition))
+            if versioned is None:
+                continue  # Kafka: "Leader not yet assigned ... Skip sending"
+            state, zk_version = versioned
+            replicas = tuple(assignment.partitions[partition])
+            offline_replicas = tuple(
+                r
+                for r in replicas
+                if r not in live or (topic, partition) in offline.get(r, frozenset())
+            )
+            result[(topic, partition)] = PartitionInfo(
+                topic=topic,
+                topic_id=assignment.topic_id,
+                partition=partition,
+                controller_epoch=state.controller_epoch,
+                leader=LEADER_DURING_DELETE if being_deleted else state.leader,
+                leader_epoch=state.leader_epoch,
+                isr=tuple(state.isr),
+                zk_version=zk_version,
+                replicas=replicas,
+                adding_replicas=tuple(assignment.adding_replicas.get(partition, ())),
+                removing_replicas=tuple(assignment.removing_replicas.get(partition, ())),
+                offline_replicas=offline_replicas,
+            )
+    return result
+
+
+def _during_delete(info: PartitionInfo) -> PartitionInfo:
+    return PartitionInfo(
+        topic=info.topic,
+        topic_id=info.topic_id,
+        partition=info.partition,
+        controller_epoch=info.controller_epoch,
+        leader=LEADER_DURING_DELETE,
+        leader_epoch=info.leader_epoch,
+        isr=info.isr,
+        zk_version=info.zk_version,
+        replicas=info.replicas,
+        offline_replicas=info.offline_replicas,
+    )
