@@ -228,8 +228,10 @@ class RequestPlanner:
             version = (info.topic_id, info.leader_epoch)
             if sent.leader_and_isr.get(info.key) == version:
                 continue
-            # New to the controller since its failover: created (or added) by this term.
-            is_new = not first_round and info.key not in self._metadata
+            # Created, or assigned to this broker, in this controller's term (Kafka's new
+            # partitions and new replicas).
+            before = self._metadata.get(info.key)
+            is_new = not first_round and (before is None or broker_id not in before.replicas)
             sent.leader_and_isr[info.key] = version
             sent.stopped.discard(info.key)
             chosen.append(LeaderAndIsrPartition(info, is_new))

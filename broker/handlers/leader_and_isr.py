@@ -46,7 +46,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
     )
     if error != ErrorCode.none:
         return error_response(context.api_version, request, error)
-    errors = become_leader_or_follower(replica_manager, int(request.controller_id), states)
+    errors = await become_leader_or_follower(replica_manager, int(request.controller_id), states)
     return response(context.api_version, states, errors)
 
 

@@ -21,6 +21,7 @@ from broker.replication.control_requests import (
     state_change_log,
     stop_replica_error,
 )
+from zk.loop_slice import LoopSlice
 
 if TYPE_CHECKING:
     from broker.replication.replica_manager import ReplicaManager
@@ -28,15 +29,22 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def become_leader_or_follower(
+async def become_leader_or_follower(
     replica_manager: ReplicaManager, controller_id: int, states: Sequence[RequestedState]
 ) -> dict[tuple[str, int], ErrorCode]:
     """Apply a LeaderAndIsr request's partition states (its controller epoch already
     accepted) through `apply_state`, the path the partition state znodes take, each only
     if newer than what the replica holds (broker/replication/control_requests.py). A
     partition whose log is not open here yet is left to the znode watch, which opens it
-    (Kafka's controller wrote the znodes before it sent the request)."""
-    return {state.key: _apply_requested(replica_manager, controller_id, state) for state in states}
+    (Kafka's controller wrote the znodes before it sent the request). Applied in slices of
+    loop time: a failover's request names thousands of partitions, and each leadership
+    change costs about as much here as when the znode watch applies it in slices."""
+    errors: dict[tuple[str, int], ErrorCode] = {}
+    loop_slice = LoopSlice()
+    for state in states:
+        await loop_slice.pause_if_spent()
+        errors[state.key] = _apply_requested(replica_manager, controller_id, state)
+    return errors
 
 
 def _apply_requested(

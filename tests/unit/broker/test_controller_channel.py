@@ -1,0 +1,142 @@
+"""The controller channel's broker side (broker/cluster/controller_channel.py): requests encoded
+at every version decode back to what was planned (through the schemas our brokers serve them
+with), versions are negotiated from ApiVersions, and pending requests merge per partition."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from kio.serial import entity_reader
+
+from broker.cluster.controller_channel import (
+    _PendingRequests,
+    encode,
+    usable_versions,
+)
+from broker.handlers.leader_and_isr import requested_states
+from broker.handlers.stop_replica import requested_stops
+from broker.protocol.adapter import EncodedRequest
+from broker.protocol.api_keys import ApiKey
+from broker.protocol.registry import request_class
+from controller.broker_requests import (
+    BrokerRequests,
+    LeaderAndIsrPartition,
+    RequestPlanner,
+    RequestRound,
+    StopReplicaPartition,
+)
+from tests.unit.controller.test_broker_requests import TOPIC_ID, context
+from zk.znodes import uuid_to_kafka_string
+
+
+def first_round() -> RequestRound:
+    round_ = RequestPlanner(controller_id=1).plan(context())
+    assert round_ is not None
+    return round_
+
+
+def pending_for(broker_id: int) -> _PendingRequests:
+    round_ = first_round()
+    pending = _PendingRequests()
+    for requests in round_.requests:
+        if requests.broker_id == broker_id:
+            pending.add(round_, requests)
+    return pending
+
+
+def decode(request: EncodedRequest) -> Any:
+    cls = request_class(request.api_key, request.version)
+    decoded: Any
+    decoded, size = entity_reader(cls)(request.body, 0)
+    assert size == len(request.body)
+    return decoded
+
+
+@pytest.mark.parametrize("version", range(8))
+def test_leader_and_isr_decodes_as_planned_at_every_version(version: int) -> None:
+    pending = pending_for(2)
+    items = list(pending.leader_and_isr.values())
+    [request] = encode(ApiKey.LEADER_AND_ISR, version, pending, 102, items, "INTERNAL")
+    decoded = decode(request)
+    assert decoded.controller_id == 1 and decoded.controller_epoch == 5
+    if version >= 2:
+        assert decoded.broker_epoch == 102
+    states = requested_states(decoded)
+    assert [(s.topic, s.partition, s.leader, s.leader_epoch) for s in states] == [
+        ("t", 0, 1, 7),
+        ("t", 1, 2, 3),
+    ]
+    assert states[0].isr == (1, 2) and states[0].zk_version == 11
+    assert states[0].replicas == (1, 2)
+    if version >= 5:
+        assert states[0].topic_id == TOPIC_ID
+    leaders = {(b.broker_id, b.host_name, b.port) for b in decoded.live_leaders}
+    assert leaders == {(1, "127.0.0.1", 9101), (2, "127.0.0.1", 9102)}
+
+
+@pytest.mark.parametrize("version", range(9))
+def test_update_metadata_decodes_as_planned_at_every_version(version: int) -> None:
+    pending = pending_for(3)
+    assert pending.metadata is not None
+    items = list(pending.metadata.values())
+    [request] = encode(ApiKey.UPDATE_METADATA, version, pending, 103, items, "INTERNAL")
+    decoded = decode(request)
+    brokers = decoded.live_brokers
+    assert [b.id for b in brokers] == [1, 2, 3]
+    if version >= 1:
+        assert [(e.host, e.port, e.security_protocol) for e in brokers[0].endpoints] == [
+            ("127.0.0.1", 9001, 0),
+            ("127.0.0.1", 9101, 3),
+        ]
+    if version >= 3:
+        assert brokers[0].endpoints[1].listener == "INTERNAL"
+    if version >= 5:
+        [topic] = decoded.topic_states
+        states = topic.partition_states
+        assert topic.topic_name == "t"
+        if version >= 7:
+            assert uuid_to_kafka_string(topic.topic_id) == TOPIC_ID
+    else:
+        states = decoded.ungrouped_partition_states
+    assert [(s.partition_index, s.leader, s.zk_version) for s in states] == [(0, 1, 11), (1, 2, 12)]
+
+
+@pytest.mark.parametrize("version", range(5))
+def test_stop_replica_decodes_as_planned_at_every_version(version: int) -> None:
+    pending = _PendingRequests(controller_id=1, controller_epoch=5)
+    stops = [StopReplicaPartition("t", 0, -2, True), StopReplicaPartition("t", 1, 4, False)]
+    requests = encode(ApiKey.STOP_REPLICA, version, pending, 102, stops, "INTERNAL")
+    decoded = [requested_stops(decode(request)) for request in requests]
+    if version >= 3:
+        assert decoded == [[("t", 0, -2, True), ("t", 1, 4, False)]]
+    else:  # the delete flag is request-wide: one request per flag, without leader epochs
+        assert decoded == [[("t", 1, -1, False)], [("t", 0, -1, True)]]
+
+
+def test_the_version_is_the_highest_both_sides_serve() -> None:
+    kafka_39 = {4: (0, 7), 5: (0, 4), 6: (0, 8), 18: (0, 4)}
+    assert usable_versions(kafka_39) == {4: 7, 5: 4, 6: 8}
+    assert usable_versions({4: (0, 5), 6: (0, 99)}) == {4: 5, 6: 8}
+    assert usable_versions({4: (9, 10)}) == {}
+
+
+def test_pending_requests_merge_per_partition_keeping_the_newest() -> None:
+    round_ = first_round()
+    [_, share, _] = round_.requests
+    pending = _PendingRequests()
+    pending.add(round_, share)
+    newer = share.leader_and_isr[0].info
+    newer_state = LeaderAndIsrPartition(replace(newer, leader_epoch=newer.leader_epoch + 1), False)
+    pending.add(round_, BrokerRequests(2, 102, (newer_state.info,), (newer_state,)))
+    assert pending.metadata is not None and len(pending.metadata) == 2
+    assert pending.metadata[("t", 0)].leader_epoch == 8
+    assert pending.leader_and_isr[("t", 0)].info.leader_epoch == 8
+    # A delete drops the pending LeaderAndIsr; hosting it again drops the pending delete.
+    pending.add(
+        round_, BrokerRequests(2, 102, stop_replica=(StopReplicaPartition("t", 0, -2, True),))
+    )
+    assert ("t", 0) not in pending.leader_and_isr and ("t", 0) in pending.stop_replica
+    pending.add(round_, BrokerRequests(2, 102, leader_and_isr=(newer_state,)))
+    assert ("t", 0) in pending.leader_and_isr and ("t", 0) not in pending.stop_replica
