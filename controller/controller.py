@@ -305,13 +305,13 @@ class Controller:
             await self._reconcile_all(context)
             self._reconcile_pending = False
             log.info("controller state reconciled after an earlier failure")
-        self._send_broker_requests(context)
+        await self._send_broker_requests(context)
 
-    def _send_broker_requests(self, context: ControllerContext) -> None:
+    async def _send_broker_requests(self, context: ControllerContext) -> None:
         """Tell the brokers what this event changed (Kafka's sendRequestsToBrokers)."""
         if self._channel is None or self._planner is None:
             return
-        requests = self._planner.plan(context)
+        requests = await self._planner.plan(context)
         if requests is not None:
             self._channel.send(requests)
 
@@ -397,7 +397,7 @@ class Controller:
         await self._reassignments.initialize()
         # Every live broker learns the whole state from the new controller epoch.
         self._planner = RequestPlanner(self.broker_id)
-        self._send_broker_requests(context)
+        await self._send_broker_requests(context)
         # A request written while there was no controller fired no watch of ours.
         self._events.enqueue(PreferredReplicaElection())
         if self._config.auto_leader_rebalance_enable:

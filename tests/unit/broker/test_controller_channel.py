@@ -4,7 +4,6 @@ with), versions are negotiated from ApiVersions, and pending requests merge per 
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -27,12 +26,12 @@ from controller.broker_requests import (
     RequestRound,
     StopReplicaPartition,
 )
-from tests.unit.controller.test_broker_requests import TOPIC_ID, context
+from tests.unit.controller.test_broker_requests import TOPIC_ID, context, run_plan
 from zk.znodes import uuid_to_kafka_string
 
 
 def first_round() -> RequestRound:
-    round_ = RequestPlanner(controller_id=1).plan(context())
+    round_ = run_plan(RequestPlanner(controller_id=1), context())
     assert round_ is not None
     return round_
 
@@ -128,7 +127,7 @@ def test_pending_requests_merge_per_partition_keeping_the_newest() -> None:
     pending = _PendingRequests()
     pending.add(round_, share)
     newer = share.leader_and_isr[0].info
-    newer_state = LeaderAndIsrPartition(replace(newer, leader_epoch=newer.leader_epoch + 1), False)
+    newer_state = LeaderAndIsrPartition(newer._replace(leader_epoch=newer.leader_epoch + 1), False)
     pending.add(round_, BrokerRequests(2, 102, (newer_state.info,), (newer_state,)))
     assert pending.metadata is not None and len(pending.metadata) == 2
     assert pending.metadata[("t", 0)].leader_epoch == 8

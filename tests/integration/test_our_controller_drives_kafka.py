@@ -1,0 +1,263 @@
+"""Our controller drives an Apache Kafka 3.9 broker (issue 39, item 1): `scripts/cluster up
+--impl ours,kafka,ours` starts our broker 1 first, so it is the controller, and its
+UpdateMetadata, LeaderAndIsr and StopReplica requests are all Kafka's broker 2 learns brokers,
+the controller and leaders from (a ZooKeeper-mode Kafka broker does not watch those znodes).
+
+Checked, in order, on one cluster: every broker's Metadata (each asked directly) names the same
+brokers, controller and leaders; a topic of replication factor 3 created through Kafka's
+broker, each broker the preferred leader of one partition, is fully replicated, written with
+acks=all and read back through Kafka's broker; Kafka's broker killed (SIGKILL) and restarted
+rejoins every ISR and serves the records; the topic deleted through Kafka's broker leaves its
+Metadata and its log directory; and neither side logs an unhandled error, an unknown API or a
+refused controller request.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kazoo.client import KazooClient
+
+from tests.integration.conftest import (
+    REPO_ROOT,
+    ClusterFactory,
+    ClusterHandle,
+    wait_until,
+    zk_session,
+)
+from tests.integration.wire import WireClient, metadata
+
+pytestmark = pytest.mark.reference
+
+REFERENCE_LIB = REPO_ROOT / "reference" / "lib"
+IMPLS = {1: "ours", 2: "kafka", 3: "ours"}
+KAFKA_BROKER = 2
+TOPIC = "driven-by-ours"
+# Each broker the preferred leader of one partition.
+ASSIGNMENT = [[1, 2, 3], [2, 3, 1], [3, 1, 2]]
+RECORDS_PER_PARTITION = 20
+TIMEOUT_S = 60.0
+OVERRIDES = {
+    "group.initial.rebalance.delay.ms": "0",
+    "auto.leader.rebalance.enable": "false",
+    "offsets.topic.replication.factor": "3",
+    # Kafka removes a deleted partition's renamed directory after this delay (default 60 s).
+    "log.segment.delete.delay.ms": "1000",
+}
+# A partition's directory (Kafka renames a deleted one to `<name>.<id>-delete` first).
+_PARTITION_DIR = re.compile(rf"^{re.escape(TOPIC)}-\d+$")
+
+
+def _address(cluster: ClusterHandle, broker_id: int) -> str:
+    return f"127.0.0.1:{cluster.broker_port(broker_id)}"
+
+
+def _view(cluster: ClusterHandle, broker_id: int, topics: list[str] | None) -> dict[str, Any]:
+    """What `broker_id` itself answers to Metadata: brokers, controller, leaders and ISRs."""
+    with WireClient.to(_address(cluster, broker_id)) as client:
+        response = metadata(client, topics)
+    return {
+        "brokers": sorted(int(b.node_id) for b in response.brokers),
+        "controller": int(response.controller_id),
+        "topics": {
+            str(t.name): {
+                int(p.partition_index): (int(p.leader_id), sorted(int(r) for r in p.isr_nodes))
+                for p in t.partitions
+            }
+            for t in response.topics
+            if int(t.error_code) == 0
+        },
+    }
+
+
+def _views(cluster: ClusterHandle, topics: list[str] | None) -> dict[int, dict[str, Any]]:
+    return {broker_id: _view(cluster, broker_id, topics) for broker_id in IMPLS}
+
+
+def _partition_state(zk: KazooClient, partition: int) -> dict[str, Any]:
+    data, _ = zk.get(f"/brokers/topics/{TOPIC}/partitions/{partition}/state")
+    state: dict[str, Any] = json.loads(data)
+    return state
+
+
+def _fully_replicated(zk: KazooClient) -> bool:
+    try:
+        return all(
+            sorted(_partition_state(zk, p)["isr"]) == [1, 2, 3] for p in range(len(ASSIGNMENT))
+        )
+    except Exception:  # not created yet
+        return False
+
+
+def _every_broker_agrees(
+    cluster: ClusterHandle, expected: dict[int, tuple[int, list[int]]]
+) -> Callable[[], bool]:
+    def check() -> bool:
+        views = _views(cluster, [TOPIC])
+        return all(view["topics"].get(TOPIC) == expected for view in views.values())
+
+    return check
+
+
+def _value(partition: int, index: int) -> bytes:
+    return f"p{partition}-{index}".encode()
+
+
+def _expected(partition: int) -> list[bytes]:
+    return [_value(partition, index) for index in range(RECORDS_PER_PARTITION)]
+
+
+def _read_all(address: str) -> dict[int, list[bytes]]:
+    consumer = KafkaConsumer(
+        bootstrap_servers=address, enable_auto_commit=False, consumer_timeout_ms=10_000
+    )
+    try:
+        partitions = [TopicPartition(TOPIC, p) for p in range(len(ASSIGNMENT))]
+        consumer.assign(partitions)
+        consumer.seek_to_beginning(*partitions)
+        read: dict[int, list[bytes]] = {p: [] for p in range(len(ASSIGNMENT))}
+        for record in consumer:
+            read[record.partition].append(record.value)
+            if all(len(values) >= RECORDS_PER_PARTITION for values in read.values()):
+                break
+        return read
+    finally:
+        consumer.close()
+
+
+def _kafka_partition_dirs(cluster: ClusterHandle) -> list[str]:
+    data = cluster.dir / f"broker-{KAFKA_BROKER}" / "data"
+    return sorted(p.name for p in data.iterdir() if _PARTITION_DIR.match(p.name))
+
+
+@pytest.fixture(scope="module")
+def mixed(make_cluster_module: ClusterFactory) -> ClusterHandle:
+    if not any(REFERENCE_LIB.glob("kafka_2.13-*.jar")):
+        pytest.fail(f"Apache Kafka 3.9's jars are not in {REFERENCE_LIB}: run `make reference`")
+    return make_cluster_module(impl=",".join(IMPLS.values()), overrides=OVERRIDES)
+
+
+def test_our_broker_is_controller_and_every_broker_names_it(mixed: ClusterHandle) -> None:
+    status = mixed.status()
+    assert status.controller_id == 1, status.text
+    state = json.loads((mixed.dir / "cluster.json").read_text())
+    assert state["processes"]["broker-1"]["impl"] == "ours"
+    assert state["processes"][f"broker-{KAFKA_BROKER}"]["impl"] == "kafka"
+
+    def agreed() -> bool:
+        views = _views(mixed, [])
+        return all(v["brokers"] == [1, 2, 3] and v["controller"] == 1 for v in views.values())
+
+    wait_until(
+        agreed,
+        TIMEOUT_S,
+        lambda: f"every broker to name brokers and controller: {_views(mixed, [])}",
+    )
+
+
+def test_a_topic_created_through_kafkas_broker_is_led_by_each_broker(
+    mixed: ClusterHandle,
+) -> None:
+    admin = AdminClient({"bootstrap.servers": _address(mixed, KAFKA_BROKER)})
+    new = NewTopic(TOPIC, len(ASSIGNMENT), replica_assignment=ASSIGNMENT)
+    admin.create_topics([new])[TOPIC].result(timeout=TIMEOUT_S)
+    with zk_session(mixed) as zk:
+        wait_until(lambda: _fully_replicated(zk), TIMEOUT_S, f"{TOPIC} in sync on 3 brokers")
+    expected = {p: (replicas[0], [1, 2, 3]) for p, replicas in enumerate(ASSIGNMENT)}
+    wait_until(
+        _every_broker_agrees(mixed, expected),
+        TIMEOUT_S,
+        lambda: f"every broker to show {expected}: {_views(mixed, [TOPIC])}",
+    )
+
+    producer = KafkaProducer(bootstrap_servers=_address(mixed, KAFKA_BROKER), acks="all")
+    try:
+        for partition in range(len(ASSIGNMENT)):
+            for index in range(RECORDS_PER_PARTITION):
+                producer.send(TOPIC, _value(partition, index), partition=partition).get(
+                    timeout=TIMEOUT_S
+                )
+    finally:
+        producer.close()
+    read = _read_all(_address(mixed, KAFKA_BROKER))
+    assert read == {p: _expected(p) for p in range(len(ASSIGNMENT))}
+
+
+def test_kafkas_broker_killed_and_restarted_rejoins_and_serves(mixed: ClusterHandle) -> None:
+    mixed.kill(KAFKA_BROKER, signal="KILL")
+    wait_until(
+        lambda: not mixed.status().brokers[KAFKA_BROKER].registered,
+        TIMEOUT_S,
+        "Kafka's broker to leave /brokers/ids",
+    )
+    with zk_session(mixed) as zk:
+        wait_until(
+            lambda: all(KAFKA_BROKER not in _partition_state(zk, p)["isr"] for p in range(3)),
+            TIMEOUT_S,
+            "Kafka's broker out of every ISR",
+        )
+        mixed.start(KAFKA_BROKER)
+        wait_until(lambda: _fully_replicated(zk), TIMEOUT_S, "Kafka's broker back in every ISR")
+        leaders = {p: _partition_state(zk, p)["leader"] for p in range(3)}
+    expected = {p: (leader, [1, 2, 3]) for p, leader in leaders.items()}
+    wait_until(
+        _every_broker_agrees(mixed, expected),
+        TIMEOUT_S,
+        lambda: f"every broker to show {expected}: {_views(mixed, [TOPIC])}",
+    )
+    assert _view(mixed, KAFKA_BROKER, [])["controller"] == 1
+    read = _read_all(_address(mixed, KAFKA_BROKER))
+    assert read == {p: _expected(p) for p in range(len(ASSIGNMENT))}
+
+
+def test_a_topic_deleted_leaves_kafkas_metadata_and_log_dir(mixed: ClusterHandle) -> None:
+    assert len(_kafka_partition_dirs(mixed)) == len(ASSIGNMENT)
+    admin = AdminClient({"bootstrap.servers": _address(mixed, KAFKA_BROKER)})
+    admin.delete_topics([TOPIC])[TOPIC].result(timeout=TIMEOUT_S)
+    wait_until(
+        lambda: all(TOPIC not in v["topics"] for v in _views(mixed, [TOPIC]).values()),
+        TIMEOUT_S,
+        lambda: f"every broker to forget {TOPIC}: {_views(mixed, [TOPIC])}",
+    )
+    wait_until(
+        lambda: not _kafka_partition_dirs(mixed),
+        TIMEOUT_S,
+        lambda: f"Kafka's log dir to lose {TOPIC}: {_kafka_partition_dirs(mixed)}",
+    )
+
+
+def _lines(
+    path: Path, pattern: re.Pattern[str], ignore: re.Pattern[str] | None = None
+) -> list[str]:
+    """The lines matching `pattern` (but not `ignore`)."""
+    lines = path.read_text(errors="replace").splitlines()
+    return [
+        line
+        for i, line in enumerate(lines)
+        if pattern.search(line) and not (ignore and ignore.search(line))
+    ]
+
+
+def test_neither_side_logs_errors_or_refusals(mixed: ClusterHandle) -> None:
+    ours_bad = re.compile(r"Traceback|unknown API key| ERROR |Received error|refused with")
+    for broker_id in (1, 3):
+        broker_dir = mixed.dir / f"broker-{broker_id}"
+        assert _lines(broker_dir / "broker.log", ours_bad) == [], f"broker {broker_id}"
+        assert _lines(broker_dir / "state-change.log", ours_bad) == [], f"broker {broker_id}"
+    # Kafka's own: no error, no controller request it refused or could not handle. Producer
+    # id blocks come from the controller's AllocateProducerIds, which our controller does not
+    # serve yet (issue 39, item 1, the serving half): those lines are not this test's.
+    kafka_dir = mixed.dir / f"broker-{KAFKA_BROKER}"
+    # (Exceptions Kafka logs at INFO, e.g. a fetcher closed when its last partition is
+    # deleted, are its own routine; an unhandled one is logged at ERROR.)
+    kafka_bad = re.compile(r" ERROR |STALE_")
+    not_ours = re.compile(r"AllocateProducerIds|ALLOCATE_PRODUCER_IDS|allocate producer id")
+    assert _lines(kafka_dir / "broker.log", kafka_bad, not_ours) == []
+    assert _lines(kafka_dir / "state-change.log", kafka_bad) == []
