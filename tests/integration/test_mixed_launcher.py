@@ -6,10 +6,9 @@ ours` migrate broker 1 to ours on the data directory Kafka wrote, and it serves 
 The other way, in a cluster of its own (Kafka's broker 1 its controller), `start --broker 2
 --impl kafka` moves our broker 2 to Kafka on the directory ours wrote.
 
-What is asserted is what works today (issue 39): with Kafka's controller, our brokers serve
-its UpdateMetadata and LeaderAndIsr (no connection closed, nothing for it to retry). Known not
-to work yet: with our controller, Kafka's brokers learn no brokers and no controller, so no
-cluster whose controller is ours is checked here.
+Asserted here: with Kafka's controller, our brokers serve its UpdateMetadata and LeaderAndIsr
+(no connection closed, nothing for it to retry). Our controller driving Kafka's brokers is
+checked in test_our_controller_drives_kafka.py.
 """
 
 from __future__ import annotations
