@@ -172,7 +172,7 @@ def _controller(zk: Any) -> int | None:
 
 def _wait_exited(cluster: ClusterHandle, broker_id: int) -> None:
     wait_until(
-        lambda: not cluster.status().brokers[broker_id].alive,
+        lambda: not cluster.broker_alive(broker_id),
         STEP_TIMEOUT_S,
         f"broker {broker_id} to exit",
     )
