@@ -36,6 +36,10 @@ OUT_OF_ORDER_SEQUENCE on any partition and re-sends records it judged unpersiste
 sequence numbers no broker can match (librdkafka#4953). Run it against
 `scripts/cluster up --set min.insync.replicas=2 --set zookeeper.session.timeout.ms=6000
 --set replica.lag.time.max.ms=5000` (short timeouts make failover, and so each fault, quick).
+It runs as well on a mixed cluster (`up --impl kafka,kafka,ours`, Apache Kafka 3.9 beside
+ours): restarts keep each broker's implementation, the controller fault hits the broker in the
+/controller znode whichever implementation it runs, and the fault lines and the table name
+what each broker runs.
 """
 
 from __future__ import annotations
@@ -275,6 +279,8 @@ def _settings(run: Run, topic: str, run_id: str) -> dict[str, Any]:
         "min_insync_replicas": MIN_INSYNC_REPLICAS,
         "faults_requested": args.faults,
         "kinds": args.kinds,
+        # What each broker runs, broker 1 first: "ours" or "kafka" (Apache Kafka 3.9).
+        "impls": [run.cluster.impls[i] for i in run.cluster.broker_ids],
     }
 
 
@@ -386,7 +392,8 @@ def main(argv: list[str] | None = None) -> int:
     view.connect()
     try:
         run = Run(args, cluster, view)
-        _say(f"seed {run.seed}, topic {topic}, kinds {','.join(args.kinds)}")
+        impls = ",".join(cluster.impls[i] for i in cluster.broker_ids)
+        _say(f"seed {run.seed}, topic {topic}, kinds {','.join(args.kinds)}, brokers {impls}")
         execute = _execute_transactional if args.transactional else _execute
         result = execute(run, topic, run_id)
     finally:

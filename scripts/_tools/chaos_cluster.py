@@ -3,7 +3,9 @@ cluster.json and each broker's server.properties, and signals sent through the l
 
 Faults go through `scripts/cluster kill/start` (CLUSTER_CONTRACT.md) rather than raw pids, so
 the launcher's record of every process stays right and `start` waits for what it always waits
-for (a broker's stale registration to expire, then its new one).
+for (a broker's stale registration to expire, then its new one). `start` without `--impl`
+relaunches a broker as the implementation it ran last, so a mixed cluster (`up --impl
+kafka,kafka,ours`) keeps its mix through every fault.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ class Cluster:
     bootstrap: str
     zookeeper_connect: str
     overrides: dict[str, str]
+    # Broker id -> "ours" or "kafka" (Apache Kafka 3.9), as cluster.json records it.
+    impls: dict[int, str]
 
     @property
     def session_timeout_s(self) -> float:
@@ -58,7 +62,8 @@ def _read_properties(path: Path) -> dict[str, str]:
 def load_cluster(directory: Path) -> Cluster:
     path = directory / "cluster.json"
     try:
-        spec = json.loads(path.read_text())["spec"]
+        state = json.loads(path.read_text())
+        spec = state["spec"]
     except (OSError, ValueError, KeyError) as error:
         raise SystemExit(f"chaos: no usable cluster.json in {directory}: {error}") from None
     port_base, zk_port_base = int(spec["port_base"]), int(spec["zk_port_base"])
@@ -69,7 +74,18 @@ def load_cluster(directory: Path) -> Cluster:
     default_connect = ",".join(f"127.0.0.1:{zk_port_base + n - 1}" for n in zookeeper_ids)
     # A zookeeper.connect override (e.g. with a chroot) is what the brokers really use.
     connect = overrides.get("zookeeper.connect", default_connect)
-    return Cluster(directory, broker_ids, zookeeper_ids, bootstrap, connect, overrides)
+    processes = dict(state.get("processes") or {})
+    impls = {
+        i: str(dict(processes.get(f"broker-{i}") or {}).get("impl", "ours")) for i in broker_ids
+    }
+    return Cluster(directory, broker_ids, zookeeper_ids, bootstrap, connect, overrides, impls)
+
+
+def describe_broker(cluster: Cluster, broker_id: int, role: str) -> str:
+    """ "broker 2 (controller)"; in a mixed cluster "broker 2 (kafka, controller)"."""
+    if len(set(cluster.impls.values())) > 1:
+        role = f"{cluster.impls.get(broker_id, 'ours')}, {role}"
+    return f"broker {broker_id} ({role})"
 
 
 def launcher(cluster: Cluster, *args: str) -> None:

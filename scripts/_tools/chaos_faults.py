@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .chaos_cluster import Cluster, LauncherError, send_signal, start
+from .chaos_cluster import Cluster, LauncherError, describe_broker, send_signal, start
 from .chaos_zk import ClusterView
 
 BROKER_ROLES = ("leader", "follower", "controller")
@@ -60,15 +60,17 @@ def choose_victim(
         server = rng.choice(cluster.zookeeper_ids)
         return server, f"zookeeper {server}"
     if role == "controller" and view.controller is not None:
-        return view.controller, f"broker {view.controller} (controller)"
+        # The /controller znode's broker, whichever implementation it runs.
+        return view.controller, describe_broker(cluster, view.controller, "controller")
     led = sorted(p for p, s in view.partitions.items() if s.leader >= 0)
     partition = rng.choice(led or sorted(view.partitions))
     state = view.partitions[partition]
     if role == "leader" and state.leader >= 0:
-        return state.leader, f"broker {state.leader} (leader of partition {partition})"
+        role_text = f"leader of partition {partition}"
+        return state.leader, describe_broker(cluster, state.leader, role_text)
     followers = [r for r in state.replicas if r != state.leader] or state.replicas
     victim = rng.choice(followers)
-    return victim, f"broker {victim} (follower of partition {partition})"
+    return victim, describe_broker(cluster, victim, f"follower of partition {partition}")
 
 
 def inject(cluster: Cluster, kind: str, victim: int, pause_s: float) -> str | None:

@@ -186,6 +186,7 @@ def _render(result: dict[str, Any], checks: list[tuple[str, object]]) -> str:
         rows.append([kind, str(count), str(unavailable), str(result["longest_recovery_ms"][kind])])
     rows.append(["total", str(result["faults"]), "", ""])
     totals = [
+        ("brokers (1, 2, ...)", ",".join(result.get("impls") or [])),
         *checks,
         ("all partitions writable", "yes" if result["writable"] else "NO"),
         ("faults gone wrong", result["fault_errors"]),
