@@ -215,3 +215,15 @@ def test_topics_by_name_before_v2_and_a_lost_race_is_invalid_update_version() ->
         assert store.partition_states[("t", 0)][0].isr == [1]
 
     _run(scenario)
+
+
+def test_a_write_fenced_by_a_newer_controller_answers_not_controller_and_resigns() -> None:
+    async def scenario(store: FakeZkStore, cluster: Cluster, active: Controller) -> None:
+        # Another broker won an election meanwhile: the fenced write finds out.
+        store.bump_controller_epoch()
+        result = await active.alter_partition(_request(store, _change([1, 3])))
+        assert result == AlterPartitionResult(NOT_CONTROLLER)
+        assert store.partition_states[("t", 0)][0].isr == [1, 2, 3]
+        assert not active.is_active
+
+    _run(scenario)
