@@ -50,8 +50,16 @@ _MODULE_RANK = {path: rank for rank, path in enumerate(LONGEST_MODULES)}
 TEST_KAFKA_JVM_OPTIONS = "-server -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Djava.awt.headless=true"
 
 
+# `make test`'s class-data-sharing archive for ZooKeeper servers (Makefile, ZOOKEEPER_CDS). The
+# launcher appends SERVER_JVMFLAGS to a server's JVM options, as zkServer.sh does; a value
+# already set wins.
+ZOOKEEPER_CDS = TESTS_DIR.parent / ".venv" / "zookeeper.jsa"
+
+
 def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("KAFKA_JVM_PERFORMANCE_OPTS", TEST_KAFKA_JVM_OPTIONS)
+    if ZOOKEEPER_CDS.exists():
+        os.environ.setdefault("SERVER_JVMFLAGS", f"-XX:SharedArchiveFile={ZOOKEEPER_CDS}")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

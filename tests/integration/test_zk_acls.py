@@ -23,7 +23,10 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import AuthFailedError, ConnectionClosedError, NoAuthError
 from kazoo.protocol.states import KeeperState
 
+from scripts._cluster.errors import ClusterError
+from scripts._cluster.zookeeper import find_installation
 from tests.integration.conftest import REPO_ROOT, ClusterFactory, ClusterHandle, wait_until
+from tests.integration.jvm_tools import FAST_START_JVM_OPTS
 from tests.integration.secure_round_trips import confluent_round_trip
 from tests.integration.tool_cli import add_scram_user, ok, run_cluster_tool
 
@@ -204,19 +207,19 @@ def test_no_znode_of_kafkas_is_left_open(brokers_zk: KazooClient) -> None:
 
 
 def _zkcli_classpath() -> str:
-    import pyspark
-
-    jars = Path(pyspark.__file__).parent / "jars"
-    if not any(jars.glob("zookeeper-*.jar")):
-        pytest.fail(f"no ZooKeeper jars in {jars} for zkCli (make setup installs pyspark)")
-    return f"{jars}/*"
+    """The launcher's ZooKeeper classpath: the jars zkCli needs of pyspark's (a JVM that scans
+    all ~280 of them spends three times the CPU starting up)."""
+    try:
+        return find_installation().classpath
+    except ClusterError as error:
+        pytest.fail(f"no ZooKeeper for zkCli: {error}")
 
 
 def _zkcli(
     cluster: ClusterHandle, command: str, logged_in: bool
 ) -> subprocess.CompletedProcess[str]:
     """zkCli.sh's class, `-server <zk> <command>`; as the brokers with `logged_in`."""
-    java = ["java", "-Xmx64m"]
+    java = ["java", "-Xmx64m", *FAST_START_JVM_OPTS.split()]
     if logged_in:
         java.append(f"-Djava.security.auth.login.config={cluster.dir / CLIENT_JAAS}")
         # ZooKeeper 3.9's client refuses DIGEST-MD5 in its default FIPS mode (Kafka 3.9 ships

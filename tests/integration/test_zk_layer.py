@@ -10,12 +10,13 @@ import socket
 import subprocess
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from pathlib import Path
 
 import pytest
 
 from controller.partition_state_machine import MAX_STATES_PER_WRITE
+from scripts._cluster.errors import ClusterError
 from scripts._cluster.ports import reserve_port
+from scripts._cluster.zookeeper import find_installation, server_jvm_options
 from zk.client import MAX_READS_PER_REQUEST, CheckOp, CreateOp, DeleteOp, ZkClient
 from zk.cluster_watch import ClusterChange, ClusterWatch
 from zk.errors import (
@@ -51,13 +52,13 @@ def _four_letter_word(port: int, word: bytes) -> bytes:
     return b"".join(chunks)
 
 
-def _zookeeper_jars() -> Path:
-    import pyspark  # the project's dependency; its jars hold ZooKeeper's
-
-    jars = Path(pyspark.__file__).parent / "jars"
-    if not list(jars.glob("zookeeper-*.jar")):
-        pytest.fail(f"no zookeeper-*.jar in {jars}: this test starts that ZooKeeper server")
-    return jars
+def _zookeeper_classpath() -> str:
+    """The launcher's: the jars a server needs of pyspark's (a JVM that scans all ~280 of them
+    spends twice the CPU starting up)."""
+    try:
+        return find_installation().classpath
+    except ClusterError as error:
+        pytest.fail(f"this test starts a ZooKeeper server: {error}")
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +66,7 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A standalone ZooKeeper server; yields its connect string."""
     if shutil.which("java") is None:
         pytest.fail("java is not on PATH: this test starts a real ZooKeeper server (make setup)")
-    jars = _zookeeper_jars()
+    classpath = _zookeeper_classpath()
     base = tmp_path_factory.mktemp("zookeeper")
     reservation = reserve_port()
     port = reservation.base
@@ -89,8 +90,10 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     process = subprocess.Popen(
         [
             "java",
+            # The launcher's JIT and GC settings, and `make test`'s archive (SERVER_JVMFLAGS).
+            *server_jvm_options(),
             "-cp",
-            f"{jars}/*",
+            classpath,
             "org.apache.zookeeper.server.quorum.QuorumPeerMain",
             str(config),
         ],
