@@ -58,6 +58,8 @@ Results = list[tuple[FetchKey, ReadResult]]
 TOPIC_ID_VERSION = 13
 CURRENT_LEADER_VERSION = 16
 # The errors whose partitions name their current leader (v16+), as in Kafka.
+# Fetch v12 added the partitions' diverging epoch (KIP-595: followers truncate on it).
+DIVERGING_EPOCH_VERSION = 12
 LEADER_MOVED_ERRORS = frozenset({ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch})
 # Partitions read between two looks at the clock (see _read_all).
 PARTITIONS_PER_SLICE_CHECK = 32
@@ -184,7 +186,7 @@ def _settled(
     """Whether a read of the partition would answer nothing new until one of its events:
     no error, and the fetch position at the end the fetcher may read to. A follower out of
     the ISR is read on every request, as its fetches decide when it rejoins."""
-    if replica is None or result.error_code != ErrorCode.none or result.records:
+    if replica is None or _must_answer_now(result) or result.records:
         return False
     if replica_id >= 0:
         return position.fetch_offset >= result.log_end_offset and replica_id in replica.isr
@@ -192,8 +194,12 @@ def _settled(
     return position.fetch_offset >= end
 
 
+def _must_answer_now(result: ReadResult) -> bool:
+    return result.error_code != ErrorCode.none or result.diverging_epoch is not None
+
+
 def _any_error(read: dict[FetchKey, ReadResult]) -> bool:
-    return any(result.error_code != ErrorCode.none for result in read.values())
+    return any(_must_answer_now(result) for result in read.values())
 
 
 async def _wait_for_data(
@@ -285,6 +291,11 @@ def _response(
         "session_id": session_id,
         "responses": responses,
     }
+    if version >= DIVERGING_EPOCH_VERSION and _any_diverging(responses):
+        # A tagged field, as below: rare answers (a follower that must truncate).
+        if version >= CURRENT_LEADER_VERSION:
+            _add_current_leaders(context, values)
+        return adapter.build(response_class(ApiKey.FETCH, version), values)
     if version >= CURRENT_LEADER_VERSION and _add_current_leaders(context, values):
         # kio writes the tagged fields; such answers are rare (a leader moved), so their copy
         # of the record sets costs little.
@@ -294,6 +305,10 @@ def _response(
     if fetch_encoding.can_encode(version):
         return adapter.Encoded(fetch_encoding.encode_parts(version, values))
     return adapter.build(response_class(ApiKey.FETCH, version), values)
+
+
+def _any_diverging(responses: list[dict[str, Any]]) -> bool:
+    return any("diverging_epoch" in p for topic in responses for p in topic["partitions"])
 
 
 def _add_current_leaders(context: RequestContext, values: dict[str, Any]) -> bool:
@@ -391,9 +406,11 @@ async def _read_all(
                 replica_id=replica_id,
                 follower_log_start_offset=position.log_start_offset,
                 read_committed=read_committed,
+                last_fetched_epoch=position.last_fetched_epoch,
             )
         total_bytes += len(result.records)
-        any_error = any_error or result.error_code != ErrorCode.none
+        # A diverging epoch is answered at once, as an error is: the fetcher must truncate.
+        any_error = any_error or _must_answer_now(result)
         results.append((key, result))
     return results, total_bytes, any_error
 
@@ -453,6 +470,14 @@ def _by_topic(results: Results, names: dict[str | uuid.UUID, str]) -> list[dict[
 
 
 def _partition_data(partition: int, result: ReadResult) -> dict[str, Any]:
+    data = _plain_partition_data(partition, result)
+    if result.diverging_epoch is not None:
+        epoch, end_offset = result.diverging_epoch
+        data["diverging_epoch"] = {"epoch": epoch, "end_offset": end_offset}
+    return data
+
+
+def _plain_partition_data(partition: int, result: ReadResult) -> dict[str, Any]:
     return {
         "partition_index": partition,
         "error_code": result.error_code,

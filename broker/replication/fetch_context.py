@@ -82,12 +82,13 @@ class FetchContext:
             cached = session.partitions.get(key)
             if cached is None:
                 continue  # forgotten by a later request meanwhile
-            if cached.must_respond(
+            changed = cached.must_respond(
                 result.error_code,
                 len(result.records),
                 result.high_watermark,
                 result.log_start_offset,
-            ):
+            )
+            if changed or result.diverging_epoch is not None:
                 answered.append((key, result))
                 session.move_to_end(key)
         return answered
@@ -132,6 +133,7 @@ def _positions(request: Any, uses_topic_ids: bool) -> Iterator[tuple[FetchKey, F
                 int(fetch.partition_max_bytes),
                 int(getattr(fetch, "current_leader_epoch", -1)),
                 int(getattr(fetch, "log_start_offset", -1)),
+                int(getattr(fetch, "last_fetched_epoch", -1)),
             )
             yield (_topic_key(topic, uses_topic_ids), int(fetch.partition)), position
 

@@ -45,6 +45,9 @@ class FetchPosition(NamedTuple):
     partition_max_bytes: int
     current_leader_epoch: int = -1
     log_start_offset: int = -1
+    # The epoch of the last batch the fetcher holds (Fetch v12+; -1: none given). A leader
+    # whose epochs part from the fetcher's below `fetch_offset` answers a diverging epoch.
+    last_fetched_epoch: int = -1
 
 
 class SessionWatch:

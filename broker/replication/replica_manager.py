@@ -67,6 +67,9 @@ class ReadResult:
     last_stable_offset: int = -1
     # For read_committed fetches: the aborted transactions the records may hold.
     aborted_transactions: tuple[AbortedTxn, ...] | None = None
+    # (epoch, end offset) when the fetcher's last fetched epoch parts from this log's below
+    # its fetch offset: it truncates there (KIP-595's truncation on fetch) instead of reading.
+    diverging_epoch: tuple[int, int] | None = None
 
 
 def _end_of(records: bytes) -> int:
@@ -508,14 +511,20 @@ class ReplicaManager:
         replica_id: int = -1,
         follower_log_start_offset: int = -1,
         read_committed: bool = False,
+        last_fetched_epoch: int = -1,
     ) -> ReadResult:
         """Consumers read below the high watermark (read_committed ones below the last stable
         offset, told which transactions there were aborted); a follower (`replica_id` >= 0)
         reads to the log end, and its fetch offset (and log start offset) tell the leader how
-        far it has come."""
+        far it has come. With `last_fetched_epoch`, a fetcher whose log parts from this one
+        gets the diverging epoch and no records, and counts as not having come that far."""
         current, error = self._leader(topic, partition, current_leader_epoch)
         if current is None:
             return ReadResult(error)
+        if last_fetched_epoch >= 0:
+            diverged = _diverging_epoch(current, fetch_offset, last_fetched_epoch)
+            if diverged is not None:
+                return diverged
         if replica_id >= 0:
             self._on_follower_fetch(current, replica_id, fetch_offset, follower_log_start_offset)
         replica_log = current.log
@@ -734,6 +743,34 @@ def _check_leader_epoch(current: Partition, requested_epoch: int) -> ErrorCode |
     if requested_epoch < current.leader_epoch:
         return ErrorCode.fenced_leader_epoch
     return ErrorCode.unknown_leader_epoch
+
+
+def _diverging_epoch(
+    current: Partition, fetch_offset: int, last_fetched_epoch: int
+) -> ReadResult | None:
+    """Kafka's check before a read that names the fetcher's last fetched epoch: the leader's
+    end of that epoch (the largest epoch at most it, and where the next one starts). A
+    fetcher holding a later epoch than the leader knows there, or batches of that epoch past
+    its end, has diverged: it is answered (epoch, end offset) to truncate to, and its fetch
+    position does not count towards the ISR or the high watermark. Kafka 3.9 followers rely on
+    it: they truncate on this answer, not by OffsetForLeaderEpoch."""
+    replica_log: Log = current.log
+    epoch, end_offset = replica_log.leader_epoch_cache.end_offset_for(
+        last_fetched_epoch, replica_log.log_end_offset
+    )
+    if epoch < 0 or end_offset < 0 or fetch_offset < replica_log.log_start_offset:
+        return _positions(ErrorCode.offset_out_of_range, current)
+    if epoch < last_fetched_epoch or end_offset < fetch_offset:
+        return ReadResult(
+            ErrorCode.none,
+            b"",
+            current.high_watermark,
+            replica_log.log_start_offset,
+            replica_log.log_end_offset,
+            replica_log.last_stable_offset,
+            diverging_epoch=(epoch, end_offset),
+        )
+    return None
 
 
 def _positions(error: ErrorCode, current: Partition) -> ReadResult:
