@@ -69,6 +69,10 @@ OUR_MAX_VERSIONS = {
     ApiKey.UPDATE_METADATA: UPDATE_METADATA_REQUEST.last_version,
     ApiKey.STOP_REPLICA: STOP_REPLICA_REQUEST.last_version,
 }
+# A failover tells each broker about every partition. Kafka sends that as one request per
+# broker; we split it, so that a broker of ours (whose event loop decodes and answers it) is
+# never held for long by one request: 5,000 LeaderAndIsr partitions took 250 ms of its loop.
+MAX_PARTITIONS_PER_REQUEST = 1000
 # Versions from which a request groups partitions under their topic, and StopReplica carries
 # a leader epoch and delete flag per partition.
 FIRST_TOPIC_STATES_LEADER_AND_ISR = 2
@@ -215,6 +219,7 @@ class _BrokerSender:
         is live; this task is cancelled when it is not)."""
         encoded: list[EncodedRequest] | None = None
         encoded_version = -1
+        answered = 0  # of `encoded`: a retry goes on from the first request not answered
         while True:
             try:
                 version = await self._version(api_key)
@@ -223,9 +228,10 @@ class _BrokerSender:
                     encoded = await asyncio.to_thread(
                         encode, api_key, version, pending, self.broker_epoch, items, listener
                     )
-                    encoded_version = version
-                for request in encoded:
-                    response = await self._client.send(request)
+                    encoded_version, answered = version, 0
+                while answered < len(encoded):
+                    response = await self._client.send(encoded[answered])
+                    answered += 1
                     log_response(prefix, api_key, self.broker_id, response)
                 return
             except UnsupportedControllerApiError as error:
@@ -331,12 +337,19 @@ def encode(
     items: list[Any],
     listener: str,
 ) -> list[EncodedRequest]:
-    if api_key == ApiKey.UPDATE_METADATA:
-        values = [update_metadata_values(version, pending, broker_epoch, items)]
-    elif api_key == ApiKey.LEADER_AND_ISR:
-        values = [leader_and_isr_values(version, pending, broker_epoch, items, listener)]
-    else:
-        values = stop_replica_values(version, pending, broker_epoch, items)
+    """The requests carrying `items`, MAX_PARTITIONS_PER_REQUEST partitions at most each."""
+    chunks = [
+        items[start : start + MAX_PARTITIONS_PER_REQUEST]
+        for start in range(0, len(items), MAX_PARTITIONS_PER_REQUEST)
+    ] or [[]]  # an UpdateMetadata of the live brokers alone
+    values: list[dict[str, Any]] = []
+    for chunk in chunks:
+        if api_key == ApiKey.UPDATE_METADATA:
+            values.append(update_metadata_values(version, pending, broker_epoch, chunk))
+        elif api_key == ApiKey.LEADER_AND_ISR:
+            values.append(leader_and_isr_values(version, pending, broker_epoch, chunk, listener))
+        else:
+            values.extend(stop_replica_values(version, pending, broker_epoch, chunk))
     cls = request_class(api_key, version)
     writer: Callable[[io.BytesIO, Any], None] = entity_writer(cls)
     encoded = []

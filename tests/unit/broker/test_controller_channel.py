@@ -10,6 +10,7 @@ import pytest
 from kio.serial import entity_reader
 
 from broker.cluster.controller_channel import (
+    MAX_PARTITIONS_PER_REQUEST,
     _PendingRequests,
     encode,
     usable_versions,
@@ -27,7 +28,7 @@ from controller.broker_requests import (
     StopReplicaPartition,
 )
 from tests.unit.controller.test_broker_requests import TOPIC_ID, context, run_plan
-from zk.znodes import uuid_to_kafka_string
+from zk.znodes import PartitionState, TopicAssignment, uuid_to_kafka_string
 
 
 def first_round() -> RequestRound:
@@ -139,3 +140,31 @@ def test_pending_requests_merge_per_partition_keeping_the_newest() -> None:
     assert ("t", 0) not in pending.leader_and_isr and ("t", 0) in pending.stop_replica
     pending.add(round_, BrokerRequests(2, 102, leader_and_isr=(newer_state,)))
     assert ("t", 0) in pending.leader_and_isr and ("t", 0) not in pending.stop_replica
+
+
+def test_a_large_request_is_split_into_requests_of_at_most_max_partitions() -> None:
+    ctx = context()
+    count = 2 * MAX_PARTITIONS_PER_REQUEST + 500
+    ctx.add_topic(
+        "big",
+        TopicAssignment(TOPIC_ID, {p: [1, 2] for p in range(count)}),
+        {p: (PartitionState(1, 1, [1, 2], 5), 1) for p in range(count)},
+    )
+    round_ = run_plan(RequestPlanner(1), ctx)
+    assert round_ is not None
+    pending = _PendingRequests()
+    pending.add(round_, next(r for r in round_.requests if r.broker_id == 1))
+    items = list(pending.leader_and_isr.values())
+    requests = encode(ApiKey.LEADER_AND_ISR, 7, pending, 101, items, "INTERNAL")
+    decoded = [requested_states(decode(request)) for request in requests]
+    assert [len(states) for states in decoded] == [1000, 1000, 501]
+    keys = [state.key for states in decoded for state in states]
+    assert keys == [p.info.key for p in items]
+    assert pending.metadata is not None
+    metadata = encode(
+        ApiKey.UPDATE_METADATA, 8, pending, 101, list(pending.metadata.values()), "INTERNAL"
+    )
+    assert len(metadata) == 3
+    assert all(len(decode(request).live_brokers) == 3 for request in metadata)
+    # The live brokers alone still make one request.
+    assert len(encode(ApiKey.UPDATE_METADATA, 8, pending, 101, [], "INTERNAL")) == 1
