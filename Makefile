@@ -8,7 +8,7 @@ STAMP := $(VENV)/.setup-stamp
 # Extra arguments for scripts/cluster, e.g. make up ARGS="--brokers 1 --set num.partitions=3"
 ARGS ?=
 
-.PHONY: setup up down status lab test test-unit lint pipeline reference spark-connector bytecode
+.PHONY: setup up down status lab test test-unit lint pipeline reference spark-connector bytecode test-bytecode
 
 setup: $(STAMP)
 
@@ -55,7 +55,12 @@ $(SPARK_CONNECTOR_STAMP): reference/spark/pom.xml
 # modules again, 0.8 s of CPU per broker start. compileall writes the cache regardless, and
 # only for what changed.
 bytecode: setup
-	@$(VENV)/bin/python -m compileall -q broker controller zk scripts kafka_cli pipeline tests
+	@$(VENV)/bin/python -m compileall -q -j 0 broker controller zk scripts kafka_cli pipeline tests
+
+# The same for pytest's assertion-rewritten test modules (tests/assertion_bytecode.py): each
+# pytest process of `make test` collects every module, and rewrote them all again.
+test-bytecode: setup
+	@$(VENV)/bin/python tests/assertion_bytecode.py
 
 up: setup bytecode
 	@out="$$(scripts/cluster up $(ARGS))" || exit $$?; \
@@ -107,7 +112,7 @@ $(ZOOKEEPER_CDS): $(STAMP) tests/zookeeper.classlist
 # than half busy for 3 minutes after the rest (2026-11-29: 544 s + 181 s run one after the
 # other). Their output is printed when both are done; each run ends with its ten slowest tests.
 SPARK_TEST_LOG := .pytest-spark.log
-test: setup spark-connector bytecode $(ZOOKEEPER_CDS)
+test: setup spark-connector bytecode test-bytecode $(ZOOKEEPER_CDS)
 	@$(VENV)/bin/pytest -q --durations=10 -m spark tests >$(SPARK_TEST_LOG) 2>&1 & spark=$$!; \
 	$(VENV)/bin/pytest -q -n 4 --dist loadfile --no-loadscope-reorder --durations=10 -m "not spark" tests; \
 	rest=$$?; wait $$spark; spark_status=$$?; \
