@@ -397,8 +397,9 @@ def shared_cluster() -> Iterator[SharedCluster]:
 
 
 def _wants_own_cluster(module: pytest.Item | pytest.Collector) -> bool:
-    # Spark's modules kill brokers, and run in a session of their own anyway (Makefile).
-    return any(module.get_closest_marker(name) for name in (OWN_CLUSTER_MARKER, "spark"))
+    # Spark's modules, in a pytest of their own (Makefile), share that session's cluster: each
+    # names its topics uniquely and kills brokers only of clusters of its own (make_cluster).
+    return module.get_closest_marker(OWN_CLUSTER_MARKER) is not None
 
 
 @pytest.fixture(scope="module")
