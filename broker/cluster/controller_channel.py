@@ -202,8 +202,8 @@ class _BrokerSender:
                 len(states) - leaders,
             )
             await self._deliver(ApiKey.LEADER_AND_ISR, prefix, pending, states)
-        if pending.stop_replica:
-            stops = list(pending.stop_replica.values())
+        stops = self._not_superseded(list(pending.stop_replica.values()))
+        if stops:
             state_change_log.info(
                 "%s Sending StopReplica request for %d replicas to broker %d",
                 prefix,
@@ -229,6 +229,16 @@ class _BrokerSender:
                         encode, api_key, version, pending, self.broker_epoch, items, listener
                     )
                     encoded_version, answered = version, 0
+                if api_key == ApiKey.STOP_REPLICA:
+                    still = self._not_superseded(items)
+                    if len(still) < len(items):
+                        # Hosted again meanwhile (the next round's LeaderAndIsr is pending):
+                        # re-encode without those (a stop already answered is sent again,
+                        # which changes nothing).
+                        items, encoded = still, None
+                        if not items:
+                            return
+                        continue
                 while answered < len(encoded):
                     response = await self._client.send(encoded[answered])
                     answered += 1
@@ -252,6 +262,15 @@ class _BrokerSender:
                 )
                 self._versions = None  # a new connection may be a restarted broker
                 await asyncio.sleep(RETRY_BACKOFF_S)
+
+    def _not_superseded(self, stops: list[StopReplicaPartition]) -> list[StopReplicaPartition]:
+        """The stops whose replica no later round asks this broker to host: a topic deleted
+        and created again under the same name must not lose its new log to the old topic's
+        delete (Kafka refuses the creation until the deletion is done; ours does not wait)."""
+        pending = self._pending.leader_and_isr
+        if not pending:
+            return stops
+        return [s for s in stops if not (s.delete_partition and s.key in pending)]
 
     async def _version(self, api_key: ApiKey) -> int:
         if self._versions is None:

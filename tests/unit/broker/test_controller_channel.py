@@ -4,6 +4,7 @@ with), versions are negotiated from ApiVersions, and pending requests merge per 
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -11,6 +12,8 @@ from kio.serial import entity_reader
 
 from broker.cluster.controller_channel import (
     MAX_PARTITIONS_PER_REQUEST,
+    ChannelConfig,
+    _BrokerSender,
     _PendingRequests,
     encode,
     usable_versions,
@@ -168,3 +171,31 @@ def test_a_large_request_is_split_into_requests_of_at_most_max_partitions() -> N
     assert all(len(decode(request).live_brokers) == 3 for request in metadata)
     # The live brokers alone still make one request.
     assert len(encode(ApiKey.UPDATE_METADATA, 8, pending, 101, [], "INTERNAL")) == 1
+
+
+def test_a_delete_is_not_sent_for_a_replica_a_later_round_hosts_again() -> None:
+    """A topic deleted and created again under its name: the old topic's pending delete must
+    not reach the broker after the new topic's replica was created there."""
+
+    round_ = first_round()
+
+    async def scenario() -> list[StopReplicaPartition]:
+        share = next(r for r in round_.requests if r.broker_id == 2)
+        config = ChannelConfig(broker_id=1, listener_name=lambda: "INTERNAL", socket_timeout_ms=100)
+        broker = round_.live_brokers[1]
+        sender = _BrokerSender(config, broker, ("127.0.0.1", 9))
+        try:
+            sender._pending.add(
+                round_, BrokerRequests(2, 102, leader_and_isr=share.leader_and_isr[:1])
+            )
+            stops = [
+                StopReplicaPartition("t", 0, -2, True),  # hosted again by the pending round
+                StopReplicaPartition("t", 1, -2, True),
+                StopReplicaPartition("t", 0, 3, False),  # not a delete: still sent
+            ]
+            return sender._not_superseded(stops)
+        finally:
+            await sender.close()
+
+    kept = asyncio.run(scenario())
+    assert kept == [StopReplicaPartition("t", 1, -2, True), StopReplicaPartition("t", 0, 3, False)]
