@@ -7,8 +7,10 @@ Checked, in order, on one cluster: every broker's Metadata (each asked directly)
 brokers, controller and leaders; a topic of replication factor 3 created through Kafka's
 broker, each broker the preferred leader of one partition, is fully replicated, written with
 acks=all and read back through Kafka's broker; Kafka's broker killed (SIGKILL) and restarted
-rejoins every ISR and serves the records; the topic deleted through Kafka's broker leaves its
-Metadata and its log directory; and neither side logs an unhandled error, an unknown API or a
+rejoins every ISR and serves the records; our controller's broker killed, Kafka's broker
+follows whichever broker wins the election (ours drives it as above; Kafka's, itself) and
+serves the records; the topic deleted through Kafka's broker leaves its Metadata and its log
+directory; and neither side logs an unhandled error, an unknown API or a
 refused controller request.
 """
 
@@ -50,6 +52,8 @@ OVERRIDES = {
     "offsets.topic.replication.factor": "3",
     # Kafka removes a deleted partition's renamed directory after this delay (default 60 s).
     "log.segment.delete.delay.ms": "1000",
+    # A SIGKILLed broker leaves /brokers/ids when its session expires.
+    "zookeeper.session.timeout.ms": "6000",
 }
 # A partition's directory (Kafka renames a deleted one to `<name>.<id>-delete` first).
 _PARTITION_DIR = re.compile(rf"^{re.escape(TOPIC)}-\d+$")
@@ -215,6 +219,46 @@ def test_kafkas_broker_killed_and_restarted_rejoins_and_serves(mixed: ClusterHan
     assert _view(mixed, KAFKA_BROKER, [])["controller"] == 1
     read = _read_all(_address(mixed, KAFKA_BROKER))
     assert read == {p: _expected(p) for p in range(len(ASSIGNMENT))}
+
+
+def test_after_our_controllers_broker_dies_kafkas_broker_follows_the_next_controller(
+    mixed: ClusterHandle,
+) -> None:
+    mixed.kill(1, signal="KILL")
+    wait_until(lambda: mixed.status().controller_id in (2, 3), TIMEOUT_S, "a new controller")
+    controller = mixed.status().controller_id
+    with zk_session(mixed) as zk:
+        wait_until(
+            lambda: all(_partition_state(zk, p)["leader"] != 1 for p in range(3)),
+            TIMEOUT_S,
+            "leadership off broker 1",
+        )
+        leaders = {p: _partition_state(zk, p)["leader"] for p in range(3)}
+        isrs = {p: sorted(_partition_state(zk, p)["isr"]) for p in range(3)}
+
+    def kafka_follows() -> bool:
+        view = _view(mixed, KAFKA_BROKER, [TOPIC])
+        shown = {p: leader for p, (leader, _) in view["topics"].get(TOPIC, {}).items()}
+        return view["controller"] == controller and view["brokers"] == [2, 3] and shown == leaders
+
+    wait_until(
+        kafka_follows,
+        TIMEOUT_S,
+        lambda: (
+            f"Kafka's broker to name controller 3, brokers [2, 3], leaders {leaders} "
+            f"(ISRs {isrs}): {_view(mixed, KAFKA_BROKER, [TOPIC])}"
+        ),
+    )
+    read = _read_all(_address(mixed, KAFKA_BROKER))
+    assert read == {p: _expected(p) for p in range(len(ASSIGNMENT))}
+    mixed.start(1)
+    with zk_session(mixed) as zk:
+        wait_until(lambda: _fully_replicated(zk), TIMEOUT_S, "broker 1 back in every ISR")
+    wait_until(
+        lambda: _view(mixed, KAFKA_BROKER, [])["brokers"] == [1, 2, 3],
+        TIMEOUT_S,
+        "Kafka's broker to see broker 1 again",
+    )
 
 
 def test_a_topic_deleted_leaves_kafkas_metadata_and_log_dir(mixed: ClusterHandle) -> None:
