@@ -4,7 +4,6 @@ sent after an event, compared with what it was last sent, in Kafka's terms."""
 from __future__ import annotations
 
 import asyncio
-import time
 
 from controller.broker_requests import (
     EPOCH_DURING_DELETE,
@@ -247,7 +246,10 @@ def test_a_topic_being_deleted_is_announced_with_leader_during_delete_but_not_le
     assert not sent[3].leader_and_isr
 
 
-def test_planning_a_5000_partition_failover_and_a_quiet_event_is_quick() -> None:
+def test_a_5000_partition_failover_is_planned_whole_and_a_restart_reuses_its_states() -> None:
+    """Speed is measured by `scripts/bench failover`, not here: this checks the work's shape.
+    A failover tells each broker every partition; a quiet event plans nothing; a restarted
+    broker's full round reuses the per-partition states already built (same objects)."""
     ctx = context()
     partitions = 5000
     assignment = {p: [1 + p % 3, 1 + (p + 1) % 3, 1 + (p + 2) % 3] for p in range(partitions)}
@@ -257,13 +259,13 @@ def test_planning_a_5000_partition_failover_and_a_quiet_event_is_quick() -> None
         {p: (PartitionState(1 + p % 3, 1, r, 5), 1) for p, r in assignment.items()},
     )
     planner = RequestPlanner(1)
-    started = time.perf_counter()
     sent = by_broker(run_plan(planner, ctx))
-    failover_s = time.perf_counter() - started
     assert len(sent[1].leader_and_isr) == partitions + 1
-    started = time.perf_counter()
     assert run_plan(planner, ctx) is None
-    quiet_s = time.perf_counter() - started
-    # Measured about 0.05 s and 0.01 s; the bounds leave room for a loaded machine.
-    assert failover_s < 1.0
-    assert quiet_s < 0.5
+    ctx.broker_epochs[2] += 1
+    again = by_broker(run_plan(planner, ctx))
+    first = {(s.info.topic, s.info.partition): s.info for s in sent[2].leader_and_isr}
+    reused = [
+        s for s in again[2].leader_and_isr if first.get((s.info.topic, s.info.partition)) is s.info
+    ]
+    assert len(reused) == len(again[2].leader_and_isr) == len(sent[2].leader_and_isr)
