@@ -9,9 +9,11 @@ run (a missing API then shows up as a coverage failure naming it). Topic names a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import subprocess
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -264,6 +266,45 @@ def _controller_requests(bootstrap: str) -> None:
     )
 
 
+def _controller_bound_requests(bootstrap: str) -> None:
+    """AlterPartition and AllocateProducerIds, which only brokers send their controller, from
+    a broker id no cluster uses with no broker epoch, for a topic id no cluster has: valid
+    requests that change nothing (NOT_CONTROLLER off the controller, refused on it). And
+    Envelope, after which a ZooKeeper-mode broker closes the connection, as Kafka does without
+    forwarding: the recorded frame is what counts, not the answer."""
+    partition = {
+        "partition_index": 0,
+        "leader_epoch": 0,
+        "new_isr_with_epochs": [{"broker_id": UNUSED_BROKER_ID, "broker_epoch": -1}],
+        "leader_recovery_state": 0,
+        "partition_epoch": 0,
+    }
+    _broker_request(
+        bootstrap,
+        adapter.build(
+            request_class(ApiKey.ALTER_PARTITION, 3),
+            {
+                "broker_id": UNUSED_BROKER_ID,
+                "broker_epoch": -1,
+                "topics": [{"topic_id": uuid.uuid4(), "partitions": [partition]}],
+            },
+        ),
+    )
+    _broker_request(
+        bootstrap,
+        adapter.build(
+            request_class(ApiKey.ALLOCATE_PRODUCER_IDS, 0),
+            {"broker_id": UNUSED_BROKER_ID, "broker_epoch": -1},
+        ),
+    )
+    envelope = adapter.build(
+        request_class(ApiKey.ENVELOPE, 0),
+        {"request_data": b"", "request_principal": None, "client_host_address": b"\x7f\0\0\1"},
+    )
+    with contextlib.suppress(Exception):  # the broker closes the connection instead of answering
+        _broker_request(bootstrap, envelope)
+
+
 def _write_txn_markers_request(bootstrap: str) -> None:
     """WriteTxnMarkers, which only transaction coordinators send, for a topic no cluster has:
     a valid request that writes nothing (UNKNOWN_TOPIC_OR_PARTITION)."""
@@ -382,6 +423,7 @@ def kafka_python_steps(bootstrap: str, topics: Topics) -> list[Step]:
         ("broker ControlledShutdown", lambda: _controlled_shutdown_request(bootstrap)),
         ("broker WriteTxnMarkers", lambda: _write_txn_markers_request(bootstrap)),
         ("controller requests", lambda: _controller_requests(bootstrap)),
+        ("controller-bound requests", lambda: _controller_bound_requests(bootstrap)),
         ("transaction admin", lambda: _transaction_admin_requests(bootstrap)),
         ("security requests", lambda: _security_requests(bootstrap)),
         ("ACL requests", lambda: _acl_requests(bootstrap)),
