@@ -20,6 +20,8 @@ Checked, in order, on one cluster:
   it prefers, among them the `__consumer_offsets` partition of a group that committed while
   it was down and the `__transaction_state` partition of a transaction opened while it was
   down: ours, loading what Kafka wrote, serves the same offsets and completes the transaction;
+- a Kafka broker SIGKILLed with a transaction open on its coordinator: ours, next in the
+  `__transaction_state` partition's ISR, loads it and the transaction commits;
 - neither side logs an unhandled error or a request it could not parse.
 
 Needs Apache Kafka 3.9's jars (`make reference`).
@@ -652,6 +654,42 @@ def test_a_transaction_opened_on_kafkas_coordinator_commits_through_ours(
         shared.committed[p] += following[p]
     seen = _read_committed_everywhere(mixed, "after-election")
     assert seen == {b: shared.committed for b in BROKER_IDS}
+
+
+def _kafka_led_then_ours(_partition: int, replicas: list[int], leader: int) -> bool:
+    """A partition led by its preferred Kafka replica, ours the next in line."""
+    return leader == replicas[0] != OURS and replicas[1] == OURS
+
+
+def test_a_transaction_open_on_a_killed_kafka_coordinator_commits_through_ours(
+    mixed: ClusterHandle, zk: KazooClient, shared: Shared
+) -> None:
+    transactional_id = _key_on("txn-kafka-killed", TXN_STATE_TOPIC, zk, _kafka_led_then_ours)
+    partition = _java_partition(transactional_id, INTERNAL_PARTITIONS)
+    killed = _leaders(zk, TXN_STATE_TOPIC)[partition]
+    producer = _transactional_producer(mixed, transactional_id)
+    assert _coordinator(mixed, OURS, transactional_id, TRANSACTION_KEY) == killed
+    opened = _txn_values("kafka-killed-open")
+    _write_in_transaction(producer, opened)
+    mixed.kill(killed, signal="KILL")
+    live = {b for b in BROKER_IDS if b != killed}
+    topics = [TOPIC, TXN_TOPIC, OFFSETS_TOPIC, TXN_STATE_TOPIC]
+    wait_until(
+        lambda: all(set(_leaders(zk, t).values()) <= live for t in topics),
+        TIMEOUT_S,
+        lambda: f"leadership off broker {killed}: { {t: _leaders(zk, t) for t in topics} }",
+    )
+    assert _leaders(zk, TXN_STATE_TOPIC)[partition] == OURS
+    _wait_coordinator(mixed, transactional_id, TRANSACTION_KEY, OURS)
+    # Ours loaded the Kafka coordinator's __transaction_state: the transaction's partitions.
+    producer.commit_transaction(TIMEOUT_S)
+    following = _txn_values("kafka-killed-next")
+    _write_in_transaction(producer, following)
+    producer.commit_transaction(TIMEOUT_S)
+    for p in ASSIGNMENT:
+        shared.committed[p] += opened[p] + following[p]
+    seen = _read_committed_everywhere(mixed, "after-kafka-kill")
+    assert seen == {b: shared.committed for b in sorted(live)}
 
 
 def _lines(path: Path, pattern: re.Pattern[str]) -> list[str]:
