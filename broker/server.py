@@ -20,10 +20,12 @@ import os
 import time
 from collections.abc import Awaitable, Callable
 
+from broker.cluster.alter_partition_channel import AlterPartitionChannel
 from broker.cluster.controlled_shutdown import ControlledShutdown, ControlledShutdownConfig
 from broker.cluster.controller_channel import ChannelConfig, ControllerChannel
 from broker.cluster.log_dir_failure import LogDirFailureHandler
 from broker.cluster.metadata_cache import MetadataCache
+from broker.config import inter_broker_protocol
 from broker.config.changes import ConfigChangeListener
 from broker.config.dynamic import DynamicBrokerConfig
 from broker.config.kafka_config import KafkaConfig
@@ -53,9 +55,10 @@ from broker.network.sasl import SASL_PROTOCOLS, ListenerSasl
 from broker.process.loop_watchdog import LoopWatchdog
 from broker.process.shutdown_steps import stop_quietly
 from broker.replication.alter_log_dirs import ReplicaAlterLogDirs
+from broker.replication.alter_partition_manager import AlterPartitionManager
 from broker.replication.fetch_session import FetchSessionCache
 from broker.replication.fetcher import FetcherConfig, ReplicaFetcherManager
-from broker.replication.isr import IsrWriter
+from broker.replication.isr import IsrProposer, IsrWriter
 from broker.replication.replica_manager import ReplicaManager
 from broker.security import sasl_config
 from broker.security.acl import AuthorizerSettings
@@ -156,9 +159,7 @@ class KafkaServer:
             self.topic_settings.min_insync_replicas,
             replica_lag_time_max_ms=config["replica.lag.time.max.ms"],
         )
-        self.replica_manager.isr_writer = IsrWriter(
-            self.kafka_zk, self.replica_manager.on_isr_changed
-        )
+        self.replica_manager.isr_writer = self._isr_proposer(config)
         self.replica_manager.fetchers = ReplicaFetcherManager(
             FetcherConfig.from_broker_config(config, self.inter_broker_ssl, self.inter_broker_sasl),
             self.replica_manager,
@@ -724,6 +725,29 @@ class KafkaServer:
             self.log_manager.start_early_sync()
         else:
             self._stopped.set()
+
+    def _isr_proposer(self, config: KafkaConfig) -> IsrProposer:
+        """Kafka's AlterPartitionManager choice: AlterPartition to the controller from
+        inter.broker.protocol.version 2.7-IV2 on, the ZooKeeper write below it."""
+        version = inter_broker_protocol.parse(config["inter.broker.protocol.version"])
+        if not inter_broker_protocol.sends_alter_partition(version):
+            return IsrWriter(self.kafka_zk, self.replica_manager.on_isr_changed)
+        channel = AlterPartitionChannel(
+            self.broker_id,
+            view=lambda: self.cluster_watch.view,
+            address_of=self.peers.inter_broker_address,
+            socket_timeout_ms=config["controller.socket.timeout.ms"],
+            ssl_context=self.inter_broker_ssl,
+            sasl=self.inter_broker_sasl,
+        )
+        return AlterPartitionManager(
+            self.broker_id,
+            broker_epoch=lambda: self.broker_epoch,
+            sender=channel,
+            on_isr_changed=self.replica_manager.on_isr_changed,
+            topic_id=self.replica_manager.topic_id,
+            topic_ids_supported=inter_broker_protocol.supports_topic_ids(version),
+        )
 
     async def _controlled_shutdown_then_stop(self) -> None:
         config = self.config

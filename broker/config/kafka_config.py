@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from broker.config import inter_broker_protocol
 from broker.network.quotas import parse_per_ip_overrides
 from broker.network.sasl import SASL_PROTOCOLS
 from controller.topic_config_defs import (
@@ -157,6 +158,16 @@ _DEFS: list[ConfigDef] = [
     # Kafka key: Kafka exposes JMX (DEVIATIONS.md, "Metrics").
     ConfigDef("metrics.prometheus.listener", _str, None),
     ConfigDef("security.inter.broker.protocol", _str, "PLAINTEXT"),
+    # Below 2.7-IV2 leaders write ISR changes to ZooKeeper themselves (broker/replication/isr.py)
+    # instead of sending AlterPartition. Not described: DescribeConfigs leaves it out
+    # (DEVIATIONS.md, "Configuration").
+    ConfigDef(
+        "inter.broker.protocol.version",
+        inter_broker_protocol.validated,
+        inter_broker_protocol.LATEST,
+        type_name="STRING",
+        described=False,
+    ),
     # TLS (broker.network.tls). Each may also be set per listener as
     # listener.name.<listener, lower case>.<key>, as in Kafka.
     ConfigDef("ssl.keystore.type", _str, "JKS"),

@@ -1,4 +1,6 @@
-"""The leader's ISR writes, ZooKeeper-mode style (Kafka before AlterIsr).
+"""The leader's ISR writes, ZooKeeper-mode style (Kafka before AlterIsr): used when
+inter.broker.protocol.version is below 2.7-IV2; from it on, leaders send AlterPartition to the
+controller instead (alter_partition_manager.py).
 
 The leader writes the partition state znode itself, conditionally at the zkVersion it knows and
 keeping the controller's `controller_epoch`; only after the write succeeds does it use the new
@@ -17,7 +19,7 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
-from broker.replication.partition import Partition
+from broker.replication.partition import Partition, PendingIsrChange
 from controller.state_change_log import ChangeReason, leader_changed_isr
 from zk.errors import BadVersionError, NoNodeError, ZkError
 from zk.znodes import PartitionState
@@ -43,6 +45,20 @@ class IsrZk(Protocol):
     async def create_isr_change_notification(self, partitions: list[TopicPartition]) -> str: ...
 
 
+class IsrProposer(Protocol):
+    """What the replica manager asks of the leaders' ISR path (this module's writer, or the
+    AlterPartition manager)."""
+
+    shrinks: int
+    expands: int
+
+    def propose(self, partition: Partition, isr: list[int]) -> None: ...
+
+    def count_landed(self, change: PendingIsrChange) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
 class IsrWriter:
     def __init__(self, kafka_zk: IsrZk, on_isr_changed: Callable[[Partition], None]) -> None:
         self._zk = kafka_zk
@@ -53,6 +69,9 @@ class IsrWriter:
         # ISR changes written (Kafka's IsrShrinksPerSec / IsrExpandsPerSec meters).
         self.shrinks = 0
         self.expands = 0
+
+    def count_landed(self, change: PendingIsrChange) -> None:
+        """Never called: this path marks no change pending (it writes before it applies)."""
 
     def propose(self, partition: Partition, isr: list[int]) -> None:
         """Write `isr` for `partition` unless a write for it is already on its way."""

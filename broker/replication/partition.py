@@ -35,6 +35,18 @@ class FollowerState:
     log_start_offset: int = UNKNOWN_OFFSET
 
 
+@dataclass(frozen=True, slots=True)
+class PendingIsrChange:
+    """An ISR change this leader sent the controller in AlterPartition and that is not
+    settled yet (Kafka's PendingExpandIsr / PendingShrinkIsr). The partition keeps its
+    committed ISR meanwhile and starts no other change."""
+
+    isr: tuple[int, ...]  # the ISR asked for
+    leader_epoch: int
+    partition_epoch: int  # the state znode's zkVersion it was asked against
+    is_expand: bool
+
+
 class InvariantError(AssertionError):
     """A replication invariant broke; raised explicitly so `python -O` cannot strip it."""
 
@@ -65,6 +77,9 @@ class Partition:
     leadership_generation: int = 0
     # An ISR write to ZooKeeper is on its way; no other ISR change starts meanwhile.
     isr_write_in_flight: bool = False
+    # An ISR change sent to the controller (AlterPartition), until answered or overtaken by a
+    # newer state from the watch or a LeaderAndIsr.
+    pending_isr: PendingIsrChange | None = None
     waiters: PartitionWaiters = field(default_factory=PartitionWaiters)
 
     @property
@@ -74,6 +89,16 @@ class Partition:
     @property
     def high_watermark(self) -> int:
         return self.log.high_watermark
+
+    @property
+    def maximal_isr(self) -> list[int]:
+        """The ISR the high watermark and acks=all answers count (KIP-497): while an expand is
+        pending it already includes the new member (stricter, so safe whatever the answer);
+        while a shrink is pending it is still the committed ISR (the shrink may be refused)."""
+        pending = self.pending_isr
+        if pending is not None and pending.is_expand:
+            return list(pending.isr)
+        return self.isr
 
     # -- the leader's append ------------------------------------------------------------------
 
@@ -192,6 +217,7 @@ class Partition:
         if was_leader:
             self.leadership_generation += 1
         self.is_leader = False
+        self.pending_isr = None
         return was_leader
 
     # -- the leader's ISR writes ----------------------------------------------------------------
@@ -199,7 +225,7 @@ class Partition:
     def begin_isr_write(self) -> bool:
         """Start an ISR write to ZooKeeper; False (nothing started) while another is on its
         way, or when this broker no longer leads."""
-        if self.isr_write_in_flight or not self.is_leader:
+        if self.isr_write_in_flight or self.pending_isr is not None or not self.is_leader:
             return False
         self.isr_write_in_flight = True
         return True
@@ -207,6 +233,44 @@ class Partition:
     def end_isr_write(self) -> None:
         """The ISR write finished, whatever its outcome; the next one may start."""
         self.isr_write_in_flight = False
+
+    def begin_isr_change(self, isr: list[int]) -> PendingIsrChange | None:
+        """Ask for `isr` through the controller: the change is pending from now on. None
+        (nothing started) while another change is pending, or when this broker does not lead."""
+        if self.pending_isr is not None or self.isr_write_in_flight or not self.is_leader:
+            return None
+        self._check_isr(isr, self.replicas)
+        self.pending_isr = PendingIsrChange(
+            tuple(isr), self.leader_epoch, self.zk_version, is_expand=len(isr) > len(self.isr)
+        )
+        return self.pending_isr
+
+    def commit_isr_change(
+        self, change: PendingIsrChange, leader_epoch: int, isr: list[int], partition_epoch: int
+    ) -> bool:
+        """The controller answered `change` with the partition's state (Kafka's
+        handleAlterPartitionUpdate): adopted unless the partition moved on meanwhile (another
+        change pending, another leader epoch, or a newer version learned elsewhere), so an
+        answer never takes a partition back. True if adopted; the ISR may then differ from the
+        one asked for (the controller answers with the state it holds)."""
+        if self.pending_isr is not change or not self.is_leader:
+            return False
+        if leader_epoch != self.leader_epoch or partition_epoch < self.zk_version:
+            return False  # stays pending until the controller's newer state arrives
+        self._check_isr(isr, self.replicas)
+        self.pending_isr = None
+        self.isr = list(isr)
+        self.zk_version = partition_epoch
+        self.maybe_increment_high_watermark()
+        return True
+
+    def abandon_isr_change(self, change: PendingIsrChange) -> bool:
+        """The controller refused `change` without applying it (OPERATION_NOT_ATTEMPTED,
+        INELIGIBLE_REPLICA): back to the committed ISR, so a later check may try again."""
+        if self.pending_isr is not change:
+            return False
+        self.pending_isr = None
+        return True
 
     def apply_isr(self, isr: list[int], zk_version: int) -> None:
         """The ISR this leader wrote (or re-read) at `zk_version`."""
@@ -222,6 +286,8 @@ class Partition:
                 f" {self.leader_epoch}"
             )
         self.replicas = list(replicas)
+        # A newer state from the controller settles whatever this leader had asked for.
+        self.pending_isr = None
         self.leader_id = state.leader
         self.leader_epoch = state.leader_epoch
         self.controller_epoch = state.controller_epoch
@@ -267,7 +333,7 @@ class Partition:
         if not self.is_leader:
             return False
         ends = [self.log.log_end_offset]
-        for replica in self.isr:
+        for replica in self.maximal_isr:
             if replica == self.broker_id:
                 continue
             follower = self.followers.get(replica)

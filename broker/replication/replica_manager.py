@@ -33,7 +33,7 @@ from broker.replication.control_requests import (
 )
 from broker.replication.delayed_fetch import DelayedFetch
 from broker.replication.fetcher import ReplicaFetcherManager
-from broker.replication.isr import IsrWriter
+from broker.replication.isr import IsrProposer
 from broker.replication.partition import NotEnoughReplicasError, Partition
 from broker.replication.purgatory import TooManyWaitersError
 from controller.state_change_log import became_follower, became_leader
@@ -112,7 +112,9 @@ class ReplicaManager:
         self._offline: set[tuple[str, int]] = set()
         # Wired by the server once the event loop runs; absent in unit tests of one broker.
         self.fetchers: ReplicaFetcherManager | None = None
-        self.isr_writer: IsrWriter | None = None
+        # The leaders' ISR changes: AlterPartition to the controller, or (inter-broker protocol
+        # below 2.7) written to ZooKeeper.
+        self.isr_writer: IsrProposer | None = None
         # Fetches parked in `wait_for_fetch` (for the request queue size metric).
         self.delayed_fetches = 0
         # Told when this broker starts (True) or stops (False) leading a partition: the
@@ -185,7 +187,17 @@ class ReplicaManager:
         if self.fetchers is not None:
             self.fetchers.remove_partition(current.key)
         previous_epoch = current.leader_epoch
+        pending = current.pending_isr
         new_leadership = current.make_leader(state, zk_version, replicas, _now_ms())
+        if (
+            pending is not None
+            and not new_leadership
+            and self.isr_writer is not None
+            and state.leader_epoch == pending.leader_epoch
+            and sorted(state.isr) == sorted(pending.isr)
+        ):
+            # The change this leader asked for arrived before the controller's answer.
+            self.isr_writer.count_landed(pending)
         if new_leadership or state.leader_epoch != previous_epoch:
             became_leader(
                 self._broker_id,
@@ -665,7 +677,7 @@ class ReplicaManager:
                 return ErrorCode.request_timed_out
         if not _still_leading(self._partitions.get(key), current, generation):
             return ErrorCode.not_leader_or_follower
-        if len(current.isr) < min_isr:
+        if len(current.maximal_isr) < min_isr:
             return ErrorCode.not_enough_replicas_after_append
         return ErrorCode.none
 
@@ -714,8 +726,8 @@ class ReplicaManager:
                 self.isr_writer.propose(current, shrunk)
 
     def on_isr_changed(self, current: Partition) -> None:
-        """An ISR write landed: the high watermark may move (a shrink), and waiting acks=all
-        produces must re-check the ISR size."""
+        """An ISR change landed (written, or answered by the controller): the high watermark
+        may move (a shrink), and waiting acks=all produces must re-check the ISR size."""
         self._after_high_watermark_check(current)
         current.waiters.on_high_watermark(current.high_watermark)
 
