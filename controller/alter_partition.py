@@ -316,7 +316,8 @@ async def _write(
             )
         except BadVersionError:
             # Only the controller writes states once leaders send AlterPartition; a leader of
-            # ours writing its own ISR (our brokers' path) got there first.
+            # ours writing its own ISR (inter.broker.protocol.version below 2.7) got there
+            # first.
             return PartitionResult(tp[1], INVALID_UPDATE_VERSION)
         except NoNodeError:
             return PartitionResult(tp[1], UNKNOWN_TOPIC_OR_PARTITION)

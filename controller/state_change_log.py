@@ -103,7 +103,8 @@ def leader_changed_isr(
     zk_version: int,
     reason: ChangeReason,
 ) -> None:
-    """A partition leader wrote its own ISR change (shrink or expand)."""
+    """A partition leader's ISR change (shrink or expand) landed: its own znode write, or the
+    controller's answer to its AlterPartition."""
     _log.info(
         "[Broker id=%d] Changed ISR of partition %s-%d from %s to %s (leaderEpoch=%d, "
         "zkVersion=%d) reason: %s",

@@ -11,6 +11,8 @@ the new ISR go without broker epochs (-1) in v3, as a ZooKeeper-mode Kafka broke
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import ssl
 import uuid
@@ -42,6 +44,9 @@ FIRST_VERSION_WITH_BROKER_EPOCHS = 3
 FIRST_VERSION_WITH_RECOVERY_STATE = 1
 NO_BROKER_EPOCH = -1
 RECOVERED = 0
+
+# How often a request in flight checks that its controller is still the controller.
+CONTROLLER_CHECK_INTERVAL_S = 0.1
 
 AddressOf = Callable[[int], tuple[str, int] | None]
 
@@ -166,7 +171,7 @@ class AlterPartitionChannel:
                 self._versions = await client.api_versions()
             version = choose_version(self._versions, use_topic_ids)
             request = build_request(self._broker_id, broker_epoch, entries, version)
-            response = await client.send(request)
+            response = await self._send_unless_moved(client, request, controller_id)
         except BrokerClientError as error:
             await self._disconnect()
             raise ControllerUnreachableError(f"controller {controller_id}: {error}") from error
@@ -174,6 +179,27 @@ class AlterPartitionChannel:
         if answer.error_code == ErrorCode.not_controller:
             await self._disconnect()  # the next attempt asks the metadata view again
         return answer
+
+    async def _send_unless_moved(
+        self, client: BrokerClient, request: Any, controller_id: int
+    ) -> Any:
+        """The answer; ControllerUnreachableError as soon as the metadata view names another
+        controller (a stopped or cut-off controller would hold the request until the socket
+        timeout, and every ISR change of this broker with it)."""
+        sending = asyncio.ensure_future(client.send(request))
+        try:
+            while True:
+                done, _ = await asyncio.wait({sending}, timeout=CONTROLLER_CHECK_INTERVAL_S)
+                if done:
+                    return sending.result()
+                if self._view().controller_id != controller_id:
+                    raise ControllerUnreachableError(f"controller {controller_id} moved")
+        finally:
+            if not sending.done():
+                sending.cancel()
+                with contextlib.suppress(asyncio.CancelledError, BrokerClientError):
+                    await sending
+                await self._disconnect()
 
     async def _connect(self, controller_id: int, address: tuple[str, int]) -> BrokerClient:
         if self._client is not None and self._client_for == (controller_id, address):

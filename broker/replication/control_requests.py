@@ -29,7 +29,11 @@ epoch and znode version) answers NONE, where Kafka answers STALE_CONTROLLER_EPOC
 leader epoch. A Kafka broker only ever learns the state from the request, so an equal epoch is
 a duplicate there; here it is usually the watch having been faster, and the replica is in the
 state the controller asked for. An equal leader epoch with an older znode version (this
-leader's own ISR write landed since) still answers STALE_CONTROLLER_EPOCH, as in Kafka.
+leader's own ISR change landed since) still answers STALE_CONTROLLER_EPOCH, as in Kafka.
+
+A leader's AlterPartition answer is a third source of the same states: its partition epoch is
+the znode version the controller wrote, and it is adopted by the same order, only while the
+change it answers is still pending (alter_partition_manager.py).
 """
 
 from __future__ import annotations

@@ -16,7 +16,12 @@ import pytest
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 
-from broker.cluster.alter_partition_channel import build_request, choose_version, read_answer
+from broker.cluster.alter_partition_channel import (
+    AlterPartitionChannel,
+    build_request,
+    choose_version,
+    read_answer,
+)
 from broker.log.log import Log, LogConfig
 from broker.log.record_codec import SimpleRecord, build_batch
 from broker.protocol import adapter
@@ -444,3 +449,82 @@ def test_each_version_is_built_and_its_answer_read(version: int) -> None:
     answer = read_answer(_round_trip(response), version, entries)
     assert answer.partitions[("t", 0)] == _ok([ME, OTHER], 11)
     assert answer.partitions[("t", 1)].error_code == ErrorCode.invalid_update_version
+
+
+# -- the channel to the controller --------------------------------------------------------------
+
+
+@dataclass
+class FakeClient:
+    """Answers ApiVersions; holds AlterPartition until `response` is set."""
+
+    response: asyncio.Future[Any]
+    closed: bool = False
+    sent: list[Any] = field(default_factory=list)
+
+    async def api_versions(self) -> dict[int, tuple[int, int]]:
+        return {int(ApiKey.ALTER_PARTITION): (0, 3)}
+
+    async def send(self, request: Any) -> Any:
+        self.sent.append(request)
+        return await asyncio.shield(self.response)
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+@dataclass
+class View:
+    controller_id: int | None
+
+
+def _channel(view: View, client: FakeClient) -> AlterPartitionChannel:
+    as_view: Any = view  # the channel reads only `controller_id`
+    channel = AlterPartitionChannel(ME, lambda: as_view, lambda _: ("127.0.0.1", 9), 30_000)
+
+    async def connect(controller_id: int, address: tuple[str, int]) -> Any:
+        channel._client = client  # type: ignore[assignment]
+        return client
+
+    channel._connect = connect  # type: ignore[method-assign]
+    return channel
+
+
+def test_the_channel_gives_up_on_a_request_once_another_broker_is_controller() -> None:
+    async def scenario() -> None:
+        view = View(controller_id=2)
+        client = FakeClient(asyncio.get_running_loop().create_future())
+        channel = _channel(view, client)
+        entries = [AlterPartitionEntry("t", TOPIC_ID, 0, EPOCH, (ME,), 10)]
+        sending = asyncio.ensure_future(channel.send(77, entries, use_topic_ids=True))
+        await _until(lambda: bool(client.sent), "the request")
+        assert client.sent[0].broker_epoch == 77 and not sending.done()
+        view.controller_id = 3
+        with pytest.raises(ControllerUnreachableError, match="moved"):
+            await asyncio.wait_for(sending, 2.0)
+        assert client.closed, "the connection to the old controller is dropped"
+        view.controller_id = None
+        with pytest.raises(ControllerUnreachableError, match="no controller"):
+            await channel.send(77, entries, use_topic_ids=True)
+
+    _run(scenario)
+
+
+def test_the_channel_answers_with_the_controllers_response() -> None:
+    async def scenario() -> None:
+        response: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        client = FakeClient(response)
+        channel = _channel(View(controller_id=2), client)
+        entries = [AlterPartitionEntry("t", TOPIC_ID, 0, EPOCH, (ME,), 10)]
+        response.set_result(
+            adapter.build(
+                response_class(ApiKey.ALTER_PARTITION, 3),
+                {"throttle_time": 0, "error_code": ErrorCode.not_controller, "topics": []},
+            )
+        )
+        answer = await channel.send(77, entries, use_topic_ids=True)
+        assert answer.error_code == ErrorCode.not_controller
+        assert client.sent[0].__version__ == 3
+        assert client.closed, "NOT_CONTROLLER: the next attempt looks the controller up again"
+
+    _run(scenario)
