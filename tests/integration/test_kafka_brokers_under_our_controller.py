@@ -4,10 +4,10 @@ and our broker 3 on the same ZooKeeper.
 
 Our controller tells Kafka's broker the cluster through UpdateMetadata and LeaderAndIsr
 (test_our_controller_drives_kafka.py checks what it learns), and serves what Kafka's broker
-sends its controller: AllocateProducerIds (an idempotent producer's
-InitProducerId on the Kafka broker), AlterPartition (the Kafka leader shrinking the ISR of a
-follower that stopped fetching, and expanding it when it catches up), and ControlledShutdown
-(a SIGTERM'd Kafka broker's leaderships move before it exits). Needs Apache Kafka 3.9's jars
+sends its controller: AllocateProducerIds (an idempotent producer's InitProducerId on the Kafka
+broker), AlterPartition (the Kafka leader, and ours, shrinking the ISR of a follower that
+stopped fetching, and expanding it when it catches up), and ControlledShutdown (a SIGTERM'd
+Kafka broker's leaderships move before it exits). Needs Apache Kafka 3.9's jars
 (`make reference`).
 """
 
@@ -43,6 +43,8 @@ TOPIC = "under-our-controller"
 # Partitions 0 and 1 led by the Kafka broker, 2 by our controller's broker.
 ASSIGNMENT = {0: [2, 3, 1], 1: [2, 1, 3], 2: [1, 2, 3]}
 KAFKA_LED = (0, 1)
+OUR_LED = 2  # by our broker 1, the controller
+SHRUNK = (*KAFKA_LED, OUR_LED)
 TIMEOUT_S = 60.0
 # Short, so the Kafka leader drops a stopped follower from the ISR within seconds; the ZooKeeper
 # session outlives the stop, so the controller never sees the follower die.
@@ -144,41 +146,44 @@ def test_an_idempotent_producer_gets_its_id_on_the_kafka_broker(mixed: ClusterHa
     assert (end - start + 1, start <= producer_id <= end) == (1000, True), (block, producer_id)
 
 
-def test_the_kafka_leader_shrinks_and_expands_the_isr_through_alter_partition(
+def test_the_leaders_shrink_and_expand_the_isr_through_alter_partition(
     mixed: ClusterHandle,
 ) -> None:
+    """The Kafka leader (partitions 0 and 1) and ours (partition 2, led by the controller's
+    own broker) both ask our controller."""
     with zk_session(mixed) as zk:
-        before = {p: _state(zk, p) for p in KAFKA_LED}
+        before = {p: _state(zk, p) for p in SHRUNK}
         mixed.kill(STOPPED_FOLLOWER_ID, "STOP")
         try:
             # A follower at the leader's end offset stays in sync however long it is silent:
             # records it does not fetch put it behind.
-            producer = KafkaProducer(bootstrap_servers=_address(mixed, KAFKA_BROKER_ID), acks=1)
+            producer = KafkaProducer(bootstrap_servers=_address(mixed, CONTROLLER_ID), acks=1)
             try:
-                for p in KAFKA_LED:
+                for p in SHRUNK:
                     producer.send(TOPIC, b"while 3 is stopped", partition=p).get(TIMEOUT_S)
             finally:
                 producer.close()
             wait_until(
-                lambda: all(STOPPED_FOLLOWER_ID not in _state(zk, p)["isr"] for p in KAFKA_LED),
+                lambda: all(STOPPED_FOLLOWER_ID not in _state(zk, p)["isr"] for p in SHRUNK),
                 TIMEOUT_S,
-                lambda: f"broker 3 out of the ISRs: {[_state(zk, p) for p in KAFKA_LED]}",
+                lambda: f"broker 3 out of the ISRs: {[_state(zk, p) for p in SHRUNK]}",
             )
-            shrunk = {p: _state(zk, p) for p in KAFKA_LED}
+            shrunk = {p: _state(zk, p) for p in SHRUNK}
         finally:
             mixed.kill(STOPPED_FOLLOWER_ID, "CONT")
         wait_until(
-            lambda: all(STOPPED_FOLLOWER_ID in _state(zk, p)["isr"] for p in KAFKA_LED),
+            lambda: all(STOPPED_FOLLOWER_ID in _state(zk, p)["isr"] for p in SHRUNK),
             TIMEOUT_S,
-            lambda: f"broker 3 back in the ISRs: {[_state(zk, p) for p in KAFKA_LED]}",
+            lambda: f"broker 3 back in the ISRs: {[_state(zk, p) for p in SHRUNK]}",
         )
-        after = {p: _state(zk, p) for p in KAFKA_LED}
-    for p in KAFKA_LED:
+        after = {p: _state(zk, p) for p in SHRUNK}
+    for p in SHRUNK:
         # The leader changed only the ISR: same leader and leader epoch throughout.
-        assert {before[p]["leader"], shrunk[p]["leader"], after[p]["leader"]} == {2}
+        leader = ASSIGNMENT[p][0] if p == OUR_LED else KAFKA_BROKER_ID
+        assert {before[p]["leader"], shrunk[p]["leader"], after[p]["leader"]} == {leader}
         epochs = {before[p]["leader_epoch"], shrunk[p]["leader_epoch"], after[p]["leader_epoch"]}
         assert len(epochs) == 1, (before[p], shrunk[p], after[p])
-        # Written by our controller, on the Kafka leader's AlterPartition requests.
+        # Written by our controller, on the leader's AlterPartition requests.
         assert _controller_lines(mixed, p, "ISR shrink"), p
         assert _controller_lines(mixed, p, "ISR expand"), p
 

@@ -10,6 +10,7 @@ reference`).
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from pathlib import Path
@@ -38,6 +39,10 @@ DELETED_TOPIC = "kafka-controller-deleted"
 # Each broker the preferred leader of one partition.
 ASSIGNMENT = {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]}
 RECORDS_PER_PARTITION = 200
+REPLICA_LAG_TIME_MAX_MS = 4000
+# Partition 1 is led by our broker 2; broker 3, ours, is stopped to fall out of its ISR.
+OUR_LED_PARTITION = 1
+STOPPED_FOLLOWER_ID = 3
 SETTLE_TIMEOUT_S = 60.0
 # What Kafka's controller logs when one of our brokers closes its connection or does not
 # answer (ControllerChannelManager's RequestSendThread, the NetworkClient), and what its
@@ -70,6 +75,10 @@ def mixed(make_cluster_module: ClusterFactory) -> ClusterHandle:
         "group.initial.rebalance.delay.ms": "0",
         # Leadership moves back to a restarted broker only when a test elects it.
         "auto.leader.rebalance.enable": "false",
+        # Short, so our leader drops a stopped follower from the ISR within seconds; the
+        # ZooKeeper session outlives the stop, so the controller never sees the follower die.
+        "replica.lag.time.max.ms": str(REPLICA_LAG_TIME_MAX_MS),
+        "zookeeper.session.timeout.ms": "40000",
     }
     return make_cluster_module(impl="kafka,ours,ours", overrides=overrides)
 
@@ -198,6 +207,70 @@ def test_neither_side_logs_trouble_with_the_controller_requests(
         assert "Handling LeaderAndIsr request" in state_changes
         # ... and fenced none of them: Kafka's controller and broker epochs are ours.
         assert "refused with" not in state_changes
+
+
+def _zk_state(zk: Any, partition: int) -> dict[str, Any]:
+    data, _ = zk.get(f"/brokers/topics/{TOPIC}/partitions/{partition}/state")
+    state: dict[str, Any] = json.loads(data)
+    return state
+
+
+def _kafka_controller_isr_updates(cluster: ClusterHandle, partition: int) -> list[str]:
+    """Kafka's controller's lines (kafka.controller at TRACE, as Kafka ships it) for the
+    AlterPartition requests it served for TOPIC-`partition`."""
+    text = cluster.broker_log(KAFKA_BROKER_ID).read_text(errors="replace")
+    marker = f"ISR for partition {TOPIC}-{partition} updated to"
+    return [line for line in text.splitlines() if marker in line]
+
+
+def test_our_leader_shrinks_and_expands_the_isr_through_kafkas_controller(
+    mixed: ClusterHandle, mixed_topic: str
+) -> None:
+    """Our leader asks Kafka's controller with AlterPartition (it writes no state znode itself):
+    the follower that stopped fetching leaves the ISR and rejoins it once it catches up, at
+    the same leader and leader epoch, and Kafka's controller logs both updates."""
+    from kafka import KafkaProducer
+
+    leader = ASSIGNMENT[OUR_LED_PARTITION][0]
+    served_before = len(_kafka_controller_isr_updates(mixed, OUR_LED_PARTITION))
+    with zk_session(mixed) as zk:
+        before = _zk_state(zk, OUR_LED_PARTITION)
+        mixed.kill(STOPPED_FOLLOWER_ID, "STOP")
+        try:
+            # A follower at the leader's end offset stays in sync however long it is silent.
+            producer = KafkaProducer(bootstrap_servers=_address(mixed, leader), acks=1)
+            try:
+                producer.send(TOPIC, b"while 3 is stopped", partition=OUR_LED_PARTITION).get(
+                    SETTLE_TIMEOUT_S
+                )
+            finally:
+                producer.close()
+            wait_until(
+                lambda: STOPPED_FOLLOWER_ID not in _zk_state(zk, OUR_LED_PARTITION)["isr"],
+                SETTLE_TIMEOUT_S,
+                lambda: f"broker 3 out of the ISR: {_zk_state(zk, OUR_LED_PARTITION)}",
+            )
+            shrunk = _zk_state(zk, OUR_LED_PARTITION)
+        finally:
+            mixed.kill(STOPPED_FOLLOWER_ID, "CONT")
+        wait_until(
+            lambda: STOPPED_FOLLOWER_ID in _zk_state(zk, OUR_LED_PARTITION)["isr"],
+            SETTLE_TIMEOUT_S,
+            lambda: f"broker 3 back in the ISR: {_zk_state(zk, OUR_LED_PARTITION)}",
+        )
+        after = _zk_state(zk, OUR_LED_PARTITION)
+    assert {before["leader"], shrunk["leader"], after["leader"]} == {leader}
+    assert before["leader_epoch"] == shrunk["leader_epoch"] == after["leader_epoch"]
+    # The state was written by Kafka's controller (its epoch), on our leader's requests.
+    assert shrunk["controller_epoch"] == after["controller_epoch"] == before["controller_epoch"]
+    wait_until(
+        lambda: len(_kafka_controller_isr_updates(mixed, OUR_LED_PARTITION)) >= served_before + 2,
+        SETTLE_TIMEOUT_S,
+        "Kafka's controller to log the shrink and the expand",
+    )
+    # Every broker's Metadata names the whole ISR again (UpdateMetadata from Kafka's
+    # controller, the state znode's watch on ours).
+    _wait_for_leaders(mixed, {0: (1, BROKER_IDS), 1: (2, BROKER_IDS), 2: (3, BROKER_IDS)})
 
 
 def _wait_for_leaders(
