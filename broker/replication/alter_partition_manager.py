@@ -217,6 +217,7 @@ class AlterPartitionManager:
             answer = await self._sender.send(
                 self._broker_epoch(), [item.entry() for item in items], use_topic_ids
             )
+            answered = self._handle(answer, items)
         except ControllerUnreachableError as error:
             retry_in_s = self._unreachable_backoff_s
             self._unreachable_backoff_s = min(
@@ -228,9 +229,14 @@ class AlterPartitionManager:
                 error,
                 retry_in_s,
             )
+        except Exception:
+            # A bug, not the network: logged, and the changes go again after the back-off
+            # rather than waiting for the next change to restart the sending.
+            log.exception("AlterPartition of %d partitions failed", len(items))
+            retry_in_s = self._max_unreachable_backoff_s
         else:
             self._unreachable_backoff_s = self._retry_backoff_s
-            if not self._handle(answer, items):
+            if not answered:
                 retry_in_s = self._retry_backoff_s
         finally:
             self._in_flight = None

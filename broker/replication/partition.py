@@ -257,7 +257,8 @@ class Partition:
             return False
         if leader_epoch != self.leader_epoch or partition_epoch < self.zk_version:
             return False  # stays pending until the controller's newer state arrives
-        self._check_isr(isr, self.replicas)
+        if not set(isr) <= set(self.replicas):
+            return False  # the assignment moved on too: so will the state this waits for
         self.pending_isr = None
         self.isr = list(isr)
         self.zk_version = partition_epoch
