@@ -20,8 +20,9 @@ Checked, in order, on one cluster:
   it prefers, among them the `__consumer_offsets` partition of a group that committed while
   it was down and the `__transaction_state` partition of a transaction opened while it was
   down: ours, loading what Kafka wrote, serves the same offsets and completes the transaction;
-- a Kafka broker SIGKILLed with a transaction open on its coordinator: ours, next in the
-  `__transaction_state` partition's ISR, loads it and the transaction commits;
+- a Kafka broker SIGKILLed with two transactions open on its coordinator: ours, next in the
+  `__transaction_state` partition's ISR, loads them; one commits, the other, whose producer
+  went away, is aborted when a new producer with its transactional id starts;
 - neither side logs an unhandled error or a request it could not parse.
 
 Needs Apache Kafka 3.9's jars (`make reference`).
@@ -661,6 +662,13 @@ def _kafka_led_then_ours(_partition: int, replicas: list[int], leader: int) -> b
     return leader == replicas[0] != OURS and replicas[1] == OURS
 
 
+def _on_partition(wanted: int) -> Callable[[int, list[int], int], bool]:
+    def on(partition: int, _replicas: list[int], _leader: int) -> bool:
+        return partition == wanted
+
+    return on
+
+
 def test_a_transaction_open_on_a_killed_kafka_coordinator_commits_through_ours(
     mixed: ClusterHandle, zk: KazooClient, shared: Shared
 ) -> None:
@@ -671,6 +679,11 @@ def test_a_transaction_open_on_a_killed_kafka_coordinator_commits_through_ours(
     assert _coordinator(mixed, OURS, transactional_id, TRANSACTION_KEY) == killed
     opened = _txn_values("kafka-killed-open")
     _write_in_transaction(producer, opened)
+    # A second transaction on the same coordinator whose producer goes away: its successor's
+    # InitProducerId makes the next coordinator abort it.
+    abandoned_id = _key_on("txn-abandoned", TXN_STATE_TOPIC, zk, _on_partition(partition))
+    abandoned = _transactional_producer(mixed, abandoned_id)
+    _write_in_transaction(abandoned, _txn_values("abandoned"))
     mixed.kill(killed, signal="KILL")
     live = {b for b in BROKER_IDS if b != killed}
     topics = [TOPIC, TXN_TOPIC, OFFSETS_TOPIC, TXN_STATE_TOPIC]
@@ -686,8 +699,12 @@ def test_a_transaction_open_on_a_killed_kafka_coordinator_commits_through_ours(
     following = _txn_values("kafka-killed-next")
     _write_in_transaction(producer, following)
     producer.commit_transaction(TIMEOUT_S)
+    successor = _transactional_producer(mixed, abandoned_id)
+    after_abandoned = _txn_values("abandoned-successor")
+    _write_in_transaction(successor, after_abandoned)
+    successor.commit_transaction(TIMEOUT_S)
     for p in ASSIGNMENT:
-        shared.committed[p] += opened[p] + following[p]
+        shared.committed[p] += opened[p] + following[p] + after_abandoned[p]
     seen = _read_committed_everywhere(mixed, "after-kafka-kill")
     assert seen == {b: shared.committed for b in sorted(live)}
 
