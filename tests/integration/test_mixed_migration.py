@@ -4,9 +4,9 @@ server.properties and data directory (`scripts/cluster start --broker N --impl o
 waiting for every ISR to be full before the next; then back to Kafka one by one. An
 idempotent acks=all producer writes throughout.
 
-As brokers are replaced the controller moves between the implementations (whichever broker
-wins the /controller znode), so the cluster is driven by Kafka's controller and by ours on
-the way. At the end every acknowledged record is read back exactly once, at the offset its
+When a step stops the controller's broker, whichever broker wins the /controller znode
+next takes over, Kafka's or ours, so the controller may move between the implementations on
+the way (the fixture records it after each step). At the end every acknowledged record is read back exactly once, at the offset its
 acknowledgement named, and the replicas' `.log` files are byte-identical across the three
 brokers once they are stopped (a clean shutdown flushes everything). Needs Apache Kafka 3.9's
 jars (`make reference`).
