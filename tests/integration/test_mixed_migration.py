@@ -6,10 +6,10 @@ idempotent acks=all producer writes throughout.
 
 When a step stops the controller's broker, whichever broker wins the /controller znode
 next takes over, Kafka's or ours, so the controller may move between the implementations on
-the way (the fixture records it after each step). At the end every acknowledged record is read back exactly once, at the offset its
-acknowledgement named, and the replicas' `.log` files are byte-identical across the three
-brokers once they are stopped (a clean shutdown flushes everything). Needs Apache Kafka 3.9's
-jars (`make reference`).
+the way (the fixture records it after each step). At the end every acknowledged record is
+read back exactly once, at the offset its acknowledgement named, and the replicas' `.log`
+files are byte-identical across the three brokers once they are stopped (a clean shutdown
+flushes everything). Needs Apache Kafka 3.9's jars (`make reference`).
 """
 
 from __future__ import annotations
