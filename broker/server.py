@@ -25,6 +25,7 @@ from broker.cluster.controlled_shutdown import ControlledShutdown, ControlledShu
 from broker.cluster.controller_channel import ChannelConfig, ControllerChannel
 from broker.cluster.log_dir_failure import LogDirFailureHandler
 from broker.cluster.metadata_cache import MetadataCache
+from broker.cluster.replica_reconciler import ReplicaReconciler, partition_in_view
 from broker.config import inter_broker_protocol
 from broker.config.changes import ConfigChangeListener
 from broker.config.dynamic import DynamicBrokerConfig
@@ -39,7 +40,6 @@ from broker.coordinator.transaction.producer_id_manager import ProducerIdManager
 from broker.handlers import build_registry
 from broker.log.cleaner import delete_retained_segments
 from broker.log.compaction import CleanerConfig, LogCleaner
-from broker.log.log import LogConfig
 from broker.log.manager import LogManager
 from broker.log.meta_properties import ensure_meta_properties
 from broker.metrics.prometheus import (
@@ -78,20 +78,12 @@ from controller.controller import Controller
 from zk.client import ZkClient
 from zk.cluster_watch import ClusterChange, ClusterWatch
 from zk.errors import ZkError
-from zk.kafka_zk import BrokerRegistration, KafkaZk, TopicAssignment
-from zk.loop_slice import LoopSlice
+from zk.kafka_zk import BrokerRegistration, KafkaZk
 
 log = logging.getLogger(__name__)
 
 REREGISTER_BACKOFF_MIN_S = 0.5
 REREGISTER_BACKOFF_MAX_S = 10.0
-RECONCILE_RETRY_S = 1.0
-
-# Partition states applied between two looks at the loop slice (a failover moves thousands).
-APPLY_CHUNK = 8
-# What a reconcile pass applies: per topic, the partitions whose state changed, or None for
-# the whole topic (added, re-assigned, re-configured).
-Pending = dict[str, set[int] | None]
 
 
 class KafkaServer:
@@ -155,7 +147,7 @@ class KafkaServer:
         self.replica_manager = ReplicaManager(
             self.broker_id,
             self.log_manager,
-            self._partition_exists,
+            functools.partial(partition_in_view, self.cluster_watch),
             self.topic_settings.min_insync_replicas,
             replica_lag_time_max_ms=config["replica.lag.time.max.ms"],
         )
@@ -179,6 +171,15 @@ class KafkaServer:
             self.replica_manager,
             self.log_dir_mover,
             self.kafka_zk,
+        )
+        self.replicas_from_view = ReplicaReconciler(
+            self.broker_id,
+            self.cluster_watch,
+            self.topic_configs,
+            self.replica_manager,
+            self.log_manager,
+            self.metadata_changes,
+            lambda: self.default_log_config,
         )
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         self.dynamic_config = DynamicBrokerConfig(config, self.zk_client, self._apply_config)
@@ -246,9 +247,6 @@ class KafkaServer:
         ]
         self.cluster_id = ""
         self.broker_epoch = -1
-        self._reconcile_needed = asyncio.Event()
-        # What the reconcile task is to bring in line with the view; None means everything.
-        self._pending: Pending | None = {}
         self._background: list[asyncio.Task[None]] = []
         self._session_lost = False
         self._reregister_task: asyncio.Task[None] | None = None
@@ -319,7 +317,7 @@ class KafkaServer:
             await self.scram_credentials.load_all()  # after the watch: no change is missed
         await self.cluster_watch.start()
         self.metadata_cache.update(self.cluster_watch.view)
-        await self._reconcile(None)
+        await self.replicas_from_view.reconcile(None)
         # Kafka builds its KafkaApis here too, once the cluster id is known.
         services = self._handler_services()
         for listener in self.listeners:
@@ -333,7 +331,7 @@ class KafkaServer:
         config = self.config
         every = self._every
         self._background = [
-            asyncio.create_task(self._reconcile_loop(), name="reconcile"),
+            asyncio.create_task(self.replicas_from_view.run(), name="reconcile"),
             asyncio.create_task(
                 every(
                     config["log.flush.offset.checkpoint.interval.ms"],
@@ -467,8 +465,10 @@ class KafkaServer:
 
     def _on_cluster_change(self, change: ClusterChange) -> None:
         self.metadata_cache.update(self.cluster_watch.view)
-        self._mark_pending(change.topics_added | change.topics_deleted | change.topics_changed)
-        self._mark_pending_partitions(change.partitions_changed)
+        self.replicas_from_view.mark_topics(
+            change.topics_added | change.topics_deleted | change.topics_changed
+        )
+        self.replicas_from_view.mark_partitions(change.partitions_changed)
         if change.brokers_changed or change.controller_changed:
             self.metadata_changes.signal()
 
@@ -488,164 +488,11 @@ class KafkaServer:
             self._background.append(task)
         self.default_log_config = default_log_config(config)
         self.log_manager.default_config = self.default_log_config
-        self._mark_pending(None)
+        self.replicas_from_view.mark_topics(None)
 
     def _on_topic_config_change(self, topic: str) -> None:
         self.topic_configs.forget(topic)
-        self._mark_pending({topic})
-
-    def _mark_pending(self, topics: set[str] | frozenset[str] | None) -> None:
-        """Queue whole topics for the reconcile task (None: every topic)."""
-        self._queue(None if topics is None else dict.fromkeys(topics))
-
-    def _mark_pending_partitions(self, keys: frozenset[tuple[str, int]]) -> None:
-        """Queue partitions whose state changed: only they are applied (the delta)."""
-        pending: Pending = {}
-        for topic, partition in keys:
-            partitions = pending.setdefault(topic, set())
-            if partitions is not None:
-                partitions.add(partition)
-        self._queue(pending)
-
-    def _queue(self, pending: Pending | None) -> None:
-        if pending is None or self._pending is None:
-            self._pending = None
-        elif pending:
-            for topic, partitions in pending.items():
-                queued = self._pending.get(topic, set())
-                if partitions is None or queued is None:
-                    self._pending[topic] = None
-                else:
-                    self._pending[topic] = queued | partitions
-        else:
-            return
-        self._reconcile_needed.set()
-
-    async def _reconcile_loop(self) -> None:
-        while True:
-            await self._reconcile_needed.wait()
-            self._reconcile_needed.clear()
-            pending, self._pending = self._pending, {}
-            failed = await self._reconcile(pending)
-            if failed:
-                # Retry on a timer: nothing else may change to trigger another pass.
-                asyncio.get_running_loop().call_later(RECONCILE_RETRY_S, self._mark_pending, failed)
-
-    async def _reconcile(self, pending: Pending | None = None) -> set[str]:
-        """Make local replicas match the view for `pending` (default everything): roles from
-        partition states, logs of deleted topics removed. Returns the topics that failed."""
-        view = self.cluster_watch.view
-        work: Pending = dict.fromkeys(view.topics) if pending is None else pending
-        failed: set[str] = set()
-        for topic in sorted(work):
-            partitions = work[topic]
-            assignment = view.topics.get(topic)
-            try:
-                if assignment is None:
-                    await self._forget_topic(topic)
-                elif partitions is not None or _hosts(assignment, self.broker_id):
-                    await self._reconcile_topic(topic, assignment, partitions)
-                else:
-                    await self._delete_unassigned_replicas(topic)
-            except Exception:
-                # One topic's trouble (a bad config value, a disk error) must not keep
-                # every other topic from getting its leaders.
-                log.exception("applying metadata of topic %s failed; will retry", topic)
-                failed.add(topic)
-        if pending is None:
-            hosted = {replica_log.topic for replica_log in self.log_manager.all_logs()}
-            for topic in hosted - set(view.topics):
-                await self._forget_topic(topic)
-        self.metadata_changes.signal()
-        return failed
-
-    async def _forget_topic(self, topic: str) -> None:
-        if any(replica_log.topic == topic for replica_log in self.log_manager.all_logs()):
-            await self.replica_manager.delete_topic(topic)
-        self.topic_configs.forget(topic)
-
-    async def _delete_unassigned_replicas(self, topic: str) -> None:
-        """Replicas of `topic` hosted here that the assignment no longer lists (a
-        reassignment moved them away) are stopped and their logs deleted, as Kafka's
-        StopReplica(delete=true) does."""
-        assignment = self.cluster_watch.view.topics.get(topic)
-        if assignment is None:
-            return  # the topic is gone: _forget_topic deletes everything
-        hosted_before = [
-            partition
-            for partition, replicas in sorted(assignment.partitions.items())
-            if self.broker_id not in replicas
-            and (
-                self.log_manager.get_log(topic, partition) is not None
-                or self.replica_manager.get(topic, partition) is not None
-            )
-        ]
-        for partition in hosted_before:
-            # Checked right before each deletion: the view may change during the awaits.
-            current = self.cluster_watch.view.topics.get(topic)
-            if current is None:
-                return
-            if self.broker_id not in current.partitions.get(partition, ()):
-                await self.replica_manager.delete_partition(topic, partition)
-
-    async def _reconcile_topic(
-        self, topic: str, assignment: TopicAssignment, partitions: set[int] | None
-    ) -> None:
-        """Apply the states of `partitions` (None: all) of the topic: those whose logs are
-        ready at once, the others batch by batch as their logs open off the loop."""
-        topic_id = assignment.topic_id or ""
-        configs = await self.topic_configs.get(topic, topic_id)
-        log_config = self.default_log_config.with_overrides(configs)
-        await self.replica_manager.ensure_topic_id(topic, topic_id)
-        wanted = sorted(assignment.partitions if partitions is None else partitions)
-        unready = [
-            partition
-            for partition in wanted
-            if self.broker_id in assignment.partitions.get(partition, ())
-            and not self.replica_manager.is_ready((topic, partition), topic_id)
-        ]
-        apply = functools.partial(self._apply_states, topic, topic_id, log_config)
-        waiting = set(unready)
-        ready = [partition for partition in wanted if partition not in waiting]
-        loop_slice = LoopSlice()
-        for start in range(0, len(ready), APPLY_CHUNK):
-            # Requests get in between slices; each chunk reads the view anew.
-            await loop_slice.pause_if_spent()
-            apply(ready[start : start + APPLY_CHUNK])
-        await self.replica_manager.prepare_logs(topic, topic_id, unready, apply)
-        if partitions is None:
-            await self._delete_unassigned_replicas(topic)
-
-    def _apply_states(
-        self, topic: str, topic_id: str, log_config: LogConfig, partitions: list[int]
-    ) -> None:
-        """Apply the current view's states of `partitions`, without awaiting (the view may
-        have moved on during the caller's awaits: apply what is current). A state the replica
-        already holds, or an older one, changes nothing: a Kafka controller's LeaderAndIsr
-        may have applied it, or a newer one, first (broker/replication/control_requests.py)."""
-        view = self.cluster_watch.view
-        assignment = view.topics.get(topic)
-        if assignment is None or (assignment.topic_id or "") != topic_id:
-            return  # deleted or re-created meanwhile: a pass of its own follows
-        for partition in partitions:
-            replicas = assignment.partitions.get(partition)
-            entry = view.partition_states.get((topic, partition))
-            if replicas is None or entry is None:
-                continue
-            self.replica_manager.apply_state(
-                topic,
-                topic_id,
-                partition,
-                replicas,
-                entry[0],
-                log_config,
-                entry[1],
-                removing=assignment.removing_replicas.get(partition, ()),
-            )
-
-    def _partition_exists(self, topic: str, partition: int) -> bool:
-        assignment = self.cluster_watch.view.topics.get(topic)
-        return assignment is not None and partition in assignment.partitions
+        self.replicas_from_view.mark_topics({topic})
 
     # -- background duties ----------------------------------------------------------------
 
@@ -815,7 +662,3 @@ class KafkaServer:
         self.log_manager.shutdown()
         await self.loop_watchdog.stop()
         log.info("broker %d shut down", self.broker_id)
-
-
-def _hosts(assignment: TopicAssignment, broker_id: int) -> bool:
-    return any(broker_id in replicas for replicas in assignment.partitions.values())
