@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import logging
 import os
 import shutil
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -158,6 +159,8 @@ class LogManager:
         self.default_config = default_config
         self._logs: dict[TopicPartition, Log] = {}
         self._future_logs: dict[TopicPartition, Log] = {}
+        # Partitions with an open or a deletion of their logs in flight (`_exclusive`).
+        self._busy: dict[TopicPartition, asyncio.Future[None]] = {}
         # Per log dir, its logs of both kinds: what placement counts and checkpoints cover.
         self._logs_in_dir: dict[Path, dict[TopicPartition, Log]] = {d: {} for d in self.log_dirs}
         self._future_logs_in_dir: dict[Path, dict[TopicPartition, Log]] = {
@@ -409,7 +412,14 @@ class LogManager:
         worker-thread round trip; the registry is only touched here, on the event loop.
         Returns each ready log with what `step` returned, and the keys that failed (their log
         dir is reported failed, or went offline meanwhile)."""
-        batch: OpenBatch[R] = OpenBatch([], [], self.default_config)
+        async with self._exclusive(keys):
+            batch: OpenBatch[R] = OpenBatch([], [], self.default_config)
+            await self._open_batch(batch, keys, step)
+            return await self._register_batch(batch)
+
+    async def _open_batch(
+        self, batch: OpenBatch[R], keys: Sequence[TopicPartition], step: Callable[[Log], R]
+    ) -> None:
         try:
             for key in keys:
                 existing = self._logs.get(key)
@@ -423,7 +433,28 @@ class LogManager:
         finally:
             for _, directory in batch.to_create:
                 self._creating_in_dir[directory.parent] -= 1
-        return await self._register_batch(batch)
+
+    @contextlib.asynccontextmanager
+    async def _exclusive(self, keys: Iterable[TopicPartition]) -> AsyncIterator[None]:
+        """Run one open or deletion of these partitions' logs at a time. The znode watch and the
+        controller's requests may both open a partition's log, and a StopReplica may delete it
+        meanwhile: a deletion renames the directory away, files created there by an open in
+        flight would go with it (and the open fail as if the disk had)."""
+        wanted = set(keys)
+        while True:
+            running = {self._busy[key] for key in wanted if key in self._busy}
+            if not running:
+                break
+            await asyncio.wait(running)
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        for key in wanted:
+            self._busy[key] = done
+        try:
+            yield
+        finally:
+            for key in wanted:
+                del self._busy[key]
+            done.set_result(None)
 
     async def _register_batch(
         self, batch: OpenBatch[R]
@@ -546,12 +577,13 @@ class LogManager:
         """Delete the logs (current and future) of `keys` in one worker-thread round trip:
         every directory renamed for deletion, one fsync and one checkpoint write per log dir
         after all the renames (as Kafka's batched asyncDelete), then the files removed."""
-        detached = [log for key in keys for log in self._detach(*key)]
-        if not detached:
-            return
-        log_dirs = {log.directory.parent for log in detached}
-        snapshot = {log_dir: self._snapshot_log_dir(log_dir) for log_dir in log_dirs}
-        await asyncio.to_thread(self._remove_all_detached, detached, snapshot)
+        async with self._exclusive(keys):
+            detached = [log for key in keys for log in self._detach(*key)]
+            if not detached:
+                return
+            log_dirs = {log.directory.parent for log in detached}
+            snapshot = {log_dir: self._snapshot_log_dir(log_dir) for log_dir in log_dirs}
+            await asyncio.to_thread(self._remove_all_detached, detached, snapshot)
 
     def _remove_all_detached(self, logs: list[Log], snapshot: CheckpointSnapshot) -> None:
         for log in logs:

@@ -368,3 +368,29 @@ def test_deleting_many_logs_at_once_checkpoints_each_dir_without_them(tmp_path: 
         assert all(topic != "gone" for topic, _ in checkpoint)
     assert ("kept", 0) in read_offset_checkpoint(kept.directory.parent / RECOVERY_POINT_CHECKPOINT)
     manager.shutdown()
+
+
+def test_opens_and_deletions_of_one_partition_take_turns(tmp_path: Path) -> None:
+    """Two opens of one partition (the znode watch and a controller's LeaderAndIsr) and a
+    StopReplica's deletion all in flight at once: each runs alone, so no open fails with its
+    files renamed away under it and no log dir is taken offline."""
+    manager = _manager(tmp_path)
+
+    async def scenario() -> tuple[set[tuple[str, int]], set[tuple[str, int]]]:
+        first = asyncio.create_task(manager.open_logs_off_loop([("t", 0)], lambda log: None))
+        deletion = asyncio.create_task(manager.delete_logs_off_loop([("t", 0)]))
+        second = asyncio.create_task(manager.open_logs_off_loop([("t", 0)], lambda log: None))
+        (_, failed_first), _, (opened, failed_second) = await asyncio.gather(
+            first, deletion, second
+        )
+        return failed_first | failed_second, set(opened)
+
+    failed, opened_last = asyncio.run(scenario())
+    assert failed == set()
+    assert manager.online_log_dirs == manager.log_dirs
+    # In arrival order: opened, deleted, opened again, as one fresh log on disk.
+    assert opened_last == {("t", 0)}
+    log = manager.get_log("t", 0)
+    assert log is not None and log.directory.is_dir()
+    assert [p.name for p in log.directory.parent.iterdir() if p.name.startswith("t-0")] == ["t-0"]
+    manager.shutdown()
