@@ -36,14 +36,20 @@ LEADER_WAIT_S = 30
 
 
 class WireClient:
-    def __init__(self, host: str, port: int, timeout_s: float = 10.0) -> None:
-        self.sock = socket.create_connection((host, port), timeout=timeout_s)
+    def __init__(
+        self, host: str, port: int, timeout_s: float = 10.0, source_host: str | None = None
+    ) -> None:
+        source = None if source_host is None else (source_host, 0)
+        self.sock = socket.create_connection((host, port), timeout=timeout_s, source_address=source)
         self._correlation_id = 0
 
     @classmethod
-    def to(cls, address: str, timeout_s: float = 10.0) -> WireClient:
+    def to(
+        cls, address: str, timeout_s: float = 10.0, source_host: str | None = None
+    ) -> WireClient:
+        """Connect to `address`; from `source_host` (another loopback address, say) if given."""
         host, port = address.rsplit(":", 1)
-        return cls(host, int(port), timeout_s)
+        return cls(host, int(port), timeout_s, source_host)
 
     def close(self) -> None:
         self.sock.close()
