@@ -26,7 +26,9 @@ LONGEST_MODULES = (
     "tests/integration/test_verifiable_clients.py",  # 87
     "tests/integration/test_streams.py",  # 83
     "tests/integration/test_lab.py",  # 76
+    "tests/integration/test_mixed_migration.py",  # 50-95 alone (a helper's runs)
     "tests/integration/test_launcher.py",  # 69
+    "tests/integration/test_mixed_coordinators.py",  # 55-70 alone
     "tests/integration/test_failover.py",  # 55
     # 105 before its tools shared one JVM per cluster; alone, quiet: 75 s then, 46 s now.
     "tests/integration/test_jvm_tools.py",  # about 55
@@ -36,6 +38,8 @@ LONGEST_MODULES = (
     "tests/integration/test_fuzz.py",  # 46
     "tests/integration/test_replication.py",  # 45
     "tests/integration/test_transactions.py",  # 41
+    "tests/integration/test_our_controller_drives_kafka.py",  # 27-54 alone
+    "tests/integration/test_kafka_brokers_under_our_controller.py",  # 22-56 alone
     "tests/integration/test_walkthrough.py",  # 36
     "tests/reference/test_reference_cluster.py",  # 35
     "tests/integration/test_mixed_launcher.py",  # 34
