@@ -138,8 +138,11 @@ public final class AdminProbe {
             Map<Integer, List<Integer>> assignment = new TreeMap<>();
             assignment.put(0, List.of(1, 2));
             assignment.put(1, List.of(2, 3));
-            List<NewTopic> topics = List.of(
-                    new NewTopic(IDS_TOPIC, assignment), new NewTopic(MOVE_TOPIC, assignment));
+            // The records' timestamps are from 1970: under the default retention.ms a retention
+            // check (Kafka's first runs 30 s after its start) would delete them mid-probe.
+            NewTopic ids = new NewTopic(IDS_TOPIC, assignment)
+                    .configs(Map.of("retention.ms", "-1"));
+            List<NewTopic> topics = List.of(ids, new NewTopic(MOVE_TOPIC, assignment));
             CreateTopicsResult created = admin.createTopics(topics);
             created.all().get();
             Map<String, Object> out = new TreeMap<>();
