@@ -1,6 +1,7 @@
 """Settings shared by every test session: markers from the directory, and module order."""
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -62,6 +63,12 @@ ZOOKEEPER_CDS = TESTS_DIR.parent / ".venv" / "zookeeper.jsa"
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # A make test started in the background of a non-interactive shell (and make's own `&` for
+    # Spark's tests) inherits SIGINT ignored, and so would every tool the tests start: then a
+    # Ctrl-C that a test sends (a console consumer's end, `status --watch`) does nothing. A
+    # handled signal is reset to the default in a child at exec; an ignored one stays ignored.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     os.environ.setdefault("KAFKA_JVM_PERFORMANCE_OPTS", TEST_KAFKA_JVM_OPTIONS)
     if ZOOKEEPER_CDS.exists():
         os.environ.setdefault("SERVER_JVMFLAGS", f"-XX:SharedArchiveFile={ZOOKEEPER_CDS}")
