@@ -293,4 +293,14 @@ def test_neither_side_logs_errors_or_refusals(mixed: ClusterHandle) -> None:
     # deleted, are its own routine; an unhandled one is logged at ERROR.)
     kafka_bad = re.compile(r" ERROR |STALE_")
     assert _lines(kafka_dir / "broker.log", kafka_bad) == []
-    assert _lines(kafka_dir / "state-change.log", kafka_bad) == []
+    # When Kafka's broker wins the election after our controller's broker dies (either may),
+    # its own failover logs this at ERROR: its replica state machine tells the followers leader
+    # -1 (the dead leader out of the ISR) before its partition state machine elects; an
+    # all-Kafka cluster logs the same. Only lines from Kafka's own controller are excused
+    # (test_mixed_coordinators.py allows the same line).
+    kafka_routine = re.compile(
+        rf"from controller {KAFKA_BROKER} .*cannot become follower since the new leader -1 is "
+        "unavailable"
+    )
+    state_changes = _lines(kafka_dir / "state-change.log", kafka_bad)
+    assert [line for line in state_changes if not kafka_routine.search(line)] == []
