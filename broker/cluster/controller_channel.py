@@ -29,7 +29,7 @@ import contextlib
 import io
 import logging
 import ssl
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -381,11 +381,29 @@ def encode(
     return encoded
 
 
-def _by_topic(items: Iterable[Any], key: Callable[[Any], PartitionInfo]) -> dict[str, list[Any]]:
+def _set_partition_states(
+    values: dict[str, Any],
+    grouped_by_topic: bool,
+    items: Sequence[Any],
+    info: Callable[[Any], PartitionInfo],
+    state: Callable[[Any], dict[str, Any]],
+) -> None:
+    """The partition states of a LeaderAndIsr or UpdateMetadata: one flat list before the
+    version that groups them per topic (with the topic id), per topic from it on."""
+    if not grouped_by_topic:
+        values["ungrouped_partition_states"] = [state(item) for item in items]
+        return
     grouped: dict[str, list[Any]] = {}
     for item in items:
-        grouped.setdefault(key(item).topic, []).append(item)
-    return grouped
+        grouped.setdefault(info(item).topic, []).append(item)
+    values["topic_states"] = [
+        {
+            "topic_name": topic,
+            "topic_id": _uuid(info(members[0]).topic_id),
+            "partition_states": [state(item) for item in members],
+        }
+        for topic, members in grouped.items()
+    ]
 
 
 def _uuid(topic_id: str | None) -> Any:
@@ -418,17 +436,8 @@ def update_metadata_values(
         }
 
     values = _header(pending, broker_epoch)
-    if version < FIRST_TOPIC_STATES_UPDATE_METADATA:
-        values["ungrouped_partition_states"] = [state(info) for info in items]
-    else:
-        values["topic_states"] = [
-            {
-                "topic_name": topic,
-                "topic_id": _uuid(infos[0].topic_id),
-                "partition_states": [state(info) for info in infos],
-            }
-            for topic, infos in _by_topic(items, lambda info: info).items()
-        ]
+    grouped = version >= FIRST_TOPIC_STATES_UPDATE_METADATA
+    _set_partition_states(values, grouped, items, lambda info: info, state)
     values["live_brokers"] = [_live_broker(broker) for broker in pending.live_brokers]
     return values
 
@@ -476,17 +485,8 @@ def leader_and_isr_values(
         }
 
     values = _header(pending, broker_epoch)
-    if version < FIRST_TOPIC_STATES_LEADER_AND_ISR:
-        values["ungrouped_partition_states"] = [state(p) for p in items]
-    else:
-        values["topic_states"] = [
-            {
-                "topic_name": topic,
-                "topic_id": _uuid(partitions[0].info.topic_id),
-                "partition_states": [state(p) for p in partitions],
-            }
-            for topic, partitions in _by_topic(items, lambda p: p.info).items()
-        ]
+    grouped = version >= FIRST_TOPIC_STATES_LEADER_AND_ISR
+    _set_partition_states(values, grouped, items, lambda partition: partition.info, state)
     leader_ids = {p.info.leader for p in items}
     live_leaders = []
     for broker in pending.live_brokers:
