@@ -159,14 +159,12 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("metrics.prometheus.listener", _str, None),
     ConfigDef("security.inter.broker.protocol", _str, "PLAINTEXT"),
     # Below 2.7-IV2 leaders write ISR changes to ZooKeeper themselves (broker/replication/isr.py)
-    # instead of sending AlterPartition. Not described: DescribeConfigs leaves it out
-    # (DEVIATIONS.md, "Configuration").
+    # instead of sending AlterPartition.
     ConfigDef(
         "inter.broker.protocol.version",
         inter_broker_protocol.validated,
         inter_broker_protocol.LATEST,
         type_name="STRING",
-        described=False,
     ),
     # TLS (broker.network.tls). Each may also be set per listener as
     # listener.name.<listener, lower case>.<key>, as in Kafka.

@@ -166,13 +166,13 @@ KNOWN_DIFFERENCES = (
         "only in kafka",
         "other Kafka features not implemented: broker id generation, topic and config"
         " policies, follower fetching, a control-plane listener, moving replicas between log"
-        " directories, producer id expiry, the inter-broker protocol version, Kafka 3.2+"
+        " directories, producer id expiry, Kafka 3.2+"
         " knobs, and the group coordinator's load buffer, commit acks and offsets-topic"
         " compression (DEVIATIONS: Configuration)",
         names="broker.id.generation.enable reserved.broker.max.id alter.config.policy.class.name"
         " create.topic.policy.class.name replica.selector.class control.plane.listener.name"
         " num.replica.alter.log.dirs.threads producer.id.expiration.ms"
-        " inter.broker.protocol.version socket.listen.backlog.size compression.gzip.level"
+        " socket.listen.backlog.size compression.gzip.level"
         " compression.lz4.level compression.zstd.level offsets.load.buffer.size"
         " offsets.commit.required.acks offsets.topic.compression.codec",
     ),
