@@ -172,6 +172,7 @@ class Snapshot:
     request_queue_size: int = 0
     # None where no meter runs (a snapshot taken without the endpoint).
     loop_idle: LoopIdle | None = None
+    failed_isr_updates: int = 0
 
 
 def take_snapshot(services: MetricsServices, loop_idle: LoopIdle | None = None) -> Snapshot:
@@ -225,6 +226,7 @@ def take_snapshot(services: MetricsServices, loop_idle: LoopIdle | None = None) 
         coordinator_counts(services),
         request_queue_size(services),
         loop_idle,
+        isr_writer.failed if isr_writer is not None else 0,
     )
 
 
@@ -345,6 +347,11 @@ def _replica_metrics(snapshot: Snapshot) -> Iterator[Metric]:
         "kafka_server_replicamanager_isrexpands",
         "ISR expansions written by this broker's leaders",
         snapshot.isr_expands,
+    )
+    yield _counter(
+        "kafka_server_replicamanager_failedisrupdates",
+        "ISR changes of this broker's leaders that the controller (or ZooKeeper) refused",
+        snapshot.failed_isr_updates,
     )
 
 

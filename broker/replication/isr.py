@@ -51,6 +51,7 @@ class IsrProposer(Protocol):
 
     shrinks: int
     expands: int
+    failed: int
 
     def propose(self, partition: Partition, isr: list[int]) -> None: ...
 
@@ -66,9 +67,11 @@ class IsrWriter:
         self._tasks: set[asyncio.Task[None]] = set()
         self._changed: set[TopicPartition] = set()
         self._propagation: asyncio.Task[None] | None = None
-        # ISR changes written (Kafka's IsrShrinksPerSec / IsrExpandsPerSec meters).
+        # ISR changes written, and writes refused or failed (Kafka's IsrShrinksPerSec,
+        # IsrExpandsPerSec and FailedIsrUpdatesPerSec meters).
         self.shrinks = 0
         self.expands = 0
+        self.failed = 0
 
     def count_landed(self, change: PendingIsrChange) -> None:
         """Never called: this path marks no change pending (it writes before it applies)."""
@@ -96,9 +99,11 @@ class IsrWriter:
                 partition.topic, partition.partition, state, version
             )
         except BadVersionError:
+            self.failed += 1
             await self._adopt_current(partition, epoch)
             return
         except (NoNodeError, ZkError) as error:
+            self.failed += 1
             log.warning("%s-%d: writing ISR %s failed: %s", *partition.key, isr, error)
             return
         finally:

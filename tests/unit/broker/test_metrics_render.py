@@ -70,6 +70,7 @@ def _snapshot() -> Snapshot:
         coordinators,
         4,
         idle,
+        3,
     )
 
 
@@ -112,6 +113,7 @@ def test_replica_log_and_controller_gauges() -> None:
     assert samples[("kafka_server_replicamanager_underreplicatedpartitions", ())] == 1
     assert samples[("kafka_server_replicamanager_isrshrinks_total", ())] == 2
     assert samples[("kafka_server_replicamanager_isrexpands_total", ())] == 1
+    assert samples[("kafka_server_replicamanager_failedisrupdates_total", ())] == 3
     end = "kafka_log_log_logendoffset"
     assert samples[(end, (("partition", "0"), ("topic", "orders")))] == 15
     assert samples[("kafka_controller_kafkacontroller_activecontrollercount", ())] == 1
