@@ -22,7 +22,7 @@ from broker.network.context import RequestContext
 from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
-from broker.replication.control_requests import RequestedState, state_change_log
+from broker.replication.control_requests import RequestedState, admit_logged
 from broker.replication.replica_control import become_leader_or_follower
 from zk.znodes import kafka_string_to_uuid, uuid_to_kafka_string
 
@@ -31,18 +31,14 @@ FIRST_TOPIC_ID_VERSION = 5
 
 async def handle(context: RequestContext, request: Any) -> Any:
     replica_manager = context.services.replica_manager
-    fence = replica_manager.controller_fence
-    error = fence.admit(request)
     states = requested_states(request)
-    state_change_log.info(
-        "[Broker id=%d] Handling LeaderAndIsr request correlationId %d from controller %d"
-        " epoch %d for %d partitions%s",
+    error = admit_logged(
+        replica_manager.controller_fence,
+        request,
+        "LeaderAndIsr",
+        len(states),
         context.services.broker_id,
         context.header.correlation_id,
-        int(request.controller_id),
-        int(request.controller_epoch),
-        len(states),
-        "" if error == ErrorCode.none else f": refused with {error.name.upper()}",
     )
     if error != ErrorCode.none:
         return error_response(context.api_version, request, error)

@@ -24,7 +24,7 @@ from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.controller_apis import NO_EPOCH
 from broker.protocol.registry import response_class
-from broker.replication.control_requests import state_change_log
+from broker.replication.control_requests import admit_logged
 from broker.replication.replica_control import stop_replicas
 
 # (topic, partition, leader epoch, delete)
@@ -33,18 +33,14 @@ Stop = tuple[str, int, int, bool]
 
 async def handle(context: RequestContext, request: Any) -> Any:
     replica_manager = context.services.replica_manager
-    fence = replica_manager.controller_fence
-    error = fence.admit(request)
     stops = requested_stops(request)
-    state_change_log.info(
-        "[Broker id=%d] Handling StopReplica request correlationId %d from controller %d"
-        " epoch %d for %d partitions%s",
+    error = admit_logged(
+        replica_manager.controller_fence,
+        request,
+        "StopReplica",
+        len(stops),
         context.services.broker_id,
         context.header.correlation_id,
-        int(request.controller_id),
-        int(request.controller_epoch),
-        len(stops),
-        "" if error == ErrorCode.none else f": refused with {error.name.upper()}",
     )
     if error != ErrorCode.none:
         return response(context.api_version, [], {}, error)

@@ -92,6 +92,31 @@ class ControllerFence:
         return ErrorCode.none
 
 
+def admit_logged(
+    fence: ControllerFence,
+    request: Any,
+    api_name: str,
+    partition_count: int,
+    broker_id: int,
+    correlation_id: int,
+) -> ErrorCode:
+    """`fence.admit(request)`, with the state-change log line Kafka writes on receiving a
+    LeaderAndIsr or StopReplica request (naming the refusal, if any)."""
+    error = fence.admit(request)
+    state_change_log.info(
+        "[Broker id=%d] Handling %s request correlationId %d from controller %d"
+        " epoch %d for %d partitions%s",
+        broker_id,
+        api_name,
+        correlation_id,
+        int(request.controller_id),
+        int(request.controller_epoch),
+        partition_count,
+        "" if error == ErrorCode.none else f": refused with {error.name.upper()}",
+    )
+    return error
+
+
 @dataclass(frozen=True, slots=True)
 class RequestedState:
     """One partition state of a LeaderAndIsr request, in the znode's terms."""
