@@ -33,12 +33,14 @@ def base_properties(spec: ClusterSpec, broker_id: int, impl: str | None = None) 
     # Only what differs from Kafka's defaults: advertised.listeners falls back to listeners.
     properties = {
         "broker.id": str(broker_id),
-        "listeners": f"PLAINTEXT://127.0.0.1:{spec.broker_port(broker_id)}",
+        "listeners": f"PLAINTEXT://{spec.broker_host(broker_id)}:{spec.broker_port(broker_id)}",
         "log.dirs": str(directory / "data"),
         "zookeeper.connect": spec.zookeeper_connect,
     }
     if impl == "ours":  # Kafka's brokers have JMX instead
-        properties["metrics.prometheus.listener"] = f"127.0.0.1:{spec.metrics_port(broker_id)}"
+        properties["metrics.prometheus.listener"] = (
+            f"{spec.broker_host(broker_id)}:{spec.metrics_port(broker_id)}"
+        )
     if spec.security in ("ssl", "sasl_ssl"):
         properties.update(ssl_properties(spec, broker_id))
     if spec.security in sasl_material.PROTOCOLS:

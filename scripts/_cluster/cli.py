@@ -7,12 +7,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import commands, events, restart, up, zk_view
-from .errors import ClusterError
+from . import commands, events, partitions, restart, up, zk_view
+from .errors import ClusterError, NeedsRoot
 from .layout import IMPLEMENTATIONS, ClusterSpec, parse_impls
 from .processes import SIGNALS_BY_NAME
 
 SECURITY_CHOICES = ("plaintext", "ssl", "sasl_plaintext", "sasl_ssl")
+NETWORKS = ("loopback", "netns")
 
 DEFAULT_DIR = ".cluster"
 WATCH_INTERVAL_S = 1.0
@@ -60,22 +61,30 @@ USAGE = """\
 commands (each takes --dir DIR, default .cluster; `COMMAND --help` for more):
   up [--zookeepers N] [--brokers N] [--port-base P] [--zk-port-base Z] [--set KEY=VALUE ...]
      [--security plaintext|ssl|sasl_plaintext|sasl_ssl] [--impl ours|kafka|IMPL,IMPL,...]
+     [--network loopback|netns]
   down [--wipe]
   status [--watch [--interval S] [--iterations N]]
   kill (--broker ID | --zookeeper N) [--signal TERM|KILL|STOP|CONT]
   start (--broker ID | --zookeeper N) [--impl ours|kafka]
   events [--since 90s|5m|'YYYY-MM-DD HH:MM:SS']
+  cut (--broker ID | --zookeeper N) [--from zookeeper|brokers|all|ID,...] [--one-way]
+  heal [--broker ID | --zookeeper N]
 
 --impl kafka,ours,ours makes one mixed cluster: broker 1 Apache Kafka 3.9 (`make reference`),
 brokers 2 and 3 ours, on one ZooKeeper; `start --broker 1 --impl ours` then restarts broker 1
 as ours on its own config and data directory.
+
+--network netns (root) runs ZooKeeper and each broker in a network namespace of its own, with
+its own address on a bridge the host reaches; `cut` then makes a network partition with
+blackhole routes and `heal` undoes it (docs/operating.md, "Network partitions").
 """
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="scripts/cluster",
-        description="Run a local ZooKeeper + broker cluster on 127.0.0.1.",
+        description="Run a local ZooKeeper + broker cluster on 127.0.0.1 (or in network "
+        "namespaces: up --network netns).",
         epilog=USAGE,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -101,7 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
     timeline.add_argument(
         "--since", metavar="WHEN", help="only later events: 90s, 5m, 1h or YYYY-MM-DD HH:MM:SS"
     )
-    for command_parser in (up, down, status, kill, start, timeline):
+    cut, heal = _add_partition_parsers(sub)
+    for command_parser in (up, down, status, kill, start, timeline, cut, heal):
         command_parser.add_argument("--dir", default=DEFAULT_DIR, help="cluster directory")
     return parser
 
@@ -136,7 +146,62 @@ def _add_up_parser(sub: Subcommands) -> argparse.ArgumentParser:
         "made under DIR/tls), sasl_plaintext or sasl_ssl (PLAIN and SCRAM, user admin / "
         "admin-secret); clients use DIR/client.properties",
     )
+    up.add_argument(
+        "--network",
+        choices=NETWORKS,
+        default="loopback",
+        help="loopback (default: every process on 127.0.0.1) or netns (root only: ZooKeeper "
+        "and each broker in a network namespace of its own, with its own address on a bridge "
+        "that the host reaches; needed by cut and heal)",
+    )
     return up
+
+
+CUT_DESCRIPTION = """\
+Cut one node of a `--network netns` cluster off from others, with blackhole routes.
+
+Two-way (the default): packets from the node to each peer and from each peer to the node are
+dropped (a blackhole route in the node's namespace for each peer's address, and one in each
+peer's namespace for the node's address). --one-way: only the packets the node SENDS to the
+peers are dropped (routes in the node's own namespace only); packets from the peers still reach
+it, but its answers do not get back, so a TCP connection in either direction does not
+complete, while a UDP datagram from a peer still arrives. The host (clients, status) always
+reaches the node. Cuts add up; `heal` undoes them.
+"""
+
+
+def _add_partition_parsers(sub: Subcommands) -> tuple[argparse.ArgumentParser, ...]:
+    cut = sub.add_parser(
+        "cut",
+        help="cut a node off from others (--network netns clusters)",
+        description=CUT_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_target(cut)
+    cut.add_argument(
+        "--from",
+        dest="from_spec",
+        default="all",
+        metavar="zookeeper|brokers|all|ID,...",
+        help="whom to cut it from: zookeeper (every ZooKeeper server; for a ZooKeeper server, "
+        "the other servers), brokers (every other broker), all (default: every other node) or "
+        "broker ids (1,3)",
+    )
+    cut.add_argument(
+        "--one-way",
+        action="store_true",
+        help="drop only what the node sends to them (not what they send to it)",
+    )
+    heal = sub.add_parser(
+        "heal",
+        help="undo cuts: every link of one node, or all of them",
+        description="Remove the blackhole routes `cut` made: those with the named node at "
+        "either end, or every one when no node is named.",
+    )
+    target = heal.add_mutually_exclusive_group()
+    target.add_argument("--broker", type=_positive, metavar="ID")
+    target.add_argument("--zookeeper", type=_positive, metavar="N")
+    return cut, heal
 
 
 def _add_status_parser(sub: Subcommands) -> argparse.ArgumentParser:
@@ -186,6 +251,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
             # A list whose brokers all run one implementation is that shorthand.
             impl=impls[0] if len(set(impls)) == 1 else ",".join(impls),
             security=args.security,
+            network=args.network,
         )
         _validate_ports(parser, spec)
         up.up(spec)
@@ -208,6 +274,10 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         restart.start(directory, args.broker, args.zookeeper, args.impl)
     elif args.command == "events":
         events.events(directory, args.since)
+    elif args.command == "cut":
+        partitions.cut(directory, args.broker, args.zookeeper, args.from_spec, args.one_way)
+    elif args.command == "heal":
+        partitions.heal(directory, args.broker, args.zookeeper)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -216,6 +286,9 @@ def main(argv: list[str] | None = None) -> int:
     zk_view.silence_kazoo()
     try:
         run(args, parser)
+    except NeedsRoot as error:
+        print(f"scripts/cluster {args.command}: {error}", file=sys.stderr)
+        return 2
     except ClusterError as error:
         print(f"scripts/cluster {args.command}: {error}", file=sys.stderr)
         return 1

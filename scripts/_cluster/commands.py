@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from . import processes, zk_view, zookeeper
+from . import partitions, processes, zk_view, zookeeper
 from .errors import ClusterError
 from .layout import broker_key, is_cluster_dir, load_state, save_state, state_lock, zookeeper_key
 from .runtime import (
@@ -38,6 +38,10 @@ def down(directory: Path, wipe: bool) -> None:
         for record in state.processes.values():
             record.pid = None
             record.start_ticks = None
+        if state.spec.network == "netns":
+            partitions.require_root("scripts/cluster down of a --network netns cluster")
+            partitions.destroy(state.spec)  # its routes, so its cuts, go with it
+            state.cut_links = []
         save_state(directory, state)
     if wipe:
         shutil.rmtree(directory)
@@ -54,28 +58,34 @@ def status(directory: Path) -> None:
     state = load_state(directory)
     spec = state.spec
     view = zk_view.query(zookeeper_connect_of(spec))
+    netns = spec.network == "netns"
     for i in spec.broker_ids:
         record = state.processes[broker_key(i)]
+        address = f" address={spec.broker_host(i)}" if netns else ""
         registered = "unknown" if view is None else _yes_no(i in view.registered)
         running = _yes_no(is_running(record))
         impl = state.broker_impl(i)
-        metrics = f" metrics=http://127.0.0.1:{spec.metrics_port(i)}/metrics"
+        metrics = f" metrics=http://{spec.broker_host(i)}:{spec.metrics_port(i)}/metrics"
         shown = metrics if impl == "ours" else ""
         print(
             f"broker {i} pid={record.pid} alive={running} registered={registered}{shown}"
-            f" impl={impl}"
+            f" impl={impl}{address}"
         )
     for n in spec.zookeeper_ids:
         record = state.processes[zookeeper_key(n)]
         alive = is_running(record)
-        mode = zookeeper.server_mode(spec.zookeeper_client_port(n)) if alive else "down"
-        print(f"zookeeper {n} pid={record.pid} alive={_yes_no(alive)} mode={mode}")
+        host = spec.zookeeper_host(n)
+        mode = zookeeper.server_mode(spec.zookeeper_client_port(n), host) if alive else "down"
+        address = f" address={host}" if netns else ""
+        print(f"zookeeper {n} pid={record.pid} alive={_yes_no(alive)} mode={mode}{address}")
     if view is None:
         print("controller id=unknown epoch=unknown")
     else:
         controller_id = "none" if view.controller_id is None else view.controller_id
         epoch = "none" if view.controller_epoch is None else view.controller_epoch
         print(f"controller id={controller_id} epoch={epoch}")
+    for line in partitions.describe_links(state):
+        print(line)
 
 
 def kill(directory: Path, broker_id: int | None, server_id: int | None, signal_name: str) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from . import netns
 from .errors import ClusterError
 
 STATE_FILE_NAME = "cluster.json"
@@ -43,6 +44,9 @@ class ClusterSpec:
     # The client listeners' (and inter-broker) security: "plaintext", "ssl", "sasl_plaintext"
     # or "sasl_ssl".
     security: str = "plaintext"
+    # "loopback" (every process on 127.0.0.1) or "netns" (each in a network namespace of its
+    # own with its own address on a bridge: scripts/_cluster/netns.py).
+    network: str = "loopback"
 
     @property
     def broker_ids(self) -> list[int]:
@@ -55,6 +59,17 @@ class ClusterSpec:
     @property
     def zookeeper_ids(self) -> list[int]:
         return list(range(1, self.zookeeper_count + 1))
+
+    def broker_host(self, broker_id: int) -> str:
+        """The address broker `broker_id` listens on (and clients reach it at)."""
+        if self.network == "netns":
+            return netns.node_address(self.port_base, broker_key(broker_id))
+        return "127.0.0.1"
+
+    def zookeeper_host(self, server_id: int) -> str:
+        if self.network == "netns":
+            return netns.node_address(self.port_base, zookeeper_key(server_id))
+        return "127.0.0.1"
 
     def broker_port(self, broker_id: int) -> int:
         return self.port_base + broker_id - 1
@@ -73,11 +88,13 @@ class ClusterSpec:
 
     @property
     def bootstrap_servers(self) -> str:
-        return ",".join(f"127.0.0.1:{self.broker_port(i)}" for i in self.broker_ids)
+        return ",".join(f"{self.broker_host(i)}:{self.broker_port(i)}" for i in self.broker_ids)
 
     @property
     def zookeeper_connect(self) -> str:
-        return ",".join(f"127.0.0.1:{self.zookeeper_client_port(n)}" for n in self.zookeeper_ids)
+        return ",".join(
+            f"{self.zookeeper_host(n)}:{self.zookeeper_client_port(n)}" for n in self.zookeeper_ids
+        )
 
     def all_ports(self) -> list[int]:
         ports = [self.broker_port(i) for i in self.broker_ids]
@@ -109,12 +126,17 @@ class ProcessRecord:
     # broker was launched as another implementation than before, so that `events` can name
     # the implementation that wrote each state-change.log line.
     impl_history: list[list[str]] = field(default_factory=list)
+    # `--network netns`: the network namespace the process runs in (`ip netns exec`).
+    netns: str | None = None
 
 
 @dataclass(slots=True)
 class ClusterState:
     spec: ClusterSpec
     processes: dict[str, ProcessRecord] = field(default_factory=dict)
+    # `--network netns`: the links `cut` blackholed, [FROM, TO] each (FROM drops what it sends
+    # to TO), in the order they were cut.
+    cut_links: list[list[str]] = field(default_factory=list)
 
     def broker_impl(self, broker_id: int) -> str:
         """What broker `broker_id` runs (or ran last): "ours" or "kafka"."""
@@ -188,7 +210,8 @@ def load_state(directory: Path) -> ClusterState:
         raise ClusterError(f"{path} has unsupported version {raw.get('version')!r}")
     spec = ClusterSpec(**raw["spec"])
     processes = {key: ProcessRecord(**value) for key, value in raw["processes"].items()}
-    return ClusterState(spec=spec, processes=processes)
+    cut_links = [list(link) for link in raw.get("cut_links", [])]
+    return ClusterState(spec=spec, processes=processes, cut_links=cut_links)
 
 
 def save_state(directory: Path, state: ClusterState) -> None:
@@ -197,6 +220,7 @@ def save_state(directory: Path, state: ClusterState) -> None:
         "version": STATE_VERSION,
         "spec": asdict(state.spec),
         "processes": {key: asdict(record) for key, record in state.processes.items()},
+        "cut_links": state.cut_links,
     }
     path = state_path(directory)
     temporary = path.with_suffix(".json.tmp")

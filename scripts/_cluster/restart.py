@@ -80,8 +80,9 @@ def _start_zookeeper(directory: Path, state: ClusterState, server_id: int) -> in
     pid = launch(directory, key)
     state = load_state(directory)
     port = state.spec.zookeeper_client_port(server_id)
+    host = state.spec.zookeeper_host(server_id)
     deadline = time.monotonic() + HEALTH_TIMEOUT_S
-    while not zookeeper.is_ok(port):
+    while not zookeeper.is_ok(port, host):
         ensure_alive(state, key)
         if time.monotonic() >= deadline:
             raise ClusterError(

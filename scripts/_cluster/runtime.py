@@ -6,7 +6,7 @@ import datetime
 import os
 from pathlib import Path
 
-from . import processes
+from . import netns, processes
 from .errors import ClusterError
 from .layout import (
     ClusterSpec,
@@ -74,7 +74,10 @@ def launch(directory: Path, key: str) -> int:
             not record.impl_history or record.impl_history[-1][1] != record.impl
         ):
             record.impl_history.append([log_timestamp(), record.impl])
-        pid = processes.spawn(record.command, Path(record.log_path), Path(record.cwd), env)
+        command = record.command
+        if record.netns is not None:
+            command = netns.exec_prefix(record.netns) + command
+        pid = processes.spawn(command, Path(record.log_path), Path(record.cwd), env)
         record.pid = pid
         record.start_ticks = processes.start_ticks_of(pid)
         save_state(directory, state)

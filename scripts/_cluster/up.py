@@ -9,6 +9,8 @@ from pathlib import Path
 from . import (
     brokers,
     kafka_reference,
+    netns,
+    partitions,
     sasl_material,
     tls_material,
     zk_sasl_material,
@@ -75,6 +77,10 @@ def _refuse_if_running(directory: Path) -> None:
         raise ClusterError(f"{directory} exists and is not a cluster directory (no cluster.json)")
 
 
+def _namespace(spec: ClusterSpec, key: str) -> str | None:
+    return netns.namespace_name(spec.port_base, key) if spec.network == "netns" else None
+
+
 def _initial_state(
     spec: ClusterSpec, java: str, installation: zookeeper.Installation
 ) -> ClusterState:
@@ -84,14 +90,22 @@ def _initial_state(
         command = zookeeper.prepare_server(spec, n, java, installation)
         log_path = zookeeper_dir(directory, n) / "zookeeper.log"
         state.processes[zookeeper_key(n)] = ProcessRecord(
-            command, str(log_path), str(zookeeper_dir(directory, n))
+            command,
+            str(log_path),
+            str(zookeeper_dir(directory, n)),
+            netns=_namespace(spec, zookeeper_key(n)),
         )
     for i in spec.broker_ids:
         impl = spec.initial_impl(i)
         command = brokers.prepare_broker(spec, i, java, impl)
         log_path = broker_dir(directory, i) / "broker.log"
         state.processes[broker_key(i)] = ProcessRecord(
-            command, str(log_path), str(REPO_ROOT), env=brokers.broker_env(spec, impl), impl=impl
+            command,
+            str(log_path),
+            str(REPO_ROOT),
+            env=brokers.broker_env(spec, impl),
+            impl=impl,
+            netns=_namespace(spec, broker_key(i)),
         )
     return state
 
@@ -102,7 +116,7 @@ def _wait_for_zookeepers(state: ClusterState, deadline: float) -> None:
         modes = {}
         for n in spec.zookeeper_ids:
             ensure_alive(state, zookeeper_key(n))
-            modes[n] = zookeeper.server_mode(spec.zookeeper_client_port(n))
+            modes[n] = zookeeper.server_mode(spec.zookeeper_client_port(n), spec.zookeeper_host(n))
         if all(mode in SERVING_MODES for mode in modes.values()):
             return
         if time.monotonic() >= deadline:
@@ -139,15 +153,29 @@ def _wait_for_brokers(
         raise ClusterError(f"cluster not healthy within {HEALTH_TIMEOUT_S:.0f} s: {why}") from None
 
 
+def _check_network(spec: ClusterSpec) -> None:
+    if spec.network != "netns":
+        return
+    partitions.require_root("scripts/cluster up --network netns")
+    why = netns.check_counts(spec.broker_count, spec.zookeeper_count)
+    if why is not None:
+        raise ClusterError(why)
+    if spec.security != "plaintext":
+        # The certificates name 127.0.0.1 and localhost only, and SASL's listeners too.
+        raise ClusterError("--network netns runs plaintext listeners only (--security plaintext)")
+
+
 def up(spec: ClusterSpec) -> None:
     directory = Path(spec.directory)
+    _check_network(spec)
     _refuse_if_running(directory)
     java = zookeeper.check_java()
     installation = zookeeper.find_installation()
     impls = parse_impls(spec.impl, spec.broker_count)
     if "kafka" in impls:
         kafka_reference.reference_classpath()  # fail before starting anything
-    _check_ports_free(spec)
+    if spec.network == "loopback":  # a namespace's address is the cluster's alone
+        _check_ports_free(spec)
     deadline = time.monotonic() + HEALTH_TIMEOUT_S
     directory.mkdir(parents=True, exist_ok=True)
     client_config = _prepare_security(spec)
@@ -157,6 +185,8 @@ def up(spec: ClusterSpec) -> None:
         state = _initial_state(spec, java, installation)
         save_state(directory, state)
     broker_keys, zookeeper_keys = keys_in_stop_order(state)
+    if spec.network == "netns":
+        partitions.create(spec)  # removes what it made if it fails
     try:
         for key in zookeeper_keys:
             launch(directory, key)
@@ -181,6 +211,8 @@ def up(spec: ClusterSpec) -> None:
         state = load_state(directory)
         stop_processes(state, broker_keys)
         stop_processes(state, zookeeper_keys)
+        if spec.network == "netns":
+            partitions.destroy(spec)
         raise
     print(f"bootstrap.servers={spec.bootstrap_servers}")
     print(f"zookeeper.connect={spec.zookeeper_connect}")

@@ -157,7 +157,7 @@ def zoo_cfg(spec: ClusterSpec, server_id: int, data_dir: Path) -> str:
         f"minSessionTimeout={MIN_SESSION_TIMEOUT_MS}",
         f"maxSessionTimeout={MAX_SESSION_TIMEOUT_MS}",
         f"dataDir={data_dir}",
-        "clientPortAddress=127.0.0.1",
+        f"clientPortAddress={spec.zookeeper_host(server_id)}",
         f"clientPort={spec.zookeeper_client_port(server_id)}",
         "admin.enableServer=false",
         "4lw.commands.whitelist=*",
@@ -167,7 +167,8 @@ def zoo_cfg(spec: ClusterSpec, server_id: int, data_dir: Path) -> str:
         for peer in spec.zookeeper_ids:
             quorum = spec.zookeeper_quorum_port(peer)
             election = spec.zookeeper_election_port(peer)
-            lines.append(f"server.{peer}=127.0.0.1:{quorum}:{election}")
+            host = spec.zookeeper_host(peer)
+            lines.append(f"server.{peer}={host}:{quorum}:{election}")
     if zk_sasl_material.enabled(spec.overrides):
         lines += zk_sasl_material.zoo_cfg_lines()
     return "\n".join(lines) + "\n"
@@ -220,10 +221,10 @@ def prepare_server(
     ]
 
 
-def four_letter_word(port: int, word: str) -> str | None:
-    """Send a four-letter command to 127.0.0.1:port; None if the server does not answer."""
+def four_letter_word(port: int, word: str, host: str = "127.0.0.1") -> str | None:
+    """Send a four-letter command to host:port; None if the server does not answer."""
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=FOUR_LETTER_TIMEOUT_S) as sock:
+        with socket.create_connection((host, port), timeout=FOUR_LETTER_TIMEOUT_S) as sock:
             sock.sendall(word.encode("ascii"))
             chunks = []
             while chunk := sock.recv(4096):
@@ -233,13 +234,13 @@ def four_letter_word(port: int, word: str) -> str | None:
     return b"".join(chunks).decode("utf-8", errors="replace")
 
 
-def is_ok(port: int) -> bool:
-    return four_letter_word(port, "ruok") == "imok"
+def is_ok(port: int, host: str = "127.0.0.1") -> bool:
+    return four_letter_word(port, "ruok", host) == "imok"
 
 
-def server_mode(port: int) -> str:
+def server_mode(port: int, host: str = "127.0.0.1") -> str:
     """leader, follower, standalone or observer; 'not-serving' or 'unreachable' otherwise."""
-    answer = four_letter_word(port, "srvr")
+    answer = four_letter_word(port, "srvr", host)
     if answer is None:
         return "unreachable"
     match = re.search(r"^Mode: (\S+)", answer, re.MULTILINE)
