@@ -34,6 +34,7 @@ from typing import Any
 import pytest
 from kazoo.client import KazooClient
 
+from scripts._cluster import netns
 from scripts._cluster.ports import ClusterPorts, reserve_cluster_ports
 from scripts._cluster.processes import is_alive, send_signal
 
@@ -168,6 +169,8 @@ class ClusterHandle:
     stopped: bool = field(default=False)
     # Every port of the cluster, reserved machine-wide until it is wiped (see ports.py).
     ports: ClusterPorts | None = None
+    # `up --network`: loopback, or netns (each node at its own address, scripts/_cluster/netns.py).
+    network: str = "loopback"
 
     @property
     def broker_ids(self) -> list[int]:
@@ -176,14 +179,24 @@ class ClusterHandle:
     def broker_port(self, broker_id: int) -> int:
         return self.port_base + broker_id - 1
 
+    def host_of(self, key: str) -> str:
+        """Where node `key` ("broker-2", "zookeeper-1") is reached."""
+        if self.network == "netns":
+            return netns.node_address(self.port_base, key)
+        return "127.0.0.1"
+
     @property
     def bootstrap(self) -> str:
-        return ",".join(f"127.0.0.1:{self.broker_port(i)}" for i in self.broker_ids)
+        return ",".join(
+            f"{self.host_of(f'broker-{i}')}:{self.broker_port(i)}" for i in self.broker_ids
+        )
 
     @property
     def zk_connect(self) -> str:
-        ports = [self.zk_port_base + n for n in range(self.zookeeper_count)]
-        return ",".join(f"127.0.0.1:{port}" for port in ports)
+        return ",".join(
+            f"{self.host_of(f'zookeeper-{n + 1}')}:{self.zk_port_base + n}"
+            for n in range(self.zookeeper_count)
+        )
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         result = run_cluster_command(*args, "--dir", str(self.dir))
@@ -267,14 +280,17 @@ def start_cluster(
     overrides: dict[str, str] | None = None,
     impl: str = "ours",
     security: str = "plaintext",
+    network: str = "loopback",
 ) -> ClusterHandle:
     """`scripts/cluster up` on free ports; fails the test (with logs) if it does not come up.
     `impl="kafka"` starts Apache Kafka 3.9 (`make reference`) instead of our brokers;
     `security="ssl"` makes every listener TLS (`up --security`)."""
     ports = reserve_cluster_ports(brokers, zookeepers)
     port_base, zk_port_base = ports.port_base, ports.zk_port_base
-    handle = ClusterHandle(directory, brokers, zookeepers, port_base, zk_port_base, ports=ports)
-    args = ["up", "--dir", str(directory), "--brokers", str(brokers)]
+    handle = ClusterHandle(
+        directory, brokers, zookeepers, port_base, zk_port_base, ports=ports, network=network
+    )
+    args = ["up", "--dir", str(directory), "--brokers", str(brokers), "--network", network]
     args += ["--zookeepers", str(zookeepers), "--port-base", str(port_base)]
     args += ["--zk-port-base", str(zk_port_base), "--impl", impl, "--security", security]
     for key, value in (overrides or {}).items():
