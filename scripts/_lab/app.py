@@ -24,7 +24,7 @@ from starlette.staticfiles import StaticFiles
 from . import scenario, snapshot
 from .collector import Collector, read_znode
 from .members import MemberPool
-from .operator import SIGNALS, Operator, Outcome
+from .operator import PARTITION_VERBS, SIGNALS, Operator, Outcome
 from .scenarios import SCENARIOS
 from .security import CSRF_HEADER, CsrfGuard, allowed_hosts
 
@@ -128,8 +128,12 @@ class Lab:
             verb = str(body["action"])
         except (ValueError, KeyError, TypeError):
             return JSONResponse({"error": "expected {target, id, action}"}, status_code=400)
-        if target not in TARGETS or (verb not in SIGNALS and verb != "start"):
+        if target not in TARGETS or (
+            verb not in SIGNALS and verb != "start" and verb not in PARTITION_VERBS
+        ):
             return JSONResponse({"error": "unknown target or action"}, status_code=400)
+        if verb in PARTITION_VERBS:
+            return _outcome(await self.operator.partition(target, target_id, verb))
         return _outcome(await self.operator.signal(target, target_id, verb))
 
     async def elect(self, request: Request) -> Response:

@@ -304,7 +304,7 @@ class Collector:
         metrics_ports = {b.id: state.spec.metrics_port(b.id) for b in brokers if b.impl == "ours"}
         metric_tasks = {
             b.id: asyncio.to_thread(
-                fetch_metrics, f"http://127.0.0.1:{metrics_ports[b.id]}/metrics"
+                fetch_metrics, f"http://{b.address}:{metrics_ports[b.id]}/metrics"
             )
             for b in brokers
             if b.alive and b.id in metrics_ports
@@ -327,6 +327,7 @@ class Collector:
             self._series.as_json(),
             now_s,
             self._kafka,
+            state.cut_links if state.spec.network == "netns" else None,
         )
         view["lab_members"] = self._members.as_json() if self._members else []
         fresh = [
@@ -369,13 +370,22 @@ def _processes(state: ClusterState) -> tuple[list[ProcessView], list[ZookeeperSe
         alive = is_running(record)
         paused = alive and _paused(record.pid)
         brokers.append(
-            ProcessView(i, spec.broker_port(i), record.pid, alive, paused, state.broker_impl(i))
+            ProcessView(
+                i,
+                spec.broker_port(i),
+                record.pid,
+                alive,
+                paused,
+                state.broker_impl(i),
+                spec.broker_host(i),
+            )
         )
     servers = []
     for n in spec.zookeeper_ids:
         record = state.processes[zookeeper_key(n)]
         alive = is_running(record)
         port = spec.zookeeper_client_port(n)
-        mode = zookeeper.server_mode(port) if alive else "down"
-        servers.append(ZookeeperServerView(n, port, record.pid, alive, mode))
+        host = spec.zookeeper_host(n)
+        mode = zookeeper.server_mode(port, host) if alive else "down"
+        servers.append(ZookeeperServerView(n, port, record.pid, alive, mode, host))
     return brokers, servers

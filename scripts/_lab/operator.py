@@ -24,6 +24,7 @@ from .kafka_reader import CLIENT_PROPERTIES, QUIET_LOG_LEVEL, librdkafka_config
 
 CLUSTER_SCRIPT = Path(__file__).resolve().parents[1] / "cluster"
 SIGNALS = {"kill": "KILL", "term": "TERM", "stop": "STOP", "cont": "CONT"}
+PARTITION_VERBS = ("cut", "heal")
 SIGNAL_TIMEOUT_S = 60.0
 START_TIMEOUT_S = 150.0
 TOOL_TIMEOUT_S = 60.0
@@ -96,6 +97,16 @@ class Operator:
         arguments += [f"--{target}", str(target_id), "--dir", str(self.directory)]
         timeout_s = START_TIMEOUT_S if verb == "start" else SIGNAL_TIMEOUT_S
         return await self._run(label, [sys.executable, str(CLUSTER_SCRIPT), *arguments], timeout_s)
+
+    async def partition(self, target: str, target_id: int, verb: str) -> Outcome:
+        """`cut` a broker or ZooKeeper server off from every other node (both ways), or
+        `heal` every cut link it is on (a `--network netns` cluster; the script says why not
+        otherwise)."""
+        arguments = [verb, f"--{target}", str(target_id), "--dir", str(self.directory)]
+        label = f"{verb} {target} {target_id}"
+        return await self._run(
+            label, [sys.executable, str(CLUSTER_SCRIPT), *arguments], SIGNAL_TIMEOUT_S
+        )
 
     def _tool_command(self, tool: str, config_flag: str, *arguments: str) -> list[str]:
         command = [_tool(tool), "--bootstrap-server", self.spec.bootstrap_servers, *arguments]

@@ -55,6 +55,7 @@ class ProcessView:
     alive: bool
     paused: bool = False  # stopped by SIGSTOP
     impl: str = "ours"  # brokers: what it runs (or ran last), "ours" or "kafka"
+    address: str = "127.0.0.1"  # its own namespace's with `up --network netns`
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +65,7 @@ class ZookeeperServerView:
     pid: int | None
     alive: bool
     mode: str  # leader, follower, standalone, observer, down, unreachable, not-serving
+    address: str = "127.0.0.1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,9 +189,12 @@ def build_snapshot(
     series: JsonObject,
     now_s: float,
     kafka: KafkaObservations | None = None,
+    cut_links: list[list[str]] | None = None,
 ) -> JsonObject:
     """The whole view; `zookeeper` is `read_zookeeper`'s result, None when unreachable;
-    `series` the charts' history (prometheus.SeriesTracker.as_json)."""
+    `series` the charts' history (prometheus.SeriesTracker.as_json); `cut_links` the links
+    `scripts/cluster cut` blackholed ([FROM, TO]: FROM's packets to TO are dropped) on a
+    `--network netns` cluster, None on a loopback one."""
     kafka = kafka or KafkaObservations()
     reachable = zookeeper is not None
     registrations: Mapping[int, JsonObject] = zookeeper["registrations"] if zookeeper else {}
@@ -203,6 +208,7 @@ def build_snapshot(
                 "id": broker.id,
                 "impl": broker.impl,
                 "port": broker.port,
+                "address": broker.address,
                 "pid": broker.pid,
                 "alive": broker.alive,
                 "paused": broker.paused,
@@ -211,7 +217,7 @@ def build_snapshot(
                 "epoch": registration["epoch"] if registration else None,
                 "session": registration["session"] if registration else None,
                 "endpoints": registration["endpoints"] if registration else [],
-                "metrics_url": f"http://127.0.0.1:{metrics_ports[broker.id]}/metrics"
+                "metrics_url": f"http://{broker.address}:{metrics_ports[broker.id]}/metrics"
                 if broker.id in metrics_ports
                 else None,
                 "metrics_ok": broker.id in metrics,
@@ -255,6 +261,10 @@ def build_snapshot(
         "series": series,
         "groups": kafka.groups,
         "kafka": {"read_at": kafka.read_at, "error": kafka.error},
+        "network": {
+            "netns": cut_links is not None,
+            "cuts": [list(link) for link in cut_links or []],
+        },
     }
 
 
@@ -291,6 +301,12 @@ def changes(before: JsonObject | None, after: JsonObject) -> list[JsonObject]:
         return []
     time = after["time"]
     found: list[JsonObject] = []
+    cuts_before = {tuple(link) for link in before.get("network", {}).get("cuts", [])}
+    cuts_after = {tuple(link) for link in after.get("network", {}).get("cuts", [])}
+    for source, target in sorted(cuts_after - cuts_before):
+        found.append(entry(time, "network", f"cut: {source}'s packets to {target} dropped"))
+    for source, target in sorted(cuts_before - cuts_after):
+        found.append(entry(time, "network", f"healed: {source} reaches {target} again"))
     if before["zookeeper"]["reachable"] != after["zookeeper"]["reachable"]:
         state = "reachable again" if after["zookeeper"]["reachable"] else "unreachable"
         found.append(entry(time, "lab", f"ZooKeeper is {state}"))

@@ -3,7 +3,7 @@ ZooKeeper server and three brokers each run in a network namespace of their own,
 form drops exactly the packets it names, checked with TCP connects (1 s bound) made inside the
 namespaces, and `heal` gives the links back. Once, the cluster itself is watched: a broker cut
 off from ZooKeeper loses its registration when its 6 s session expires, and registers again
-after the heal.
+after the heal. The lab's cut and heal buttons work on it and its page shows the cut links.
 
 Needs root (namespaces, veths, routes); CI runs as root. Run otherwise, every test fails saying
 so: a skip would count as a pass."""
@@ -29,6 +29,7 @@ CONNECT_TIMEOUT_S = 1.0
 # A port no node listens on, for the UDP datagram of the one-way test (each node has its
 # address to itself, so any port is free there).
 DATAGRAM_PORT = 45000
+LAB_PAGE_TIMEOUT_MS = 20_000
 
 # Run inside a namespace: one TCP connect per (address, port), each bounded; prints the
 # outcomes as a JSON list of booleans.
@@ -297,3 +298,37 @@ def test_heal_restores_every_link(cluster: ClusterHandle) -> None:
         timeout_s=30,
         what="every broker registered after the heal",
     )
+
+
+def test_the_lab_cuts_and_heals_from_its_buttons_and_shows_the_links(
+    cluster: ClusterHandle, tmp_path: Path
+) -> None:
+    from tests.integration.test_lab import _page, _start_lab, _stop_lab, sync_api
+
+    expect = sync_api.expect
+    lab = _start_lab(cluster, tmp_path, allow_actions=True)
+    try:
+        with (
+            sync_api.sync_playwright() as playwright,
+            _page(playwright, lab.url, tmp_path / "failure.png") as page,
+        ):
+            expect(page.locator("#network")).to_be_visible(timeout=LAB_PAGE_TIMEOUT_MS)
+            expect(page.locator("#cut-links")).to_have_text("none", timeout=LAB_PAGE_TIMEOUT_MS)
+            page.locator('#brokers tr[data-broker="2"] button[data-action="cut"]').click()
+            expect(
+                page.locator('#cut-links .cut-link[data-from="broker-2"][data-to="zookeeper-1"]')
+            ).to_have_text("broker-2 → zookeeper-1", timeout=LAB_PAGE_TIMEOUT_MS)
+            expect(page.locator('#brokers tr[data-broker="2"]')).to_have_class(
+                "cut", timeout=LAB_PAGE_TIMEOUT_MS
+            )
+            expect(page.locator("#timeline")).to_contain_text(
+                "cut: zookeeper-1's packets to broker-2 dropped", timeout=LAB_PAGE_TIMEOUT_MS
+            )
+            status = cluster.run("status").stdout
+            assert "cut from=broker-2 to=broker-1" in status
+            assert "cut from=zookeeper-1 to=broker-2" in status
+            page.locator('#brokers tr[data-broker="2"] button[data-action="heal"]').click()
+            expect(page.locator("#cut-links")).to_have_text("none", timeout=LAB_PAGE_TIMEOUT_MS)
+            assert "cut from" not in cluster.run("status").stdout
+    finally:
+        _stop_lab(lab)

@@ -42,11 +42,13 @@ async function act(body, path) {
   }
 }
 
-function actionButtons(target, id, alive) {
+function actionButtons(target, id, alive, netns) {
   if (!actionsOn) return null;
   const cell = el("td", {class: "actions-only"});
   const verbs = alive ? [["kill", "kill -9"], ["term", "SIGTERM"], ["stop", "pause"], ["cont", "resume"]]
                       : [["start", "start"]];
+  // On a --network netns cluster: cut the node off from every other one, or heal its links.
+  if (netns) verbs.push(["cut", "cut off"], ["heal", "heal"]);
   for (const [verb, label] of verbs) {
     cell.append(el("button", {type: "button", "data-target": target, "data-id": id, "data-action": verb,
       onclick: () => act({target: target, id: id, action: verb})}, label));
@@ -54,7 +56,22 @@ function actionButtons(target, id, alive) {
   return cell;
 }
 
+function renderNetwork(network) {
+  const section = document.getElementById("network");
+  section.hidden = !network.netns;
+  const links = document.getElementById("cut-links");
+  links.replaceChildren();
+  if (network.cuts.length === 0) links.textContent = "none";
+  for (const [from, to] of network.cuts) {
+    links.append(el("span", {class: "cut-link", "data-from": from, "data-to": to}, `${from} → ${to}`), " ");
+  }
+  return new Set(network.cuts.flat());
+}
+
 function renderBrokers(view) {
+  const network = view.network || {netns: false, cuts: []};
+  const netns = network.netns;
+  const cutNodes = renderNetwork(network);
   const body = document.querySelector("#brokers tbody");
   body.replaceChildren();
   for (const b of view.brokers) {
@@ -69,7 +86,8 @@ function renderBrokers(view) {
       el("td", {class: "epoch"}, b.epoch === null ? "" : b.epoch),
       el("td", {class: "endpoints"}, b.endpoints.join(" ")),
       el("td", {}, b.metrics_url ? el("a", {href: b.metrics_url, target: "_blank"}, b.metrics_ok ? "metrics" : "metrics (down)") : ""),
-      actionButtons("broker", b.id, b.alive));
+      actionButtons("broker", b.id, b.alive, netns));
+    if (cutNodes.has(`broker-${b.id}`)) row.classList.add("cut");
     body.append(row);
   }
   const zk = view.zookeeper;
@@ -78,11 +96,12 @@ function renderBrokers(view) {
   const zkBody = document.querySelector("#zookeeper tbody");
   zkBody.replaceChildren();
   for (const s of zk.servers) {
-    zkBody.append(el("tr", {"data-zookeeper": s.id, class: s.alive ? "" : "dead"},
-      el("td", {}, s.id), el("td", {}, s.port),
+    const classes = [s.alive ? "" : "dead", cutNodes.has(`zookeeper-${s.id}`) ? "cut" : ""];
+    zkBody.append(el("tr", {"data-zookeeper": s.id, class: classes.join(" ").trim()},
+      el("td", {}, s.id), el("td", {}, netns ? `${s.address}:${s.port}` : s.port),
       el("td", {}, s.alive ? `alive (pid ${s.pid})` : "dead"),
       el("td", {class: "mode"}, s.mode),
-      actionButtons("zookeeper", s.id, s.alive)));
+      actionButtons("zookeeper", s.id, s.alive, netns)));
   }
   document.getElementById("controller-id").textContent = view.controller.id === null ? "none" : view.controller.id;
   document.getElementById("controller-epoch").textContent = view.controller.epoch === null ? "?" : view.controller.epoch;
