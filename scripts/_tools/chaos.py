@@ -6,7 +6,7 @@ nothing acknowledged was lost, duplicated or reordered and that all replicas are
                   [--zookeeper-too] [--topic T] [--partitions 6] [--producers 2] [--rate 500]
                   [--interval-s 3] [--max-pause-s S] [--wait-full-isr]
                   [--recovery-timeout-s 120] [--settle-timeout-s 120] [--report-json FILE]
-                  [--transactional]
+                  [--transactional] [--network-partitions]
 
 --transactional checks exactly-once instead (chaos_txn.py, chaos_txn_check.py): transactional
 writers (some transactions aborted on purpose) and a consume-transform-produce copier into
@@ -62,6 +62,7 @@ from .chaos_cluster import Cluster, LauncherError, load_cluster
 from .chaos_faults import (
     ALL_KINDS,
     BROKER_KINDS,
+    PARTITION_KINDS,
     ZOOKEEPER_KINDS,
     Fault,
     choose_victim,
@@ -104,15 +105,20 @@ def _say(message: str) -> None:
     print(f"chaos: {message}", file=sys.stderr, flush=True)
 
 
-def _kinds(text: str | None, zookeeper_too: bool, parser: argparse.ArgumentParser) -> list[str]:
+def _kinds(
+    text: str | None, zookeeper_too: bool, cuts: bool, parser: argparse.ArgumentParser
+) -> list[str]:
     if text is None:
-        return list(BROKER_KINDS + (ZOOKEEPER_KINDS if zookeeper_too else ()))
+        kinds = list(BROKER_KINDS + (ZOOKEEPER_KINDS if zookeeper_too else ()))
+        return kinds + list(PARTITION_KINDS if cuts else ())
     kinds = [kind.strip() for kind in text.split(",") if kind.strip()]
     unknown = [kind for kind in kinds if kind not in ALL_KINDS]
     if unknown or not kinds:
         parser.error(f"unknown fault kinds {unknown}; known: {', '.join(ALL_KINDS)}")
     if not zookeeper_too and any(kind in ZOOKEEPER_KINDS for kind in kinds):
         parser.error("zookeeper-* kinds need --zookeeper-too")
+    if not cuts and any(kind in PARTITION_KINDS for kind in kinds):
+        parser.error(f"{', '.join(PARTITION_KINDS)} need --network-partitions")
     return kinds
 
 
@@ -129,7 +135,21 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--kinds", help=f"comma-separated subset of {', '.join(ALL_KINDS)}")
     parser.add_argument("--zookeeper-too", action="store_true")
     parser.add_argument("--topic", help="default: chaos-<run id>")
-    parser.add_argument("--partitions", type=int, default=6)
+    parser.add_argument(
+        "--partitions",
+        type=int,
+        nargs="?",
+        default=6,
+        const=None,
+        metavar="N",
+        help="the topic's partition count (default 6); without N, --network-partitions",
+    )
+    parser.add_argument(
+        "--network-partitions",
+        action="store_true",
+        help="add network cuts to the fault kinds (a cluster started with `scripts/cluster up "
+        "--network netns`, as root): " + ", ".join(PARTITION_KINDS),
+    )
     parser.add_argument("--producers", type=int, default=2)
     parser.add_argument("--rate", type=float, default=500.0, help="records/s, all producers")
     parser.add_argument("--interval-s", type=float, default=3.0)
@@ -143,9 +163,12 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--client-log", type=Path, help="--transactional: the copier's librdkafka debug log"
     )
     args = parser.parse_args(argv)
+    if args.partitions is None:  # a bare --partitions, as issue 40 wrote it
+        args.partitions = 6
+        args.network_partitions = True
     if args.faults < 0 or args.partitions < 1 or args.producers < 1 or args.rate <= 0:
         parser.error("--faults must be >= 0; --partitions, --producers and --rate positive")
-    args.kinds = _kinds(args.kinds, args.zookeeper_too, parser)
+    args.kinds = _kinds(args.kinds, args.zookeeper_too, args.network_partitions, parser)
     return args
 
 
@@ -386,6 +409,11 @@ def main(argv: list[str] | None = None) -> int:
     cluster = load_cluster(args.dir)
     if len(cluster.broker_ids) < REPLICATION_FACTOR:
         raise SystemExit(f"chaos: needs at least {REPLICATION_FACTOR} brokers")
+    if any(kind in PARTITION_KINDS for kind in args.kinds) and cluster.network != "netns":
+        raise SystemExit(
+            "chaos: network cuts need a cluster started with `scripts/cluster up --network netns`"
+            f" (as root); {args.dir} runs on {cluster.network}"
+        )
     run_id = secrets.token_hex(4)
     topic = args.topic or f"chaos-{run_id}"
     view = ZooKeeperView(cluster.zookeeper_connect, topic)

@@ -15,6 +15,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from _cluster import netns
+
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER_SCRIPT = ROOT / "scripts" / "cluster"
 # `start` waits up to the session timeout plus margins, then up to 60 s for registration.
@@ -36,6 +38,8 @@ class Cluster:
     overrides: dict[str, str]
     # Broker id -> "ours" or "kafka" (Apache Kafka 3.9), as cluster.json records it.
     impls: dict[int, str]
+    # `up --network`: "loopback", or "netns" (each node at its own address; cuts possible).
+    network: str = "loopback"
 
     @property
     def session_timeout_s(self) -> float:
@@ -70,15 +74,24 @@ def load_cluster(directory: Path) -> Cluster:
     broker_ids = list(range(1, int(spec["broker_count"]) + 1))
     zookeeper_ids = list(range(1, int(spec["zookeeper_count"]) + 1))
     overrides = {str(k): str(v) for k, v in dict(spec.get("overrides") or {}).items()}
-    bootstrap = ",".join(f"127.0.0.1:{port_base + i - 1}" for i in broker_ids)
-    default_connect = ",".join(f"127.0.0.1:{zk_port_base + n - 1}" for n in zookeeper_ids)
+    network = str(spec.get("network", "loopback"))
+
+    def host(key: str) -> str:
+        return netns.node_address(port_base, key) if network == "netns" else "127.0.0.1"
+
+    bootstrap = ",".join(f"{host(f'broker-{i}')}:{port_base + i - 1}" for i in broker_ids)
+    default_connect = ",".join(
+        f"{host(f'zookeeper-{n}')}:{zk_port_base + n - 1}" for n in zookeeper_ids
+    )
     # A zookeeper.connect override (e.g. with a chroot) is what the brokers really use.
     connect = overrides.get("zookeeper.connect", default_connect)
     processes = dict(state.get("processes") or {})
     impls = {
         i: str(dict(processes.get(f"broker-{i}") or {}).get("impl", "ours")) for i in broker_ids
     }
-    return Cluster(directory, broker_ids, zookeeper_ids, bootstrap, connect, overrides, impls)
+    return Cluster(
+        directory, broker_ids, zookeeper_ids, bootstrap, connect, overrides, impls, network
+    )
 
 
 def describe_broker(cluster: Cluster, broker_id: int, role: str) -> str:

@@ -5,6 +5,14 @@ or a follower of a random partition, the controller, a ZooKeeper server) and the
 what happens to it: `kill` (SIGKILL, then restart), `term` (SIGTERM: clean shutdown, then
 restart) or `stop` (SIGSTOP for a while, then SIGCONT: a process that looks dead and comes back
 with stale state, which is what fencing is for).
+
+On a `--network netns` cluster, `scripts/chaos --network-partitions` adds network cuts (made
+and undone with `scripts/cluster cut` and `heal`; the process keeps running): `leader-cut` (the
+leader cut off from every other node, ZooKeeper included), `controller-cut` (the controller
+cut from ZooKeeper), `follower-cut` (a follower cut from the other brokers), `zookeeper-cut` (a
+ZooKeeper server cut from every other node), `leader-oneway` and `controller-oneway` (what the
+victim sends to every other node dropped, not what it receives) and `leader-flap` (the
+leader's links cut and healed every FLAP_PERIOD_S). Each lasts as long as a pause would.
 """
 
 from __future__ import annotations
@@ -14,14 +22,40 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .chaos_cluster import Cluster, LauncherError, describe_broker, send_signal, start
+from .chaos_cluster import (
+    Cluster,
+    LauncherError,
+    describe_broker,
+    launcher,
+    send_signal,
+    start,
+    target_args,
+)
 from .chaos_zk import ClusterView
 
 BROKER_ROLES = ("leader", "follower", "controller")
 SIGNALS = ("kill", "term", "stop")
 BROKER_KINDS = tuple(f"{role}-{signal}" for role in BROKER_ROLES for signal in SIGNALS)
 ZOOKEEPER_KINDS = tuple(f"zookeeper-{signal}" for signal in SIGNALS)
-ALL_KINDS = BROKER_KINDS + ZOOKEEPER_KINDS
+PARTITION_KINDS = (
+    "leader-cut",
+    "controller-cut",
+    "follower-cut",
+    "zookeeper-cut",
+    "leader-oneway",
+    "controller-oneway",
+    "leader-flap",
+)
+ALL_KINDS = BROKER_KINDS + ZOOKEEPER_KINDS + PARTITION_KINDS
+PARTITION_SIGNALS = ("cut", "oneway", "flap")
+# Whom each partition kind's victim is cut from (`scripts/cluster cut --from`).
+CUT_FROM = {
+    "leader": "all",
+    "controller": "zookeeper",
+    "follower": "brokers",
+    "zookeeper": "all",
+}
+FLAP_PERIOD_S = 1.0
 SIGNAL_NAMES = {"kill": "KILL", "term": "TERM", "stop": "STOP"}
 MIN_PAUSE_S = 1.0
 
@@ -79,6 +113,9 @@ def inject(cluster: Cluster, kind: str, victim: int, pause_s: float) -> str | No
     that ignores SIGTERM is killed), and raises LauncherError if it could not."""
     role, signal = kind.split("-", 1)
     process_role = "zookeeper" if role == "zookeeper" else "broker"
+    if signal in PARTITION_SIGNALS:
+        partition(cluster, process_role, victim, CUT_FROM[role], signal, pause_s)
+        return None
     send_signal(cluster, process_role, victim, SIGNAL_NAMES[signal])
     if signal == "stop":
         try:
@@ -98,6 +135,28 @@ def inject(cluster: Cluster, kind: str, victim: int, pause_s: float) -> str | No
         start(cluster, process_role, victim)
         return f"SIGTERM did not stop it ({error}); killed and restarted"
     return None
+
+
+def partition(
+    cluster: Cluster, process_role: str, victim: int, cut_from: str, signal: str, lasting_s: float
+) -> None:
+    """Cut `victim` off (`signal`: cut, oneway or flap) for `lasting_s`, then heal it; never
+    leaves a cut behind, whatever interrupts the wait."""
+    target = target_args(process_role, victim)
+    cut = ["cut", *target, "--from", cut_from] + (["--one-way"] if signal == "oneway" else [])
+    try:
+        if signal != "flap":
+            launcher(cluster, *cut)
+            time.sleep(lasting_s)
+            return
+        deadline = time.monotonic() + lasting_s
+        while time.monotonic() < deadline:
+            launcher(cluster, *cut)
+            time.sleep(FLAP_PERIOD_S)
+            launcher(cluster, "heal", *target)
+            time.sleep(FLAP_PERIOD_S)
+    finally:
+        launcher(cluster, "heal", *target)
 
 
 def pause_seconds(rng: random.Random, max_pause_s: float) -> float:
