@@ -29,7 +29,7 @@ LONGEST_MODULES = (
     "tests/integration/test_lab.py",  # 76
     "tests/integration/test_mixed_migration.py",  # 50-95 alone (a helper's runs)
     "tests/integration/test_launcher.py",  # 69
-    "tests/integration/test_network_cuts.py",  # 62 alone, beside two chaos runs
+    "tests/integration/test_network_cuts.py",  # 54-95 beside two chaos runs
     "tests/integration/test_mixed_coordinators.py",  # 55-70 alone
     "tests/integration/test_failover.py",  # 55
     # 105 before its tools shared one JVM per cluster; alone, quiet: 75 s then, 46 s now.

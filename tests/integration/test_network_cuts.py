@@ -143,6 +143,21 @@ def test_up_puts_every_node_at_its_own_address(cluster: ClusterHandle) -> None:
     }
 
 
+def test_a_restarted_broker_goes_back_into_its_namespace(cluster: ClusterHandle) -> None:
+    cluster.kill(3)
+    cluster.start(3)
+    pid = cluster.status().brokers[3].pid
+    assert pid is not None
+    identified = subprocess.run(
+        ["ip", "netns", "identify", str(pid)], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert identified == netns.namespace_name(cluster.port_base, "broker-3")
+    assert reaches(cluster, "broker-3", ["broker-1", "zookeeper-1"]) == {
+        "broker-1": True,
+        "zookeeper-1": True,
+    }
+
+
 def test_cut_broker_from_zookeeper_expires_its_session_and_heal_restores(
     cluster: ClusterHandle,
 ) -> None:
