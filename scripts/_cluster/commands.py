@@ -29,6 +29,8 @@ def down(directory: Path, wipe: bool) -> None:
         print(f"no cluster in {directory}: nothing to stop")
         return
     state = load_state(directory)
+    if state.spec.network == "netns":  # its processes are root's, and so is its network
+        partitions.require_root("scripts/cluster down of a --network netns cluster")
     broker_keys, zookeeper_keys = keys_in_stop_order(state)
     # Brokers first: their clean shutdown needs ZooKeeper.
     stop_processes(state, broker_keys)
@@ -39,7 +41,6 @@ def down(directory: Path, wipe: bool) -> None:
             record.pid = None
             record.start_ticks = None
         if state.spec.network == "netns":
-            partitions.require_root("scripts/cluster down of a --network netns cluster")
             partitions.destroy(state.spec)  # its routes, so its cuts, go with it
             state.cut_links = []
         save_state(directory, state)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from . import brokers, kafka_reference, processes, zk_view, zookeeper
+from . import brokers, kafka_reference, partitions, processes, zk_view, zookeeper
 from .errors import ClusterError
 from .layout import (
     IMPLEMENTATIONS,
@@ -110,6 +110,8 @@ def start(
 ) -> None:
     state = load_state(directory)
     key = target_key(state, broker_id, server_id)
+    if state.spec.network == "netns":  # `ip netns exec` needs root
+        partitions.require_root("scripts/cluster start on a --network netns cluster")
     if impl is not None:
         if broker_id is None:
             raise ClusterError("--impl applies to a broker, not a ZooKeeper server")

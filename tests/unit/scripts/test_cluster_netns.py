@@ -175,3 +175,19 @@ def test_up_netns_without_root_exits_2_before_starting_anything(
     assert main(["up", "--network", "netns", "--dir", str(directory)]) == 2
     assert "needs root" in capsys.readouterr().err
     assert not directory.exists()
+
+
+@pytest.mark.parametrize(
+    "command", [["down"], ["down", "--wipe"], ["start", "--broker", "1"], ["heal"]]
+)
+def test_commands_that_touch_a_netns_cluster_need_root(
+    command: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(partitions.os, "geteuid", lambda: 1000)
+    save_state(tmp_path, ClusterState(spec=netns_spec(tmp_path)))
+    assert main([*command, "--dir", str(tmp_path)]) == 2
+    assert "needs root" in capsys.readouterr().err
+    assert (tmp_path / "cluster.json").exists()
