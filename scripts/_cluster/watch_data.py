@@ -211,14 +211,14 @@ def _leader_and_isr(data: bytes) -> tuple[int, list[int]]:
 async def _scrape_all(spec: ClusterSpec, broker_ids: list[int]) -> dict[int, dict[str, float]]:
     """The endpoints of `broker_ids` (ours: Kafka's brokers have none)."""
     scraped = await asyncio.gather(
-        *(asyncio.to_thread(_scrape, spec.metrics_port(i)) for i in broker_ids)
+        *(asyncio.to_thread(_scrape, spec.metrics_port(i), spec.broker_host(i)) for i in broker_ids)
     )
     return {i: s for i, s in zip(broker_ids, scraped, strict=True) if s is not None}
 
 
-def _scrape(port: int) -> dict[str, float] | None:
+def _scrape(port: int, host: str = "127.0.0.1") -> dict[str, float] | None:
     try:
-        url = f"http://127.0.0.1:{port}/metrics"
+        url = f"http://{host}:{port}/metrics"
         with urllib.request.urlopen(url, timeout=SCRAPE_TIMEOUT_S) as response:
             text = response.read().decode()
         return {
@@ -235,7 +235,9 @@ async def _zookeeper_rows(spec: ClusterSpec, records: list[ProcessRecord]) -> li
     alive = [is_running(record) for record in records]
     modes = await asyncio.gather(
         *(
-            asyncio.to_thread(zookeeper.server_mode, spec.zookeeper_client_port(n))
+            asyncio.to_thread(
+                zookeeper.server_mode, spec.zookeeper_client_port(n), spec.zookeeper_host(n)
+            )
             for n, up in zip(spec.zookeeper_ids, alive, strict=True)
             if up
         )
