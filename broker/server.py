@@ -26,6 +26,7 @@ from broker.cluster.controller_channel import ChannelConfig, ControllerChannel
 from broker.cluster.log_dir_failure import LogDirFailureHandler
 from broker.cluster.metadata_cache import MetadataCache
 from broker.cluster.replica_reconciler import ReplicaReconciler, partition_in_view
+from broker.cluster.session_fence import SessionFence
 from broker.config import inter_broker_protocol
 from broker.config.changes import ConfigChangeListener
 from broker.config.dynamic import DynamicBrokerConfig
@@ -245,6 +246,16 @@ class KafkaServer:
             Listener(config, endpoint, quotas, self.sasl_listeners.get(endpoint.listener_name))
             for endpoint in config.listeners
         ]
+        # Fenced while ZooKeeper has been silent for longer than the session timeout: one
+        # decision that the replica manager, the metadata cache and the controller follow.
+        self.session_fence = SessionFence(
+            self.broker_id,
+            self.zk_client.answers,
+            lambda: self.zk_client.negotiated_session_timeout_ms,
+            lambda: self.zk_client.session_id if self.zk_client.connected else None,
+            enabled=config["zookeeper.session.fencing.enable"],
+        )
+        self.session_fence.listeners.append(self._on_fence)
         self.cluster_id = ""
         self.broker_epoch = -1
         self._background: list[asyncio.Task[None]] = []
@@ -332,6 +343,7 @@ class KafkaServer:
         every = self._every
         self._background = [
             asyncio.create_task(self.replicas_from_view.run(), name="reconcile"),
+            asyncio.create_task(self.session_fence.run(), name="session-fence"),
             asyncio.create_task(
                 every(
                     config["log.flush.offset.checkpoint.interval.ms"],
@@ -405,7 +417,10 @@ class KafkaServer:
     async def _register(self) -> None:
         # Before the registration: the controller reads it when it sees this broker start.
         await self.log_dir_failures.write_offline_replicas()
+        session_id = self.zk_client.session_id
         self.broker_epoch = await self.kafka_zk.register_broker(self._registration())
+        # A fence kept since the session expired lifts now (the controller sees us start).
+        self.session_fence.registered_session_id = session_id
         # A controller's requests for an earlier registration are fenced from now on.
         self.replica_manager.controller_fence.broker_epoch = self.broker_epoch
         log.info("registered /brokers/ids/%d (broker epoch %d)", self.broker_id, self.broker_epoch)
@@ -448,6 +463,19 @@ class KafkaServer:
             self._session_lost = False
             if self._reregister_task is None or self._reregister_task.done():
                 self._reregister_task = asyncio.create_task(self._reregister(), name="re-register")
+
+    def _on_fence(self, fenced: bool) -> None:
+        self.metrics.zookeeper_fenced = fenced
+        if fenced:
+            self.metrics.zookeeper_session_fences += 1
+        self.replica_manager.set_session_fenced(fenced)
+        self.metadata_cache.fenced_broker_id = self.broker_id if fenced else None
+        if fenced:
+            self.controller.fence()
+        else:
+            self.controller.unfence()
+        # Requests waiting for metadata to change (e.g. CreateTopics) look again.
+        self.metadata_changes.signal()
 
     async def _reregister(self) -> None:
         """Register again until it works: an unregistered broker looks dead to the controller."""

@@ -128,6 +128,8 @@ class Controller:
         self._context_loaded.set()
         self._partitions: PartitionStateMachine | None = None
         self._started = False
+        # Fenced from ZooKeeper (see `fence`).
+        self._fenced = False
         # Counts expired ZooKeeper sessions; an election won under an older session is void.
         self._session_generation = 0
         self._elected_generation = -1
@@ -213,6 +215,21 @@ class Controller:
     def _enqueue_auto_leader_rebalance(self) -> None:
         self._events.enqueue(AutoLeaderRebalance())
 
+    def fence(self) -> None:
+        """The broker fenced itself from ZooKeeper (broker.cluster.session_fence): stop acting
+        as controller now, not after the event in hand (which may wait on ZooKeeper for as
+        long as the cut lasts), and elect nothing until `unfence`. What an event in flight
+        still writes is fenced by the controller epoch."""
+        self._fenced = True
+        self._deactivate()
+
+    def unfence(self) -> None:
+        """ZooKeeper answers again: re-read /controller, as after any change of it (still ours
+        in a surviving session: this broker resigns it and the next election decides)."""
+        self._fenced = False
+        if self._started:
+            self._events.enqueue(ControllerChange())
+
     def _on_session_event(self, state: str) -> None:
         if state == "LOST":
             # Our ephemeral /controller died with the session; a ControllerChange follows.
@@ -239,6 +256,8 @@ class Controller:
 
     async def _dispatch(self, event: ControllerEvent) -> None:
         match event:
+            case Startup() | ControllerChange() if self._fenced:
+                pass  # `unfence` re-reads /controller
             case Startup() | ControllerChange():
                 await self._on_controller_change()
             case Resign() if self._elected_generation != self._session_generation:
@@ -378,6 +397,8 @@ class Controller:
         # an event that fires meanwhile is handled after the failover and simply re-reads.
         self._active_watches.watch()
         context = await load_context(self._zk, epoch, epoch_zk_version)
+        if self._fenced:
+            raise ControllerMovedError("fenced from ZooKeeper during the failover")
         self._context = context
         self._context_loaded.set()
         self._partitions = PartitionStateMachine(

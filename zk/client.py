@@ -35,6 +35,7 @@ from kazoo.client import KazooClient, KazooState
 from kazoo.protocol.paths import _prefix_root
 
 from zk import errors
+from zk.answer_clock import AnswerClock
 from zk.client_security import creation_acls, new_session, start_logged_in, stop
 from zk.kazoo_extensions import LoopHandoff, MultiRead, SetWatches
 from zk.loop_slice import LoopSlice
@@ -246,6 +247,8 @@ class ZkClient:
         # The data watch callbacks whose callers arm them with their reads
         # (`get_many(..., arm=True)`), by path; a subset of self._watches["data"].
         self._armed_by_reads: dict[str, list[Callable[[], None]]] = {}
+        # When ZooKeeper last answered this session, as kazoo's connection thread reads it.
+        self.answers = AnswerClock()
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -253,7 +256,7 @@ class ZkClient:
         self._loop = asyncio.get_running_loop()
         if self.chroot is not None:
             await asyncio.to_thread(self._ensure_chroot_blocking)
-        self._kazoo = self._new_kazoo(self.connect)
+        self._kazoo = new_session(self.connect, self.session_timeout_ms, self.sasl, self.answers)
         self._kazoo.add_listener(self._on_kazoo_state)
         await asyncio.to_thread(self._start_blocking, self._kazoo)
 
@@ -267,6 +270,12 @@ class ZkClient:
     @property
     def connected(self) -> bool:
         return self._kazoo is not None and bool(self._kazoo.connected)
+
+    @property
+    def negotiated_session_timeout_ms(self) -> int:
+        """The session timeout ZooKeeper granted (the requested one before any connect)."""
+        granted = self.answers.negotiated_session_timeout_ms
+        return self.session_timeout_ms if granted is None else granted
 
     @property
     def session_id(self) -> int | None:

@@ -16,7 +16,14 @@ from kazoo.client import KazooClient
 from kazoo.retry import KazooRetry
 
 from zk import errors
-from zk.kazoo_extensions import PollingHandler, kazoo_acls, sasl_options, start_and_log_in
+from zk.answer_clock import AnswerClock
+from zk.kazoo_extensions import (
+    PollingHandler,
+    kazoo_acls,
+    report_granted_timeouts,
+    sasl_options,
+    start_and_log_in,
+)
 from zk.zk_security import ZkSaslCredentials, default_acls
 
 # Reconnection back-off: short, because a broker that cannot see ZooKeeper is useless and
@@ -30,18 +37,27 @@ def creation_acls(secure_acls: bool, path: str) -> list[Any]:
     return kazoo_acls(default_acls(secure_acls, path))
 
 
-def new_session(hosts: str, session_timeout_ms: int, sasl: ZkSaslCredentials | None) -> Any:
-    """A kazoo client, not started, that logs in as `sasl` when given."""
+def new_session(
+    hosts: str,
+    session_timeout_ms: int,
+    sasl: ZkSaslCredentials | None,
+    clock: AnswerClock | None = None,
+) -> Any:
+    """A kazoo client, not started, that logs in as `sasl` when given and, with `clock`,
+    reports there when ZooKeeper answers it and the session timeout it grants."""
     retry = KazooRetry(
         max_tries=-1, delay=_RECONNECT_DELAY_S, backoff=2, max_delay=_RECONNECT_MAX_DELAY_S
     )
-    return KazooClient(
+    client = KazooClient(
         hosts=hosts,
         timeout=session_timeout_ms / 1000.0,
         connection_retry=retry,
-        handler=PollingHandler(),
+        handler=PollingHandler(clock),
         sasl_options=None if sasl is None else sasl_options(sasl),
     )
+    if clock is not None:
+        report_granted_timeouts(client, clock)
+    return client
 
 
 def start_logged_in(

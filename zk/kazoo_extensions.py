@@ -11,12 +11,14 @@ import math
 import queue
 import select
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
 from kazoo import exceptions as kazoo_errors
 from kazoo.handlers.threading import SequentialThreadingHandler
 from kazoo.protocol.serialization import (
+    Connect,
     GetData,
     MultiHeader,
     int_struct,
@@ -32,6 +34,7 @@ from kazoo.protocol.serialization import (
 from kazoo.protocol.states import KeeperState
 from kazoo.security import ACL, Id
 
+from zk.answer_clock import AnswerClock
 from zk.zk_security import ZkAcl, ZkSaslCredentials
 
 log = logging.getLogger(__name__)
@@ -107,14 +110,67 @@ class _CompletionQueue(queue.Queue[Any]):
             super().put(item, block, timeout)
 
 
+class _AnsweringSocket:
+    """kazoo's socket to ZooKeeper, telling an AnswerClock of every read that returned bytes
+    and of its closing; everything else is the socket's own."""
+
+    __slots__ = ("_clock", "_sock")
+
+    def __init__(self, sock: Any, clock: AnswerClock) -> None:
+        self._sock = sock
+        self._clock = clock
+
+    def recv(self, size: int) -> bytes:
+        data: bytes = self._sock.recv(size)
+        if data:
+            self._clock.answered()
+        return data
+
+    def close(self) -> None:
+        try:
+            self._sock.close()
+        finally:
+            self._clock.closed()
+
+    def fileno(self) -> int:
+        return int(self._sock.fileno())
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sock, name)
+
+
+# How long the connection thread waits in one `poll` at most while it watches its socket: each
+# empty wait is an observation that nothing from ZooKeeper is unread (AnswerClock.quiet), so
+# this bounds how late a fence can come after its bound.
+QUIET_LOOK_INTERVAL_S = 0.1
+
+
 class PollingHandler(SequentialThreadingHandler):  # type: ignore[misc]
     """kazoo's threading handler with a cheaper `select`, and `LoopHandoff` callbacks run on the
     connection thread. kazoo's connection thread sends one request or reads one response per
     `select`, and kazoo's own creates and closes an epoll selector each time: with thousands of
     requests in flight (a controller failover) that was a third of the thread's time. `poll`
-    has no fd limit either and keeps no kernel object."""
+    has no fd limit either and keeps no kernel object.
+
+    With an AnswerClock, the sockets it connects report what ZooKeeper sends, and its waits on
+    them report, every QUIET_LOOK_INTERVAL_S, that nothing is unread."""
 
     queue_impl = _CompletionQueue
+
+    def __init__(self, clock: AnswerClock | None = None) -> None:
+        super().__init__()
+        self._clock = clock
+        self._zk_fd = -1
+
+    def create_connection(self, *args: Any, **kwargs: Any) -> Any:
+        sock = super().create_connection(*args, **kwargs)
+        clock = self._clock
+        if clock is None:
+            return sock
+        # Before kazoo sends its Connect on it: nothing can be unread on it yet.
+        self._zk_fd = int(sock.fileno())
+        clock.opened()
+        return _AnsweringSocket(sock, clock)
 
     def dispatch_callback(self, callback: Any) -> None:
         if isinstance(callback.func, LoopHandoff):
@@ -124,6 +180,26 @@ class PollingHandler(SequentialThreadingHandler):  # type: ignore[misc]
 
     def select(
         self, rlist: list[Any], wlist: list[Any], xlist: list[Any], timeout: float | None = None
+    ) -> tuple[list[Any], list[Any], list[Any]]:
+        clock = self._clock
+        if clock is None or not any(_fd(obj) == self._zk_fd for obj in rlist):
+            return self._poll(rlist, wlist, timeout)
+        deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
+        while True:
+            # Taken before the look: had anything been unread then, the look would find it.
+            looked_at = time.monotonic()
+            wait = QUIET_LOOK_INTERVAL_S
+            if deadline is not None:
+                wait = max(0.0, min(wait, deadline - looked_at))
+            ready = self._poll(rlist, wlist, wait)
+            zk_readable = any(_fd(obj) == self._zk_fd for obj in ready[0])
+            if not zk_readable and not any(_pending(obj) for obj in rlist):
+                clock.quiet(looked_at)
+            if ready[0] or ready[1] or (deadline is not None and time.monotonic() >= deadline):
+                return ready
+
+    def _poll(
+        self, rlist: list[Any], wlist: list[Any], timeout: float | None
     ) -> tuple[list[Any], list[Any], list[Any]]:
         poller = select.poll()
         masks: dict[int, int] = {}
@@ -144,6 +220,27 @@ class PollingHandler(SequentialThreadingHandler):  # type: ignore[misc]
 
 def _fd(obj: Any) -> int:
     return obj if isinstance(obj, int) else int(obj.fileno())
+
+
+def _pending(obj: Any) -> bool:
+    """A TLS socket may hold decrypted bytes that `poll` does not see."""
+    pending = getattr(obj, "pending", None)
+    return pending is not None and int(pending()) > 0
+
+
+def report_granted_timeouts(client: Any, clock: AnswerClock) -> None:
+    """Tell `clock` the session timeout ZooKeeper grants at each connect: kazoo reads it from
+    the ConnectResponse (for its own ping and read timeouts) but keeps it nowhere."""
+    connection = client._connection
+    invoke = connection._invoke
+
+    def invoke_reporting(timeout: float, request: Any, xid: int | None = None) -> Any:
+        result = invoke(timeout, request, xid)
+        if isinstance(request, Connect):
+            clock.granted(int(result[0].time_out))
+        return result
+
+    connection._invoke = invoke_reporting
 
 
 class MultiRead:

@@ -43,7 +43,13 @@ class MetadataCache:
         self._partition_encodings = PartitionEncodings()
         # (entry class, topic) -> the topic's version and broker map it was encoded from, and
         # its encoded partition entries.
-        self._encoded_topics: dict[tuple[type, str], tuple[int, object, list[bytes]]] = {}
+        self._encoded_topics: dict[
+            tuple[type, str], tuple[int, object, int | None, list[bytes]]
+        ] = {}
+        # This broker's id while it is fenced from ZooKeeper (broker.cluster.session_fence):
+        # it then names itself leader of nothing, as Kafka names no leader where the leader
+        # is not live.
+        self.fenced_broker_id: int | None = None
 
     def update(self, view: ClusterView) -> None:
         self._view = view
@@ -70,9 +76,15 @@ class MetadataCache:
         so that the answer is one moment's view."""
         version = self._view.topic_versions.get(topic)
         brokers = self._view.brokers
+        fenced = self.fenced_broker_id
         cached = self._encoded_topics.get((cls, topic))
-        if cached is not None and cached[0] == version and cached[1] is brokers:
-            return cached[2]
+        if (
+            cached is not None
+            and cached[0] == version
+            and cached[1] is brokers
+            and cached[2] == fenced
+        ):
+            return cached[3]
         rows = self.partition_rows(topic)
         if not rows:
             return None
@@ -92,7 +104,7 @@ class MetadataCache:
                     for key, value in self._encoded_topics.items()
                     if key[1] in self._view.topics
                 }
-            self._encoded_topics[(cls, topic)] = (version, brokers, encoded)
+            self._encoded_topics[(cls, topic)] = (version, brokers, fenced, encoded)
         return encoded
 
     @property
@@ -171,17 +183,21 @@ class MetadataCache:
         return rows
 
     def live_broker_ids(self) -> frozenset[int]:
-        return frozenset(self._view.brokers)
+        """The brokers that can lead: the registered ones, less this one while fenced."""
+        live = frozenset(self._view.brokers)
+        return live if self.fenced_broker_id is None else live - {self.fenced_broker_id}
 
     def leader_and_epoch(self, topic: str, partition: int) -> tuple[int, int]:
-        """The partition's leader id and leader epoch as ZooKeeper last said, or (-1, -1)."""
+        """The partition's leader id and leader epoch as ZooKeeper last said, or (-1, -1);
+        leader -1 where that is this broker while it is fenced."""
         entry = self._view.partition_states.get((topic, partition))
         if entry is None:
             return -1, -1
-        return entry[0].leader, entry[0].leader_epoch
+        leader = entry[0].leader
+        return (-1 if leader == self.fenced_broker_id else leader), entry[0].leader_epoch
 
     def live_broker(self, broker_id: int) -> BrokerRegistration | None:
         return self._view.brokers.get(broker_id)
 
     def is_leader_available(self, metadata: PartitionMetadata) -> bool:
-        return metadata.leader_id >= 0 and metadata.leader_id in self._view.brokers
+        return metadata.leader_id >= 0 and metadata.leader_id in self.live_broker_ids()

@@ -216,6 +216,10 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("zookeeper.connect", _str, None),
     ConfigDef("zookeeper.session.timeout.ms", _int, 18000),
     ConfigDef("zookeeper.connection.timeout.ms", _optional_int, None),
+    # Not a Kafka key: a broker that has heard nothing from ZooKeeper for longer than the
+    # session timeout ZooKeeper granted stops leading (broker.cluster.session_fence,
+    # DEVIATIONS.md "Controller and ZooKeeper").
+    ConfigDef("zookeeper.session.fencing.enable", _bool, True),
     # Creator-only ACLs on the znodes this broker creates (broker.security.zk_client_security).
     ConfigDef("zookeeper.set.acl", _bool, False),
     ConfigDef("num.partitions", _int, 1),

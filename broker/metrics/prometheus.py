@@ -78,6 +78,9 @@ class BrokerCounters:
     zookeeper_expires: int = 0
     zookeeper_disconnects: int = 0
     zookeeper_sync_connects: int = 0
+    # Self-fencing from ZooKeeper (broker.cluster.session_fence): times fenced, and now.
+    zookeeper_session_fences: int = 0
+    zookeeper_fenced: bool = False
     # Requests inside a handler, and acks=all produces among them waiting for replication.
     requests_in_flight: int = 0
     delayed_produces: int = 0
@@ -184,6 +187,8 @@ def take_snapshot(services: MetricsServices, loop_idle: LoopIdle | None = None) 
         zookeeper_expires=counters.zookeeper_expires,
         zookeeper_disconnects=counters.zookeeper_disconnects,
         zookeeper_sync_connects=counters.zookeeper_sync_connects,
+        zookeeper_session_fences=counters.zookeeper_session_fences,
+        zookeeper_fenced=counters.zookeeper_fenced,
     )
     isr_writer = services.replica_manager.isr_writer
     partitions = [
@@ -252,6 +257,8 @@ class _SnapshotCollector:
             counters.zookeeper_disconnects,
             counters.zookeeper_sync_connects,
             snapshot.zookeeper_connected,
+            counters.zookeeper_session_fences,
+            counters.zookeeper_fenced,
         )
 
 

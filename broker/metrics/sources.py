@@ -261,17 +261,29 @@ def coordinator_metrics(counts: CoordinatorCounts) -> Iterator[Metric]:
 
 
 def zookeeper_metrics(
-    expires: int, disconnects: int, sync_connects: int, connected: bool
+    expires: int,
+    disconnects: int,
+    sync_connects: int,
+    connected: bool,
+    fences: int = 0,
+    fenced: bool = False,
 ) -> Iterator[Metric]:
     prefix = "kafka_server_sessionexpirelistener_"
     for meter, documentation, value in (
         ("zookeeperexpires", "ZooKeeper sessions this broker lost", expires),
         ("zookeeperdisconnects", "Connections to ZooKeeper lost (session kept)", disconnects),
         ("zookeepersyncconnects", "Connections to ZooKeeper made", sync_connects),
+        # Not in Kafka (zookeeper.session.fencing.enable, DEVIATIONS.md).
+        ("zookeepersessionfences", "Times this broker fenced itself from ZooKeeper", fences),
     ):
         yield CounterMetricFamily(prefix + meter, documentation, value=value)
     yield GaugeMetricFamily(
         prefix + "sessionstate_connected",
         "1 while the ZooKeeper session is connected",
         1 if connected else 0,
+    )
+    yield GaugeMetricFamily(
+        prefix + "sessionstate_fenced",
+        "1 while this broker is fenced: no answer from ZooKeeper for a session timeout",
+        1 if fenced else 0,
     )

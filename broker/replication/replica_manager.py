@@ -122,6 +122,10 @@ class ReplicaManager:
         self.leadership_listeners: list[Callable[[Partition, bool], None]] = []
         # The controller epoch and broker epoch a controller's requests are fenced with.
         self.controller_fence = ControllerFence()
+        # Fenced from ZooKeeper (broker.cluster.session_fence): no partition is led here.
+        self.session_fenced = False
+        # Bumped at each fence: acks=all waiters from before it answer NOT_LEADER_OR_FOLLOWER.
+        self._fence_generation = 0
 
     def get(self, topic: str, partition: int) -> Partition | None:
         return self._partitions.get((topic, partition))
@@ -404,6 +408,19 @@ class ReplicaManager:
 
     # -- leader data path ---------------------------------------------------------------
 
+    def set_session_fenced(self, fenced: bool) -> None:
+        """Fenced: every leader's request answers NOT_LEADER_OR_FOLLOWER (the clients refresh
+        their metadata), as when leadership is lost; its waiters are woken to answer so."""
+        if fenced == self.session_fenced:
+            return
+        self.session_fenced = fenced
+        if not fenced:
+            return
+        self._fence_generation += 1
+        for current in self._partitions.values():
+            if current.is_leader:
+                current.waiters.on_leadership_change()
+
     def replica(self, topic: str, partition: int) -> tuple[Partition | None, ErrorCode]:
         """This broker's replica, leader or follower (Kafka's getPartitionOrError)."""
         current = self._partitions.get((topic, partition))
@@ -426,7 +443,7 @@ class ReplicaManager:
         epoch_error = _check_leader_epoch(current, current_leader_epoch)
         if epoch_error is not None:
             return None, epoch_error
-        if not current.is_leader:
+        if not current.is_leader or self.session_fenced:
             return None, ErrorCode.not_leader_or_follower
         return current, ErrorCode.none
 
@@ -659,13 +676,22 @@ class ReplicaManager:
         the appended batch), then answer as Kafka's DelayedProduce does."""
         key = (topic, partition)
         current = self._partitions.get(key)
-        if current is None or not current.is_leader:
+        if current is None or not current.is_leader or self.session_fenced:
             return ErrorCode.not_leader_or_follower
         generation = current.leadership_generation
+        fence_generation = self._fence_generation
+
+        def still_leading() -> bool:
+            found = self._partitions.get(key)
+            return (
+                _still_leading(found, current, generation)
+                and fence_generation == self._fence_generation
+            )
+
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         while current.high_watermark < required_offset:
-            if not _still_leading(self._partitions.get(key), current, generation):
+            if not still_leading():
                 return ErrorCode.not_leader_or_follower
             remaining_s = deadline - loop.time()
             if remaining_s <= 0:
@@ -675,7 +701,7 @@ class ReplicaManager:
                 await asyncio.wait_for(future, remaining_s)
             except (TimeoutError, TooManyWaitersError):
                 return ErrorCode.request_timed_out
-        if not _still_leading(self._partitions.get(key), current, generation):
+        if not still_leading():
             return ErrorCode.not_leader_or_follower
         if len(current.maximal_isr) < min_isr:
             return ErrorCode.not_enough_replicas_after_append
@@ -715,8 +741,8 @@ class ReplicaManager:
 
     def maybe_shrink_isrs(self, now_ms: int | None = None) -> None:
         """Leaders drop followers that have not caught up for replica.lag.time.max.ms."""
-        if self.isr_writer is None:
-            return
+        if self.isr_writer is None or self.session_fenced:
+            return  # a fenced leader acts on no leadership, its ISR included
         now_ms = _now_ms() if now_ms is None else now_ms
         for current in list(self._partitions.values()):
             if not current.is_leader:

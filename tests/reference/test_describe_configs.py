@@ -190,6 +190,13 @@ KNOWN_DIFFERENCES = (
     ),
     Known(
         "broker",
+        "only in ours",
+        "self-fencing from ZooKeeper, which ZooKeeper-mode Kafka lacks (DEVIATIONS: Controller"
+        " and ZooKeeper)",
+        names="zookeeper.session.fencing.enable",
+    ),
+    Known(
+        "broker",
         "read_only",
         "keys Kafka updates dynamically but we only read at start-up (DEVIATIONS: Controller"
         " and ZooKeeper, dynamic broker configs)",
