@@ -113,7 +113,14 @@ class MetadataCache:
         return -1 if controller_id is None else controller_id
 
     def live_brokers(self) -> dict[int, BrokerRegistration]:
-        return dict(self._view.brokers)
+        """The registered brokers, less this one while it is fenced: its Metadata then names
+        only the others, and clients (librdkafka, Java's) leave it for them to learn the new
+        leaders from (they keep asking a broker they are connected to and that lists
+        itself, and a fenced broker cannot know the new leaders)."""
+        brokers = dict(self._view.brokers)
+        if self.fenced_broker_id is not None:
+            brokers.pop(self.fenced_broker_id, None)
+        return brokers
 
     def topic_names(self) -> list[str]:
         return sorted(self._view.topics)
@@ -197,6 +204,8 @@ class MetadataCache:
         return (-1 if leader == self.fenced_broker_id else leader), entry[0].leader_epoch
 
     def live_broker(self, broker_id: int) -> BrokerRegistration | None:
+        if broker_id == self.fenced_broker_id:
+            return None
         return self._view.brokers.get(broker_id)
 
     def is_leader_available(self, metadata: PartitionMetadata) -> bool:
