@@ -6,6 +6,7 @@
                   [--compare-transactional [--transaction-records 10000]]
                   [--compare-jvm-perf [--impls ours,kafka]]
     scripts/bench failover [--partitions 5000] [--impl ours|kafka] [--signal KILL|TERM]
+    scripts/bench partitions [--impl ours,kafka] [--cut-s 25]
 
 Prints one JSON object with records/s and MB/s for each phase. `--compare-replication` runs
 acks=1 on replication factor 1 and then acks=all on replication factor 3 (each on a new topic)
@@ -22,7 +23,9 @@ replication factor 3, records of 100 B and 1 KB) and prints both figures and the
 and MB per second, p99 produce latency, the brokers' CPU-seconds per GB and their peak RSS (from
 /proc); see scripts/_tools/bench_compare.py. `failover` measures how fast 5,000 partitions'
 leadership leaves a killed controller or a broker in controlled shutdown; see
-scripts/_tools/bench_failover.py.
+scripts/_tools/bench_failover.py. `partitions` (root) cuts a partition's leader, the controller
+and a follower off the network on a `--network netns` cluster and reports what the producer
+lost and waited, ours and Kafka 3.9 side by side; see scripts/_tools/bench_partitions.py.
 
 `--compare-jvm-perf` measures Kafka's own Java client instead of librdkafka: Kafka 3.9's
 `kafka-producer-perf-test` (acks=all, default batching) and then `kafka-consumer-perf-test`,
@@ -236,6 +239,10 @@ def main() -> int:
         from .bench_failover import failover_main
 
         return failover_main(sys.argv[2:])
+    if sys.argv[1:2] == ["partitions"]:
+        from .bench_partitions import partitions_main
+
+        return partitions_main(sys.argv[2:])
     args = parse_args()
     if args.compare:
         from .bench_compare import compare_implementations

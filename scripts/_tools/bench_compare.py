@@ -73,13 +73,15 @@ def _broker_pids(directory: Path) -> tuple[int, ...]:
 
 @contextmanager
 def running_cluster(
-    impl: str, settings: dict[str, str] | None = None
+    impl: str, settings: dict[str, str] | None = None, network: str = "loopback"
 ) -> Iterator[tuple[str, PhaseMeter, Path]]:
-    """A fresh cluster of `impl` with `min.insync.replicas=2` and `settings`; yields its
-    bootstrap servers, a meter of its brokers and its directory."""
+    """A fresh cluster of `impl` with `min.insync.replicas=2` and `settings` on `network`
+    (`scripts/cluster up --network`); yields its bootstrap servers, a meter of its brokers
+    and its directory."""
     work = Path(tempfile.mkdtemp(prefix=f"bench-{impl}-"))
     directory = work / "cluster"
     up = ["up", "--dir", str(directory), "--impl", impl, "--brokers", str(BROKER_COUNT)]
+    up += ["--network", network]
     ports = reserve_cluster_ports(BROKER_COUNT, 1)
     up += ["--port-base", str(ports.port_base), "--zk-port-base", str(ports.zk_port_base)]
     for key, value in {"min.insync.replicas": "2", **(settings or {})}.items():
