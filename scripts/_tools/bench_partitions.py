@@ -14,7 +14,9 @@ chaos_produce.py) writing --rate records a second through it:
 - `leader`: the partition's leader, not the controller, cut from ZooKeeper and every other
   broker (`scripts/cluster cut --from all`);
 - `controller`: the controller, leading the partition, cut from ZooKeeper (`--from zookeeper`);
-- `follower`: a follower, not the controller, cut from the partition's leader (`--from ID`).
+- `follower`: a follower, not the controller, cut from the partition's leader (`--from ID`);
+- `isolated-follower` (only when named in --cuts): that follower cut from ZooKeeper and every
+  other broker (`--from all`), so that its session expires.
 
 Each cut lasts --cut-s seconds and is then healed. Per cut it reports:
 
@@ -58,11 +60,13 @@ from .chaos_zk import ClusterView, ZooKeeperView, healthy_with_full_isr
 
 IMPLS = ("ours", "kafka")
 IMPL_LABELS = {"ours": "ours", "kafka": "Kafka 3.9"}
-CUTS = ("leader", "controller", "follower")
+DEFAULT_CUTS = ("leader", "controller", "follower")
+CUTS = (*DEFAULT_CUTS, "isolated-follower")
 CUT_LABELS = {
     "leader": "the leader, from ZooKeeper and its peers",
     "controller": "the controller (leading it), from ZooKeeper",
     "follower": "a follower, from its leader",
+    "isolated-follower": "a follower, from ZooKeeper and its peers",
 }
 SETTINGS = {"min.insync.replicas": "2", "zookeeper.session.timeout.ms": "6000"}
 REPLICATION_FACTOR = 3
@@ -90,7 +94,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--cut-s", type=float, default=25.0, help="how long each cut lasts")
     parser.add_argument("--rate", type=float, default=100.0, help="records a second")
-    parser.add_argument("--cuts", default=",".join(CUTS), help="which cuts, in order")
+    parser.add_argument(
+        "--cuts",
+        default=",".join(DEFAULT_CUTS),
+        help=f"which cuts, in order, of {', '.join(CUTS)} (default {','.join(DEFAULT_CUTS)})",
+    )
     args = parser.parse_args(argv)
     args.impls = [part.strip() for part in args.impl.split(",") if part.strip()]
     args.cut_list = [part.strip() for part in args.cuts.split(",") if part.strip()]
@@ -137,6 +145,8 @@ def arrange(cut: str, broker_ids: list[int], controller: int) -> Arrangement:
         return Arrangement(replicas, others[0], "all", controller)
     if cut == "follower":
         return Arrangement(replicas, others[1], str(others[0]), controller)
+    if cut == "isolated-follower":
+        return Arrangement(replicas, others[1], "all", controller)
     raise ValueError(f"unknown cut {cut!r}")
 
 

@@ -57,10 +57,18 @@ def test_the_follower_cut_separates_a_follower_from_its_leader_only() -> None:
     assert arrangement.cut_from == str(leader)
 
 
+def test_the_isolated_follower_is_cut_from_everything() -> None:
+    arrangement = arrange("isolated-follower", [1, 2, 3], controller=1)
+    assert arrangement.victim in arrangement.replicas[1:]
+    assert arrangement.victim != 1
+    assert arrangement.cut_from == "all"
+
+
 def test_impls_and_cuts_are_checked() -> None:
     args = parse_args(["--impl", "kafka", "--cut-s", "5", "--cuts", "follower,leader"])
     assert (args.impls, args.cut_list, args.cut_s) == (["kafka"], ["follower", "leader"], 5.0)
     assert parse_args([]).impls == ["ours", "kafka"]
+    assert parse_args([]).cut_list == ["leader", "controller", "follower"]
     with pytest.raises(SystemExit):
         parse_args(["--impl", "redpanda"])
     with pytest.raises(SystemExit):
