@@ -7,6 +7,7 @@ bounced brokers).
 from __future__ import annotations
 
 import logging
+from typing import NamedTuple
 
 from controller.context import ControllerContext
 from controller.partition_state_machine import PartitionStateMachine
@@ -16,14 +17,19 @@ from controller.zk_api import ControllerZk
 log = logging.getLogger(__name__)
 
 
+class BrokerChanges(NamedTuple):
+    started: set[int]  # new or restarted
+    failed: set[int]  # dead or restarted (a restart is a death, then a start)
+
+
 async def on_broker_change(
     kafka_zk: ControllerZk,
     context: ControllerContext,
     partitions: PartitionStateMachine,
     controller_id: int,
-) -> set[int]:
+) -> BrokerChanges:
     """Elect, shrink ISRs or take partitions offline as brokers came and went; the brokers
-    that started (new or restarted), for the reassignments waiting on them."""
+    that started (for the reassignments and topic deletions waiting on them) and failed."""
     brokers = await kafka_zk.get_brokers_with_epochs()
     epochs = {broker_id: epoch for broker_id, (_, epoch) in brokers.items()}
     previous = context.broker_epochs
@@ -33,7 +39,7 @@ async def on_broker_change(
     new = set(epochs) - set(previous)
     bounced = {b for b in set(epochs) & set(previous) if epochs[b] != previous[b]}
     if not dead and not new and not bounced:
-        return set()
+        return BrokerChanges(set(), set())
     log.info(
         "brokers changed: new %s, dead %s, restarted %s",
         sorted(new),
@@ -63,4 +69,4 @@ async def on_broker_change(
     await partitions.reconcile(context.all_partitions(), reason)
     # Recorded last: if a write above fails, the next read sees the same difference again.
     context.broker_epochs = epochs
-    return new | bounced
+    return BrokerChanges(new | bounced, dead | bounced)

@@ -29,12 +29,21 @@ it, one queue per broker, so an event never waits on the network. The rules, per
   epoch.
 - A broker in controlled shutdown gets StopReplica without delete for the partitions it follows
   (Kafka's controller takes those replicas offline), once.
+- What an event asks for beyond the context's changes (`ExtraRequests`): StopReplica with
+  delete and leader epoch -2 for the replicas whose deletion the topic deletion manager
+  started (controller/topic_deletion.py), and LeaderAndIsr for every replica of a broker whose
+  log dir failed, whatever it was sent before (Kafka's onBrokerLogDirFailure: the answer names
+  the replicas it lost with KAFKA_STORAGE_ERROR).
+
+The channel hands the answers the controller acts on back as `BrokerAnswer`s (Kafka's
+LeaderAndIsrResponseReceived and TopicDeletionStopReplicaResponseReceived events).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, NamedTuple, Protocol
 
 from controller.context import ControllerContext, TopicPartition
@@ -134,11 +143,58 @@ class RequestRound:
         return next((b for b in self.live_brokers if b.broker_id == broker_id), None)
 
 
+class AnsweredRequest(Enum):
+    LEADER_AND_ISR = "LeaderAndIsr"
+    STOP_REPLICA = "StopReplica"
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerAnswer:
+    """A broker's answer that the controller acts on: any LeaderAndIsr answer (replicas in
+    failed log dirs answer KAFKA_STORAGE_ERROR), and a StopReplica answer for the replicas
+    it was told to delete for a topic deletion (leader epoch -2). `partition_errors` names
+    topics by name; for a StopReplica refused as a whole, each of its deletions carries the
+    request's error."""
+
+    request: AnsweredRequest
+    broker_id: int
+    broker_epoch: int
+    controller_epoch: int
+    error_code: int
+    partition_errors: tuple[tuple[str, int, int], ...]  # (topic, partition, error code)
+
+
+AnswerHandler = Callable[[BrokerAnswer], None]
+
+
+@dataclass(slots=True)
+class ExtraRequests:
+    """Requests events asked for beyond what the context's changes imply; the next plan
+    takes them."""
+
+    # broker -> partitions whose replica there is to be deleted for a topic deletion.
+    deletion_stops: dict[int, set[TopicPartition]] = field(default_factory=dict)
+    # Brokers to be sent LeaderAndIsr for every replica they host (a log dir failed there).
+    leader_and_isr_to: set[int] = field(default_factory=set)
+
+    def stop_for_deletion(self, broker_id: int, partition: TopicPartition) -> None:
+        self.deletion_stops.setdefault(broker_id, set()).add(partition)
+
+    def take(self) -> ExtraRequests:
+        taken = ExtraRequests(self.deletion_stops, self.leader_and_isr_to)
+        self.deletion_stops, self.leader_and_isr_to = {}, set()
+        return taken
+
+
 class BrokerRequestSink(Protocol):
     """Where the controller hands its rounds (the broker's controller channel). Both calls
     return at once: sending happens elsewhere, so that an event never waits on a broker."""
 
     def send(self, requests: RequestRound) -> None: ...
+
+    def set_answer_handler(self, handler: AnswerHandler | None) -> None:
+        """Where the answers the controller acts on go (called on the event loop)."""
+        ...
 
     def close_all(self) -> None:
         """This broker stopped being controller: drop whatever is queued, close the
@@ -182,17 +238,23 @@ class RequestPlanner:
         self._built: dict[TopicPartition, tuple[tuple[Any, ...], PartitionInfo]] = {}
         self._liveness: tuple[Any, ...] | None = None
 
-    async def plan(self, context: ControllerContext) -> RequestRound | None:
+    async def plan(
+        self, context: ControllerContext, extra: ExtraRequests | None = None
+    ) -> RequestRound | None:
         """The round to send after an event, or None when nothing changed. Yields to the loop
         between slices of work (a failover plans thousands of partitions per broker); only
         the event task changes the context, and it is the one waiting here."""
+        extra = extra or ExtraRequests()
         loop_slice = LoopSlice()
         live = _live_brokers(context)
         current = await self._partitions(context, loop_slice)
         first_round = self._live_brokers is None
         changed = [info for key, info in current.items() if self._metadata.get(key) != info]
+        # A topic whose deletion completed was announced with leader -2 when it started.
         deleted = [
-            _during_delete(info) for key, info in self._metadata.items() if key not in current
+            _during_delete(info)
+            for key, info in self._metadata.items()
+            if key not in current and info.leader != LEADER_DURING_DELETE
         ]
         brokers_changed = live != self._live_brokers
         deleted_keys = {info.key for info in deleted}
@@ -208,10 +270,22 @@ class RequestPlanner:
                 if changed or deleted or brokers_changed:
                     update_metadata = (*changed, *deleted)
                 candidates = changed
+            resend = broker.broker_id in extra.leader_and_isr_to
+            if resend:
+                candidates = current.values()
             leader_and_isr = await self._leader_and_isr(
-                broker.broker_id, sent, candidates, first_round, loop_slice
+                broker.broker_id, sent, candidates, first_round, loop_slice, resend
             )
             stop = self._stops(broker.broker_id, sent, context, current, deleted_keys)
+            deletions = extra.deletion_stops.get(broker.broker_id, ())
+            if deletions:
+                stop += tuple(
+                    StopReplicaPartition(*key, EPOCH_DURING_DELETE, True)
+                    for key in sorted(deletions)
+                )
+                for key in deletions:
+                    sent.leader_and_isr.pop(key, None)
+                    sent.stopped.discard(key)
             if update_metadata is not None or leader_and_isr or stop:
                 requests.append(
                     BrokerRequests(
@@ -233,14 +307,17 @@ class RequestPlanner:
         candidates: Iterable[PartitionInfo],
         first_round: bool,
         loop_slice: LoopSlice,
+        resend: bool = False,
     ) -> tuple[LeaderAndIsrPartition, ...]:
+        """LeaderAndIsr for the candidates this broker hosts and was not sent yet (with
+        `resend`: also those it was sent)."""
         chosen = []
         for info in candidates:
             await loop_slice.pause_if_spent()
             if broker_id not in info.replicas or info.leader == LEADER_DURING_DELETE:
                 continue
             version = (info.topic_id, info.leader_epoch)
-            if sent.leader_and_isr.get(info.key) == version:
+            if sent.leader_and_isr.get(info.key) == version and not resend:
                 continue
             # Created, or assigned to this broker, in this controller's term (Kafka's new
             # partitions and new replicas).

@@ -20,8 +20,14 @@ from collections.abc import Awaitable, Callable
 from controller.active_watches import ActiveWatches
 from controller.alter_partition import AlterPartitionRequest, AlterPartitionResult
 from controller.auto_rebalance import FIRST_CHECK_DELAY_S, RebalanceTimer, check_leader_balance
+from controller.broker_answers import BrokerAnswers, on_broker_answers
 from controller.broker_change import on_broker_change
-from controller.broker_requests import BrokerRequestSink, RequestPlanner
+from controller.broker_requests import (
+    BrokerAnswer,
+    BrokerRequestSink,
+    ExtraRequests,
+    RequestPlanner,
+)
 from controller.config import ControllerConfig
 from controller.context import ControllerContext, TopicPartition, load_context
 from controller.controlled_shutdown import (
@@ -36,6 +42,7 @@ from controller.events import (
     ACTIVE_EVENTS,
     AlterReassignmentsRequested,
     AutoLeaderRebalance,
+    BrokerAnswersReceived,
     BrokerChange,
     ControlledShutdownRequested,
     ControllerChange,
@@ -79,7 +86,7 @@ from controller.stats import ControllerStats
 from controller.topic_admin import create_topics, delete_topics
 from controller.topic_change import on_topic_change
 from controller.topic_creation import NewTopic
-from controller.topic_deletion import delete_marked_topics, on_topic_deletion
+from controller.topic_deletion import TopicDeletionManager
 from controller.unsettled_retry import UnsettledRetryTimer
 from controller.zk_api import ControllerZk
 from zk.errors import ConnectionLossError, ControllerMovedError, SessionExpiredError, ZkError
@@ -153,6 +160,13 @@ class Controller:
         # the planner remembers what each was sent in this term.
         self._channel = channel
         self._planner: RequestPlanner | None = None
+        # Requests events asked for beyond the context's changes, for the next plan.
+        self._extra_requests = ExtraRequests()
+        # The answers the controller acts on, and the topic deletions waiting on them.
+        self._answers = BrokerAnswers(self._enqueue_broker_answers)
+        self._deletion: TopicDeletionManager | None = None
+        if channel is not None:
+            channel.set_answer_handler(self._on_broker_answer)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -230,6 +244,13 @@ class Controller:
         if self._started:
             self._events.enqueue(ControllerChange())
 
+    def _enqueue_broker_answers(self) -> None:
+        self._events.enqueue(BrokerAnswersReceived())
+
+    def _on_broker_answer(self, answer: BrokerAnswer) -> None:
+        if self._started and self._context is not None:
+            self._answers.add(answer)
+
     def _on_session_event(self, state: str) -> None:
         if state == "LOST":
             # Our ephemeral /controller died with the session; a ControllerChange follows.
@@ -287,9 +308,14 @@ class Controller:
                 machine = self._require_partitions()
                 await on_topic_change(self._zk, context, machine, self._topic_watches)
             case TopicDeletion():
-                machine = self._require_partitions()
-                await on_topic_deletion(
-                    self._zk, context, machine, self._config.delete_topic_enable
+                await self._require_deletion().on_markers_changed()
+            case BrokerAnswersReceived():
+                await on_broker_answers(
+                    self._answers.take(),
+                    self.broker_id,
+                    context,
+                    self._require_partitions(),
+                    self._require_deletion(),
                 )
             case IsrChangeNotification():
                 await self._on_isr_change_notification(context)
@@ -330,7 +356,7 @@ class Controller:
         """Tell the brokers what this event changed (Kafka's sendRequestsToBrokers)."""
         if self._channel is None or self._planner is None:
             return
-        requests = await self._planner.plan(context)
+        requests = await self._planner.plan(context, self._extra_requests.take())
         if requests is not None:
             self._channel.send(requests)
 
@@ -409,6 +435,17 @@ class Controller:
             on_unsettled=self._unsettled_retry.schedule,
             stats=self.stats,
         )
+        self._extra_requests = ExtraRequests()
+        self._deletion = TopicDeletionManager(
+            self._zk,
+            context,
+            self._partitions,
+            self._extra_requests,
+            self._config.delete_topic_enable,
+            answers_expected=self._channel is not None,
+        )
+        # Before the reconcile: it leaves the partitions of topics being deleted alone.
+        await self._deletion.initialize()
         await self._reconcile_all(context, ChangeReason.CONTROLLER_FAILOVER)
         self._topic_watches.watch(context.assignments)
         self._reassignments = Reassignments(
@@ -442,7 +479,7 @@ class Controller:
         all_topics = sorted(context.assignments)
         await partitions.initialize_partitions(context.partitions_without_state(all_topics))
         await partitions.reconcile(context.all_partitions(), reason)
-        await delete_marked_topics(self._zk, context, partitions, self._config.delete_topic_enable)
+        await self._require_deletion().resume_deletions()
 
     def _deactivate(self) -> None:
         self._active_watches.unwatch()
@@ -461,6 +498,8 @@ class Controller:
         self._served.fail_all(NOT_CONTROLLER)
         self._context_loaded.set()
         self._planner = None
+        self._deletion = None
+        self._answers.clear()
         if self._channel is not None:
             self._channel.close_all()
         if self._context is None:
@@ -472,9 +511,14 @@ class Controller:
 
     async def _on_broker_change(self, context: ControllerContext) -> None:
         machine = self._require_partitions()
-        started = await on_broker_change(self._zk, context, machine, self.broker_id)
-        if started:
-            await self._require_reassignments().on_brokers_started(started)
+        changes = await on_broker_change(self._zk, context, machine, self.broker_id)
+        deletion = self._require_deletion()
+        # Kafka's onBrokerFailure, then onBrokerStartup (a restarted broker gets both).
+        if changes.failed:
+            await deletion.on_brokers_failed(changes.failed)
+        if changes.started:
+            await self._require_reassignments().on_brokers_started(changes.started)
+            await deletion.on_brokers_started(changes.started)
 
     async def _on_isr_change_notification(self, context: ControllerContext) -> None:
         if await on_isr_change_notification(self._zk, context, self._reassignments):
@@ -482,7 +526,9 @@ class Controller:
 
     async def _on_log_dir_event_notification(self, context: ControllerContext) -> None:
         machine = self._require_partitions()
-        if await on_log_dir_event_notification(self._zk, context, machine):
+        if await on_log_dir_event_notification(
+            self._zk, context, machine, self._extra_requests, self._deletion
+        ):
             self._events.enqueue(LogDirEventNotification())
 
     async def _on_auto_leader_rebalance(self, context: ControllerContext) -> None:
@@ -501,6 +547,11 @@ class Controller:
         if self._reassignments is None:
             raise RuntimeError("reassignments used while not controller")
         return self._reassignments
+
+    def _require_deletion(self) -> TopicDeletionManager:
+        if self._deletion is None:
+            raise RuntimeError("topic deletion used while not controller")
+        return self._deletion
 
     def _require_partitions(self) -> PartitionStateMachine:
         if self._partitions is None:

@@ -120,6 +120,13 @@ class AllocateProducerIdsRequested(ControllerEvent):
     """AllocateProducerIds requests are waiting (in the controller's `RequestQueue` of them)."""
 
 
+@dataclass(frozen=True, slots=True)
+class BrokerAnswersReceived(ControllerEvent):
+    """Brokers answered LeaderAndIsr or a topic deletion's StopReplica (the answers wait in
+    the controller's queue of them): Kafka's LeaderAndIsrResponseReceived and
+    TopicDeletionStopReplicaResponseReceived."""
+
+
 # Kinds only the active controller handles; otherwise dropped (or their requests answered
 # NOT_CONTROLLER).
 ACTIVE_EVENTS: tuple[type[ControllerEvent], ...] = (
@@ -140,4 +147,5 @@ ACTIVE_EVENTS: tuple[type[ControllerEvent], ...] = (
     AlterReassignmentsRequested,
     AlterPartitionReceived,
     AllocateProducerIdsRequested,
+    BrokerAnswersReceived,
 )

@@ -97,9 +97,12 @@ class PartitionStateMachine:
         self._batch_turns = TurnGate()
 
     async def initialize_partitions(self, partitions: Iterable[TopicPartition]) -> None:
-        """Create state znodes for partitions that have none and at least one live replica."""
+        """Create state znodes for partitions that have none and at least one live replica
+        (not for topics being deleted, as Kafka's triggerOnlinePartitionStateChange)."""
         by_topic: dict[str, dict[int, PartitionState]] = {}
         for topic, partition in partitions:
+            if topic in self._context.topics_queued_for_deletion:
+                continue
             decision = initial_leader_and_isr(
                 self._context.replicas((topic, partition)), self._context.live_brokers
             )
@@ -142,13 +145,19 @@ class PartitionStateMachine:
         reason: ChangeReason = ChangeReason.BROKER_FAILURE,
     ) -> None:
         """Bring leaders and ISRs in line with the live brokers (elect, shrink, go offline).
-        `reason` is what the state-change log records for the writes this makes."""
+        `reason` is what the state-change log records for the writes this makes. Topics
+        being deleted are left offline (Kafka elects no leader for them)."""
         unclean_by_topic: dict[str, bool] = {}
 
         async def decide(tp: TopicPartition) -> LeaderAndIsr | None:
             return await self._decide(tp, unclean_by_topic)
 
-        known = [tp for tp in partitions if tp in self._context.partition_states]
+        deleting = self._context.topics_queued_for_deletion
+        known = [
+            tp
+            for tp in partitions
+            if tp in self._context.partition_states and tp[0] not in deleting
+        ]
         outcome = await self.decide_and_write(known, decide, reason)
         self.retry_later(outcome.unsettled, None, reason)
 

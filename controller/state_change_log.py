@@ -167,3 +167,15 @@ def became_follower(
         leader,
         previous_epoch,
     )
+
+
+def replicas_marked_offline(
+    broker_id: int, epoch: int, replicas: Iterable[tuple[str, int]], replica_broker: int
+) -> None:
+    """A broker's answer named replicas in failed log dirs (Kafka's line for it)."""
+    _log.info(
+        "%s Mark replicas %s on broker %d as offline",
+        _controller(broker_id, epoch),
+        ",".join(f"{topic}-{partition}" for topic, partition in replicas),
+        replica_broker,
+    )

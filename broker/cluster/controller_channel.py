@@ -16,7 +16,9 @@ takes LeaderAndIsr v7, UpdateMetadata v8 and StopReplica v4, which Kafka's contr
 pick too); a request that fails (no connection, timeout) is sent again after
 RETRY_BACKOFF_S until it is answered or the broker leaves (dies, or re-registers with a new
 broker epoch, which gets a sender of its own); answers with errors are logged on the state
-change log as Kafka's controller logs them, and not retried.
+change log as Kafka's controller logs them, and not retried. LeaderAndIsr answers, and
+StopReplica answers for a topic deletion's replicas, go back to the controller's answer
+handler (controller/broker_requests.py, `BrokerAnswer`), which acts on their errors.
 
 Requests are built and encoded on a worker thread: a failover's request to each broker holds
 every partition, thousands, and encoding them on the event loop would stall it.
@@ -48,6 +50,10 @@ from broker.protocol.controller_apis import (
 )
 from broker.protocol.registry import request_class
 from controller.broker_requests import (
+    EPOCH_DURING_DELETE,
+    AnsweredRequest,
+    AnswerHandler,
+    BrokerAnswer,
     BrokerRequests,
     LeaderAndIsrPartition,
     LiveBroker,
@@ -135,10 +141,17 @@ class _PendingRequests:
 class _BrokerSender:
     """Delivers one broker's requests (in one broker epoch), one at a time, in order."""
 
-    def __init__(self, config: ChannelConfig, broker: LiveBroker, address: tuple[str, int]):
+    def __init__(
+        self,
+        config: ChannelConfig,
+        broker: LiveBroker,
+        address: tuple[str, int],
+        answer_handler: Callable[[], AnswerHandler | None] = lambda: None,
+    ):
         self.broker_id = broker.broker_id
         self.broker_epoch = broker.broker_epoch
         self._config = config
+        self._answer_handler = answer_handler
         self._client = BrokerClient(
             address[0],
             address[1],
@@ -241,8 +254,10 @@ class _BrokerSender:
                         continue
                 while answered < len(encoded):
                     response = await self._client.send(encoded[answered])
+                    carried = request_items(api_key, version, items)[answered]
                     answered += 1
                     log_response(prefix, api_key, self.broker_id, response)
+                    self._report(api_key, pending.controller_epoch, carried, response)
                 return
             except UnsupportedControllerApiError as error:
                 # Sending again would not help: this broker cannot be driven this way.
@@ -262,6 +277,18 @@ class _BrokerSender:
                 )
                 self._versions = None  # a new connection may be a restarted broker
                 await asyncio.sleep(RETRY_BACKOFF_S)
+
+    def _report(
+        self, api_key: ApiKey, controller_epoch: int, carried: list[Any], response: Any
+    ) -> None:
+        handler = self._answer_handler()
+        if handler is None:
+            return
+        answer = broker_answer(
+            api_key, self.broker_id, self.broker_epoch, controller_epoch, carried, response
+        )
+        if answer is not None:
+            handler(answer)
 
     def _not_superseded(self, stops: list[StopReplicaPartition]) -> list[StopReplicaPartition]:
         """The stops whose replica no later round asks this broker to host: a topic deleted
@@ -304,6 +331,10 @@ class ControllerChannel:
         self._config = config
         self._senders: dict[int, _BrokerSender] = {}
         self._closing: set[asyncio.Task[None]] = set()
+        self._answer_handler: AnswerHandler | None = None
+
+    def set_answer_handler(self, handler: AnswerHandler | None) -> None:
+        self._answer_handler = handler
 
     def send(self, requests: RequestRound) -> None:
         live = {broker.broker_id: broker for broker in requests.live_brokers}
@@ -325,7 +356,12 @@ class ControllerChannel:
                         listener,
                     )
                     continue
-                sender = _BrokerSender(self._config, broker, (endpoint.host, endpoint.port))
+                sender = _BrokerSender(
+                    self._config,
+                    broker,
+                    (endpoint.host, endpoint.port),
+                    lambda: self._answer_handler,
+                )
                 self._senders[share.broker_id] = sender
             sender.add(requests, share)
 
@@ -348,6 +384,25 @@ class ControllerChannel:
 # -- encoding (on a worker thread) --------------------------------------------------------
 
 
+def request_items(api_key: ApiKey, version: int, items: list[Any]) -> list[list[Any]]:
+    """The items each request carrying `items` holds, in sending order:
+    MAX_PARTITIONS_PER_REQUEST partitions at most each, and before StopReplica v3 one request
+    per delete flag (the flag was request-wide)."""
+    chunks = [
+        items[start : start + MAX_PARTITIONS_PER_REQUEST]
+        for start in range(0, len(items), MAX_PARTITIONS_PER_REQUEST)
+    ] or [[]]  # an UpdateMetadata of the live brokers alone
+    if api_key != ApiKey.STOP_REPLICA or version >= FIRST_PARTITION_STATES_STOP_REPLICA:
+        return chunks
+    split = []
+    for chunk in chunks:
+        for delete in (False, True):
+            chosen = [s for s in chunk if s.delete_partition == delete]
+            if chosen:
+                split.append(chosen)
+    return split
+
+
 def encode(
     api_key: ApiKey,
     version: int,
@@ -356,13 +411,9 @@ def encode(
     items: list[Any],
     listener: str,
 ) -> list[EncodedRequest]:
-    """The requests carrying `items`, MAX_PARTITIONS_PER_REQUEST partitions at most each."""
-    chunks = [
-        items[start : start + MAX_PARTITIONS_PER_REQUEST]
-        for start in range(0, len(items), MAX_PARTITIONS_PER_REQUEST)
-    ] or [[]]  # an UpdateMetadata of the live brokers alone
+    """The requests carrying `items`, as `request_items` divides them."""
     values: list[dict[str, Any]] = []
-    for chunk in chunks:
+    for chunk in request_items(api_key, version, items):
         if api_key == ApiKey.UPDATE_METADATA:
             values.append(update_metadata_values(version, pending, broker_epoch, chunk))
         elif api_key == ApiKey.LEADER_AND_ISR:
@@ -591,3 +642,56 @@ def partition_errors(api_key: ApiKey, response: Any) -> list[tuple[str, int, Err
     return [
         (str(p.topic_name), int(p.partition_index), p.error_code) for p in response.partition_errors
     ]
+
+
+def broker_answer(
+    api_key: ApiKey,
+    broker_id: int,
+    broker_epoch: int,
+    controller_epoch: int,
+    carried: list[Any],
+    response: Any,
+) -> BrokerAnswer | None:
+    """What the controller is to act on in an answer to a request that carried `carried`:
+    every LeaderAndIsr answer, and a StopReplica answer's errors for the replicas it deleted
+    for a topic deletion (Kafka's controller registers a callback for those only). A
+    StopReplica refused as a whole (stale epochs) fails each of its deletions, where Kafka's
+    callback gets no partitions and leaves them started until the broker restarts."""
+    top_error = int(response.error_code)
+    if api_key == ApiKey.LEADER_AND_ISR:
+        names = {
+            str(kafka_string_to_uuid(p.info.topic_id)): p.info.topic
+            for p in carried
+            if p.info.topic_id
+        }
+        errors = tuple(
+            (names.get(topic, topic), partition, int(error))
+            for topic, partition, error in partition_errors(api_key, response)
+        )
+        return BrokerAnswer(
+            AnsweredRequest.LEADER_AND_ISR,
+            broker_id,
+            broker_epoch,
+            controller_epoch,
+            top_error,
+            errors,
+        )
+    if api_key != ApiKey.STOP_REPLICA:
+        return None
+    deletions = {
+        s.key for s in carried if s.delete_partition and s.leader_epoch == EPOCH_DURING_DELETE
+    }
+    if not deletions:
+        return None
+    if top_error != ErrorCode.none:
+        errors = tuple((topic, partition, top_error) for topic, partition in sorted(deletions))
+    else:
+        # As Kafka's controller: only the partitions the answer lists (brokers list all).
+        errors = tuple(
+            (topic, partition, int(error))
+            for topic, partition, error in partition_errors(api_key, response)
+            if (topic, partition) in deletions
+        )
+    return BrokerAnswer(
+        AnsweredRequest.STOP_REPLICA, broker_id, broker_epoch, controller_epoch, top_error, errors
+    )

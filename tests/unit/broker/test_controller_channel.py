@@ -8,6 +8,7 @@ import asyncio
 from typing import Any
 
 import pytest
+from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader
 
 from broker.cluster.controller_channel import (
@@ -15,15 +16,19 @@ from broker.cluster.controller_channel import (
     ChannelConfig,
     _BrokerSender,
     _PendingRequests,
+    broker_answer,
     encode,
+    request_items,
     usable_versions,
 )
+from broker.handlers import leader_and_isr, stop_replica
 from broker.handlers.leader_and_isr import requested_states
 from broker.handlers.stop_replica import requested_stops
 from broker.protocol.adapter import EncodedRequest
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import request_class
 from controller.broker_requests import (
+    AnsweredRequest,
     BrokerRequests,
     LeaderAndIsrPartition,
     RequestPlanner,
@@ -32,6 +37,8 @@ from controller.broker_requests import (
 )
 from tests.unit.controller.test_broker_requests import TOPIC_ID, context, run_plan
 from zk.znodes import PartitionState, TopicAssignment, uuid_to_kafka_string
+
+STORAGE = int(ErrorCode.kafka_storage_error)
 
 
 def first_round() -> RequestRound:
@@ -199,3 +206,49 @@ def test_a_delete_is_not_sent_for_a_replica_a_later_round_hosts_again() -> None:
 
     kept = asyncio.run(scenario())
     assert kept == [StopReplicaPartition("t", 1, -2, True), StopReplicaPartition("t", 0, 3, False)]
+
+
+@pytest.mark.parametrize("version", range(8))
+def test_leader_and_isr_answers_reach_the_controller_by_topic_name(version: int) -> None:
+    """The answer our broker's handler builds (by topic id from v5) names topics by name."""
+    pending = pending_for(2)
+    items = list(pending.leader_and_isr.values())
+    [request] = encode(ApiKey.LEADER_AND_ISR, version, pending, 102, items, "INTERNAL")
+    states = requested_states(decode(request))
+    errors = {("t", 0): ErrorCode.kafka_storage_error, ("t", 1): ErrorCode.none}
+    response = leader_and_isr.response(version, states, errors)
+    answer = broker_answer(ApiKey.LEADER_AND_ISR, 2, 102, 5, items, response)
+    assert answer is not None
+    assert (answer.request, answer.broker_id, answer.broker_epoch) == (
+        AnsweredRequest.LEADER_AND_ISR,
+        2,
+        102,
+    )
+    assert (answer.controller_epoch, answer.error_code) == (5, 0)
+    assert sorted(answer.partition_errors) == [("t", 0, STORAGE), ("t", 1, 0)]
+
+
+@pytest.mark.parametrize("version", [0, 4])
+def test_stop_replica_answers_report_only_topic_deletions(version: int) -> None:
+    pending = _PendingRequests(controller_id=1, controller_epoch=5)
+    stops = [StopReplicaPartition("t", 0, -2, True), StopReplicaPartition("t", 1, 4, True)]
+    errors = {("t", 0): ErrorCode.kafka_storage_error, ("t", 1): ErrorCode.none}
+    answers = []
+    for request, carried in zip(
+        encode(ApiKey.STOP_REPLICA, version, pending, 102, stops, "INTERNAL"),
+        request_items(ApiKey.STOP_REPLICA, version, stops),
+        strict=True,
+    ):
+        asked = requested_stops(decode(request))
+        response = stop_replica.response(version, asked, errors)
+        answers.append(broker_answer(ApiKey.STOP_REPLICA, 2, 102, 5, carried, response))
+    [answer] = answers
+    assert answer is not None
+    # A reassignment's delete (its leader epoch) is not the deletion manager's business.
+    assert answer.partition_errors == (("t", 0, STORAGE),)
+    refused = stop_replica.response(version, [], {}, ErrorCode.stale_controller_epoch)
+    whole = broker_answer(ApiKey.STOP_REPLICA, 2, 102, 5, stops, refused)
+    assert whole is not None
+    assert whole.partition_errors == (("t", 0, int(ErrorCode.stale_controller_epoch)),)
+    without = [StopReplicaPartition("t", 1, 4, False)]
+    assert broker_answer(ApiKey.STOP_REPLICA, 2, 102, 5, without, refused) is None

@@ -7,7 +7,14 @@ from __future__ import annotations
 import asyncio
 import random
 
-from controller.broker_requests import EPOCH_DURING_DELETE, LEADER_DURING_DELETE, RequestRound
+from controller.broker_requests import (
+    EPOCH_DURING_DELETE,
+    LEADER_DURING_DELETE,
+    AnsweredRequest,
+    AnswerHandler,
+    BrokerAnswer,
+    RequestRound,
+)
 from controller.config import ControllerConfig
 from controller.controller import Controller
 from controller.errors import NONE
@@ -16,15 +23,27 @@ from tests.unit.controller.harness import Cluster, add_topic, no_sleep, state, w
 
 
 class RecordingChannel:
+    """Shared by every controller of a test: each hands it its answer handler, and `answer`
+    gives an answer to all of them (only the active one acts on it)."""
+
     def __init__(self) -> None:
         self.rounds: list[RequestRound] = []
         self.closed = 0
+        self.handlers: list[AnswerHandler] = []
 
     def send(self, requests: RequestRound) -> None:
         self.rounds.append(requests)
 
     def close_all(self) -> None:
         self.closed += 1
+
+    def set_answer_handler(self, handler: AnswerHandler | None) -> None:
+        if handler is not None:
+            self.handlers.append(handler)
+
+    def answer(self, answer: BrokerAnswer) -> None:
+        for handler in self.handlers:
+            handler(answer)
 
 
 async def start(store: FakeZkStore, broker_ids: list[int]) -> tuple[Cluster, RecordingChannel]:
@@ -99,7 +118,6 @@ def test_a_deleted_topic_is_announced_gone_and_its_replicas_deleted() -> None:
         cluster, channel = await start(store, [1, 2])
         channel.rounds.clear()
         assert await cluster.active().delete_topics(["gone"]) == {"gone": NONE}
-        await wait_until(lambda: "gone" not in store.topics, "topic znodes deleted")
         await cluster.settle()
         stops = {
             r.broker_id: [(s.key, s.leader_epoch, s.delete_partition) for s in r.stop_replica]
@@ -111,6 +129,19 @@ def test_a_deleted_topic_is_announced_gone_and_its_replicas_deleted() -> None:
             1: [(("gone", 0), EPOCH_DURING_DELETE, True)],
             2: [(("gone", 0), EPOCH_DURING_DELETE, True)],
         }
+        for broker_id in (1, 2):
+            channel.answer(
+                BrokerAnswer(
+                    AnsweredRequest.STOP_REPLICA,
+                    broker_id,
+                    store.broker_epochs[broker_id],
+                    cluster.active().epoch,
+                    0,
+                    (("gone", 0, 0),),
+                )
+            )
+        await wait_until(lambda: "gone" not in store.topics, "topic znodes deleted")
+        await cluster.settle()
         last = {r.broker_id: r for r in channel.rounds[-1].requests}
         for requests in last.values():
             assert requests.update_metadata is not None
