@@ -76,6 +76,11 @@ class TopicDeletionManager:
     def is_halted(self, topic: str) -> bool:
         return topic in self._ineligible
 
+    def has_started(self, topic: str) -> bool:
+        """The topic's deletion started: its partitions are offline and every broker is told
+        it is being deleted (Kafka's brokers then drop it from their metadata)."""
+        return topic in self._started
+
     def is_queued(self, topic: str) -> bool:
         return self._enabled and topic in self._context.topics_queued_for_deletion
 
@@ -221,8 +226,9 @@ class TopicDeletionManager:
         """Kafka's onTopicDeletion and onPartitionDeletion."""
         unseen = [t for t in topics if t not in self._started]
         if unseen:
-            await self._partitions.take_offline(self._context.partitions_of(unseen))
+            # Marked first: the writes' watch wakes DeleteTopics requests, which ask this.
             self._started.update(unseen)
+            await self._partitions.take_offline(self._context.partitions_of(unseen))
         halted = set()
         for topic in topics:
             for replica in self._replicas_of(topic):

@@ -6,12 +6,14 @@ the controller and leaders from (a ZooKeeper-mode Kafka broker does not watch th
 Checked, in order, on one cluster: every broker's Metadata (each asked directly) names the same
 brokers, controller and leaders; a topic of replication factor 3 created through Kafka's
 broker, each broker the preferred leader of one partition, is fully replicated, written with
-acks=all and read back through Kafka's broker; Kafka's broker killed (SIGKILL) and restarted
-rejoins every ISR and serves the records; our controller's broker killed, Kafka's broker
-follows whichever broker wins the election (ours drives it as above; Kafka's, itself) and
-serves the records; the topic deleted through Kafka's broker leaves its Metadata and its log
-directory; and neither side logs an unhandled error, an unknown API or a
-refused controller request.
+acks=all and read back through Kafka's broker; a topic deleted while Kafka's broker is killed
+(SIGKILL) stays marked for deletion (its znodes stay once our brokers answered their
+StopReplica and deleted their logs); Kafka's broker restarted rejoins every ISR, serves the
+records, and the deletion completes (znodes and every broker's log directories gone, Kafka's
+renamed for its deleter thread); our controller's broker killed, Kafka's broker follows
+whichever broker wins the election (ours drives it as above; Kafka's, itself) and serves the
+records; the topic deleted through Kafka's broker leaves its Metadata and its log directory;
+and neither side logs an unhandled error, an unknown API or a refused controller request.
 """
 
 from __future__ import annotations
@@ -194,13 +196,63 @@ def test_a_topic_created_through_kafkas_broker_is_led_by_each_broker(
     assert read == {p: _expected(p) for p in range(len(ASSIGNMENT))}
 
 
-def test_kafkas_broker_killed_and_restarted_rejoins_and_serves(mixed: ClusterHandle) -> None:
+DELETED_WHILE_DOWN = "deleted-while-down"
+
+
+def _partition_dirs(cluster: ClusterHandle, topic: str) -> dict[int, list[str]]:
+    """Per broker, its directories of `topic`'s partitions (Kafka's renamed ones included)."""
+    found = {}
+    for broker_id in IMPLS:
+        data = cluster.dir / f"broker-{broker_id}" / "data"
+        found[broker_id] = sorted(p.name for p in data.iterdir() if p.name.startswith(f"{topic}-"))
+    return found
+
+
+def _deletion_znodes(zk: KazooClient, topic: str) -> list[str]:
+    paths = [f"/brokers/topics/{topic}", f"/config/topics/{topic}", f"/admin/delete_topics/{topic}"]
+    return [path for path in paths if zk.exists(path) is not None]
+
+
+def test_a_topic_deleted_while_kafkas_broker_is_down_stays_marked_for_deletion(
+    mixed: ClusterHandle,
+) -> None:
+    """Kafka's broker is left down for the next test, which restarts it."""
+    topic = DELETED_WHILE_DOWN
+    admin = AdminClient({"bootstrap.servers": _address(mixed, 1)})
+    new = NewTopic(topic, 2, replica_assignment=[[2, 1, 3], [1, 3, 2]])
+    admin.create_topics([new])[topic].result(timeout=TIMEOUT_S)
+
+    def dirs() -> dict[int, list[str]]:
+        return _partition_dirs(mixed, topic)
+
+    wait_until(
+        lambda: all(len(found) == 2 for found in dirs().values()),
+        TIMEOUT_S,
+        lambda: f"every broker to host both partitions: {dirs()}",
+    )
     mixed.kill(KAFKA_BROKER, signal="KILL")
     wait_until(
         lambda: not mixed.status().brokers[KAFKA_BROKER].registered,
         TIMEOUT_S,
         "Kafka's broker to leave /brokers/ids",
     )
+    # Answered once the deletion started, as Kafka's controller broker answers.
+    admin.delete_topics([topic], operation_timeout=TIMEOUT_S)[topic].result(timeout=TIMEOUT_S)
+    # Our brokers answered their StopReplica: their logs go, the topic stays marked.
+    wait_until(
+        lambda: not any(found for b, found in dirs().items() if b != KAFKA_BROKER),
+        TIMEOUT_S,
+        lambda: f"our brokers to delete their logs: {dirs()}",
+    )
+    with zk_session(mixed) as zk:
+        assert len(_deletion_znodes(zk, topic)) == 3
+    assert len(dirs()[KAFKA_BROKER]) == 2
+
+
+def test_kafkas_broker_restarted_rejoins_serves_and_completes_the_deletion(
+    mixed: ClusterHandle,
+) -> None:
+    assert not mixed.broker_alive(KAFKA_BROKER), "left down by the test before"
     with zk_session(mixed) as zk:
         wait_until(
             lambda: all(KAFKA_BROKER not in _partition_state(zk, p)["isr"] for p in range(3)),
@@ -210,6 +262,24 @@ def test_kafkas_broker_killed_and_restarted_rejoins_and_serves(mixed: ClusterHan
         mixed.start(KAFKA_BROKER)
         wait_until(lambda: _fully_replicated(zk), TIMEOUT_S, "Kafka's broker back in every ISR")
         leaders = {p: _partition_state(zk, p)["leader"] for p in range(3)}
+        wait_until(
+            lambda: not _deletion_znodes(zk, DELETED_WHILE_DOWN),
+            TIMEOUT_S,
+            lambda: f"the deleted topic's znodes to go: {_deletion_znodes(zk, DELETED_WHILE_DOWN)}",
+        )
+    # Kafka renames a deleted log `<partition>.<id>-delete` when it deletes the replica; its
+    # deleter thread removes those first 30 s after its start (log.initial.task.delay.ms).
+    wait_until(
+        lambda: (
+            not any(
+                not name.endswith("-delete")
+                for found in _partition_dirs(mixed, DELETED_WHILE_DOWN).values()
+                for name in found
+            )
+        ),
+        TIMEOUT_S,
+        lambda: f"its logs to go everywhere: {_partition_dirs(mixed, DELETED_WHILE_DOWN)}",
+    )
     expected = {p: (leader, [1, 2, 3]) for p, leader in leaders.items()}
     wait_until(
         _every_broker_agrees(mixed, expected),
