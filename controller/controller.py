@@ -653,10 +653,10 @@ class Controller:
             return NOT_CONTROLLER
         return self._reassignments.ongoing(partitions)
 
-    def topic_deletion_started(self, topic: str) -> bool:
-        """This controller started deleting `topic` (DeleteTopics is answered then, as Kafka's
-        controller broker answers once UpdateMetadata removed the topic from its cache)."""
-        return self._deletion is not None and self._deletion.has_started(topic)
+    def topic_deletion_halted(self, topic: str) -> bool:
+        """This controller started deleting `topic`, and the deletion waits for a broker to
+        come back: DeleteTopics is answered then rather than when the request times out."""
+        return self._deletion is not None and self._deletion.is_halted(topic)
 
     async def delete_topics(self, names: list[str]) -> dict[str, int]:
         """DeleteTopics: mark each existing topic for deletion; error code per topic."""

@@ -74,12 +74,8 @@ class TopicDeletionManager:
         return self._replicas.get(replica)
 
     def is_halted(self, topic: str) -> bool:
-        return topic in self._ineligible
-
-    def has_started(self, topic: str) -> bool:
-        """The topic's deletion started: its partitions are offline and every broker is told
-        it is being deleted (Kafka's brokers then drop it from their metadata)."""
-        return topic in self._started
+        """The topic's deletion started and waits for a broker to come back (or restart)."""
+        return topic in self._started and topic in self._ineligible
 
     def is_queued(self, topic: str) -> bool:
         return self._enabled and topic in self._context.topics_queued_for_deletion
@@ -225,10 +221,7 @@ class TopicDeletionManager:
     async def _start(self, topics: list[str]) -> None:
         """Kafka's onTopicDeletion and onPartitionDeletion."""
         unseen = [t for t in topics if t not in self._started]
-        if unseen:
-            # Marked first: the writes' watch wakes DeleteTopics requests, which ask this.
-            self._started.update(unseen)
-            await self._partitions.take_offline(self._context.partitions_of(unseen))
+        self._started.update(unseen)
         halted = set()
         for topic in topics:
             for replica in self._replicas_of(topic):
@@ -245,6 +238,9 @@ class TopicDeletionManager:
         if halted:
             log.info("deletion of topics %s halted: replicas offline", sorted(halted))
             self._ineligible |= halted
+        # Last: these writes' watch wakes the DeleteTopics requests, which ask is_halted.
+        if unseen:
+            await self._partitions.take_offline(self._context.partitions_of(unseen))
 
     async def _complete_topic(self, topic: str) -> None:
         await self._zk.delete_topic_znodes(self._context.epoch_zk_version, topic)

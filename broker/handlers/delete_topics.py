@@ -4,9 +4,9 @@ v6 names each topic by name or by id (KIP-516), as Kafka 3.9 does in ZooKeeper m
 looked up in the metadata, an unknown one answered UNKNOWN_TOPIC_ID, and a topic named both
 ways makes the whole request INVALID_REQUEST. The controller marks each topic under
 /admin/delete_topics; we wait (up to the timeout) until the topics disappear from this
-broker's metadata or the controller has started deleting them (a deletion waits for every
-replica's broker, which may be down; Kafka's controller broker answers once its own
-UpdateMetadata took the topic out of its metadata cache, when the deletion started).
+broker's metadata, or until their deletion started and waits for a broker that is down (it
+completes when that broker is back). Kafka's controller broker answers once its own
+UpdateMetadata took the topic out of its metadata cache, when the deletion started.
 """
 
 from __future__ import annotations
@@ -60,8 +60,8 @@ def _topic_id(topic: Any) -> uuid.UUID | None:
 
 
 async def _delete(context: RequestContext, request: Any, names: list[str]) -> dict[str, ErrorCode]:
-    """The controller's answer per topic; a topic whose deletion has not started (and which
-    is still in the metadata) when the request's timeout passes is REQUEST_TIMED_OUT."""
+    """The controller's answer per topic; a topic still in the metadata when the request's
+    timeout passes, its deletion not waiting for a broker, is REQUEST_TIMED_OUT."""
     services = context.services
     results = await services.controller.delete_topics(names)
     accepted = [name for name in names if results[name] == 0]
@@ -69,7 +69,7 @@ async def _delete(context: RequestContext, request: Any, names: list[str]) -> di
     def started(name: str) -> bool:
         return not services.metadata_cache.has_topic(
             name
-        ) or services.controller.topic_deletion_started(name)
+        ) or services.controller.topic_deletion_halted(name)
 
     if accepted:
         timeout_s = adapter.millis(request.timeout) / 1000

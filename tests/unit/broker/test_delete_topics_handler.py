@@ -30,7 +30,7 @@ class _Services:
         self._lingering = set(lingering)
         self.asked: list[list[str]] = []
         self.controller = SimpleNamespace(
-            delete_topics=self._delete_topics, topic_deletion_started=lambda name: False
+            delete_topics=self._delete_topics, topic_deletion_halted=lambda name: False
         )
         self.ids = {uuid.uuid5(uuid.NAMESPACE_OID, name): name for name in existing}
         self.metadata_cache = SimpleNamespace(
@@ -86,11 +86,11 @@ def test_a_topic_still_in_the_metadata_after_the_timeout_is_request_timed_out() 
     assert _errors(response) == {"a": ErrorCode.none, "slow": ErrorCode.request_timed_out}
 
 
-def test_a_topic_whose_deletion_started_is_deleted_though_still_in_the_metadata() -> None:
+def test_a_topic_whose_deletion_waits_for_a_broker_is_deleted_though_in_the_metadata() -> None:
     """A replica's broker is down: the topic stays until it is back, but the controller has
     started deleting it, which is when Kafka's controller broker answers."""
     services = _Services({"waiting"}, lingering={"waiting"})
-    services.controller.topic_deletion_started = lambda name: name == "waiting"
+    services.controller.topic_deletion_halted = lambda name: name == "waiting"
     response = _handle(services, 5, [{"name": "waiting"}])
     assert _errors(response) == {"waiting": ErrorCode.none}
 
