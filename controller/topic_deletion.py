@@ -173,7 +173,12 @@ class TopicDeletionManager:
     # ------------------------------------------------------------------ transitions
 
     async def fail_replica_deletion(self, replicas: Iterable[Replica]) -> None:
-        chosen = [r for r in replicas if self.is_queued(r[0])]
+        # A replica already deleted stays so, even if its broker dies now.
+        chosen = [
+            r
+            for r in replicas
+            if self.is_queued(r[0]) and self._replicas.get(r) is not ReplicaDeletion.SUCCESSFUL
+        ]
         if not chosen:
             return
         for replica in chosen:

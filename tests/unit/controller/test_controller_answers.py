@@ -17,11 +17,12 @@ from controller.broker_requests import (
     BrokerAnswer,
     RequestRound,
 )
+from controller.config import ControllerConfig
 from controller.controller import Controller
 from controller.errors import NONE
 from controller.topic_deletion import ReplicaDeletion
 from tests.unit.controller.fake_zk import FakeZkStore
-from tests.unit.controller.harness import Cluster, add_topic, state, wait_until
+from tests.unit.controller.harness import Cluster, add_topic, start_cluster, state, wait_until
 from tests.unit.controller.test_controller_channel_rounds import RecordingChannel, start
 
 STORAGE = int(ErrorCode.kafka_storage_error)
@@ -258,6 +259,43 @@ def test_storage_error_fails_the_replica_deletion_there() -> None:
         await cluster.settle()
         answer(cluster, channel, AnsweredRequest.STOP_REPLICA, 2, [("gone", 0, 0)])
         await wait_until(lambda: "gone" not in store.topics, "topic znodes deleted")
+        await cluster.stop()
+
+    asyncio.run(scenario())
+
+
+def test_a_replica_deleted_before_its_broker_died_counts_as_deleted() -> None:
+    async def scenario() -> None:
+        store = FakeZkStore()
+        add_topic(store, "gone", {0: [1, 2, 3]}, {0: state(1, [1, 2, 3])})
+        cluster, channel = await start(store, [1, 2, 3])
+        assert await cluster.active().delete_topics(["gone"]) == {"gone": NONE}
+        await cluster.settle()
+        answer(cluster, channel, AnsweredRequest.STOP_REPLICA, 3, [("gone", 0, 0)])
+        await cluster.settle()
+        store.kill_broker(3)
+        await cluster.settle()
+        answer(cluster, channel, AnsweredRequest.STOP_REPLICA, 1, [("gone", 0, 0)])
+        answer(cluster, channel, AnsweredRequest.STOP_REPLICA, 2, [("gone", 0, 0)])
+        await wait_until(lambda: "gone" not in store.topics, "topic znodes deleted")
+        await cluster.stop()
+
+    asyncio.run(scenario())
+
+
+def test_without_a_channel_deletion_completes_at_once_and_disabled_removes_markers() -> None:
+    async def scenario() -> None:
+        store = FakeZkStore()
+        add_topic(store, "gone", {0: [1, 2]}, {0: state(1, [1, 2])})
+        cluster = await start_cluster(store, [1, 2])
+        assert await cluster.active().delete_topics(["gone"]) == {"gone": NONE}
+        await wait_until(lambda: "gone" not in store.topics, "topic znodes deleted")
+        await cluster.stop()
+        store = FakeZkStore()
+        add_topic(store, "kept", {0: [1]}, {0: state(1, [1])})
+        store.delete_markers.add("kept")
+        cluster = await start_cluster(store, [1], ControllerConfig(delete_topic_enable=False))
+        assert "kept" in store.topics and not store.delete_markers
         await cluster.stop()
 
     asyncio.run(scenario())
