@@ -8,6 +8,7 @@ import socket
 import struct
 from pathlib import Path
 
+from kazoo.protocol.serialization import Connect
 from kio.schema.errors import ErrorCode
 
 from broker.cluster.metadata_cache import MetadataCache
@@ -22,7 +23,7 @@ from broker.replication.replica_manager import ReplicaManager
 from tests.unit.replication.hosting import prepare_now
 from zk.answer_clock import AnswerClock
 from zk.cluster_watch import ClusterView
-from zk.kazoo_extensions import PollingHandler
+from zk.kazoo_extensions import PollingHandler, report_granted_timeouts
 from zk.znodes import BrokerRegistration, PartitionState, TopicAssignment
 
 ME, OTHER = 1, 2
@@ -284,3 +285,23 @@ def test_a_fenced_broker_names_no_leader_where_it_would_name_itself() -> None:
     # Each entry opens with its error code, partition index and leader id.
     heads = [struct.unpack_from(">hii", data) for data in encoded]
     assert heads == [(ErrorCode.leader_not_available.value, 0, -1), (0, 1, OTHER)]
+
+
+def test_the_granted_session_timeout_is_taken_from_each_connect_response() -> None:
+    class Granted:
+        time_out = 4000
+
+    class Connection:
+        def _invoke(self, timeout: float, request: object, xid: int | None = None) -> object:
+            return (Granted(), None) if isinstance(request, Connect) else None
+
+    class Client:
+        _connection = Connection()
+
+    clock = AnswerClock()
+    report_granted_timeouts(Client(), clock)
+    Client._connection._invoke(1.0, Connect(0, 0, 6000, 0, b"\x00" * 16, False))
+    assert clock.negotiated_session_timeout_ms == 4000
+    Granted.time_out = 0  # an expired session: no timeout granted, the last one stays
+    Client._connection._invoke(1.0, Connect(0, 0, 6000, 0, b"\x00" * 16, False))
+    assert clock.negotiated_session_timeout_ms == 4000

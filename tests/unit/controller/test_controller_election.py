@@ -268,3 +268,29 @@ def test_restarted_broker_loses_leadership_and_isr_membership() -> None:
         await cluster.stop()
 
     asyncio.run(scenario())
+
+
+def test_a_fenced_controller_stops_at_once_and_rechecks_controller_when_unfenced() -> None:
+    """Self-fencing (broker.cluster.session_fence): the controller stops acting without waiting
+    for its event queue, elects nothing while fenced, and, its session having survived, gives
+    up the /controller it still holds once unfenced, so that the next election decides."""
+
+    async def scenario() -> None:
+        store = FakeZkStore()
+        cluster = await start_cluster(store, [1, 2])
+        fenced = cluster.active()
+        old_epoch = fenced.epoch
+        fenced.fence()
+        assert not fenced.is_active
+        await cluster.settle()
+        assert store.controller is not None and store.controller[0] == fenced.broker_id
+        assert not any(c.is_active for c in cluster.controllers), "nobody acts while fenced"
+        fenced.unfence()
+        await wait_until(
+            lambda: any(c.is_active for c in cluster.controllers), "a controller elected again"
+        )
+        await cluster.settle()
+        assert cluster.active().epoch > old_epoch
+        await cluster.stop()
+
+    asyncio.run(scenario())
