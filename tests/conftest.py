@@ -39,7 +39,7 @@ LONGEST_MODULES = (
     "tests/integration/test_log_dir_failure.py",  # 47
     "tests/integration/test_fuzz.py",  # 46
     "tests/integration/test_replication.py",  # 45
-    "tests/integration/test_session_fencing.py",  # 45-50 alone
+    "tests/integration/test_session_fencing.py",  # 32-45 alone
     "tests/integration/test_transactions.py",  # 41
     "tests/integration/test_our_controller_drives_kafka.py",  # 27-54 alone
     "tests/integration/test_kafka_brokers_under_our_controller.py",  # 22-56 alone
