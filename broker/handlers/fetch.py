@@ -50,7 +50,8 @@ from broker.replication.fetch_session import (
     TopicPartition,
 )
 from broker.replication.partition import Partition
-from broker.replication.replica_manager import ReadResult, ReplicaManager
+from broker.replication.read_checks import ReadResult
+from broker.replication.replica_manager import ReplicaManager
 from broker.security.acl import Operation, ResourceType
 from zk.loop_slice import LoopSlice
 

@@ -18,7 +18,7 @@ from broker.log.errors import RecordError
 from broker.log.legacy_records import down_convert
 from broker.network.context import RequestContext
 from broker.replication.fetch_session import TopicPartition
-from broker.replication.replica_manager import ReadResult
+from broker.replication.read_checks import ReadResult
 
 LAST_LEGACY_VERSION = 3
 LAST_MAGIC_0_VERSION = 1

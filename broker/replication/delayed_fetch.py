@@ -29,16 +29,14 @@ completes as soon as anything new is readable.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from kio.schema.errors import ErrorCode
 
 from broker.log.log import Log
 from broker.replication.partition import Partition
+from broker.replication.read_checks import ReadResult
 from zk.loop_slice import LoopSlice
-
-if TYPE_CHECKING:  # replica_manager imports this module
-    from broker.replication.replica_manager import ReadResult
 
 TopicPartition = tuple[str, int]
 

@@ -32,7 +32,7 @@ from broker.replication.fetch_session import (
     FetchSessionCache,
     next_epoch,
 )
-from broker.replication.replica_manager import ReadResult
+from broker.replication.read_checks import ReadResult
 
 ZERO_TOPIC_ID = uuid.UUID(int=0)
 

@@ -27,7 +27,6 @@ from broker.log.log import AppendInfo, Log, LogConfig, OffsetOutOfRangeError
 from broker.log.manager import LogManager
 from broker.log.partition_metadata import read_topic_id, write_topic_id
 from broker.log.records import RecordError
-from broker.log.transaction_state import AbortedTxn
 from broker.replication.control_requests import (
     ControllerFence,
 )
@@ -36,6 +35,12 @@ from broker.replication.fetcher import ReplicaFetcherManager
 from broker.replication.isr import IsrProposer
 from broker.replication.partition import NotEnoughReplicasError, Partition
 from broker.replication.purgatory import TooManyWaitersError
+from broker.replication.read_checks import (
+    ReadResult,
+    check_leader_epoch,
+    diverging_epoch,
+    positions,
+)
 from controller.state_change_log import became_follower, became_leader
 from zk.kafka_zk import PartitionState
 from zk.loop_slice import LoopSlice
@@ -55,21 +60,6 @@ class AppendResult:
     error_message: str | None = None
     # (index in the batch, message) of each record a per-record check refused (KIP-467).
     record_errors: tuple[tuple[int, str], ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class ReadResult:
-    error_code: ErrorCode
-    records: bytes = b""
-    high_watermark: int = -1
-    log_start_offset: int = -1
-    log_end_offset: int = -1
-    last_stable_offset: int = -1
-    # For read_committed fetches: the aborted transactions the records may hold.
-    aborted_transactions: tuple[AbortedTxn, ...] | None = None
-    # (epoch, end offset) when the fetcher's last fetched epoch parts from this log's below
-    # its fetch offset: it truncates there (KIP-595's truncation on fetch) instead of reading.
-    diverging_epoch: tuple[int, int] | None = None
 
 
 def _end_of(records: bytes) -> int:
@@ -440,7 +430,7 @@ class ReplicaManager:
             return None, error
         # As in Kafka, a known replica answers a stale or future epoch before its role, so the
         # client retries without refreshing metadata.
-        epoch_error = _check_leader_epoch(current, current_leader_epoch)
+        epoch_error = check_leader_epoch(current, current_leader_epoch)
         if epoch_error is not None:
             return None, epoch_error
         if not current.is_leader or self.session_fenced:
@@ -551,7 +541,7 @@ class ReplicaManager:
         if current is None:
             return ReadResult(error)
         if last_fetched_epoch >= 0:
-            diverged = _diverging_epoch(current, fetch_offset, last_fetched_epoch)
+            diverged = diverging_epoch(current, fetch_offset, last_fetched_epoch)
             if diverged is not None:
                 return diverged
         if replica_id >= 0:
@@ -566,7 +556,7 @@ class ReplicaManager:
         try:
             records = replica_log.read(fetch_offset, max_bytes, max_offset, min_one_batch)
         except OffsetOutOfRangeError:
-            return _positions(ErrorCode.offset_out_of_range, current)
+            return positions(ErrorCode.offset_out_of_range, current)
         except OSError as error:
             self.report_io_error(replica_log, error)
             return ReadResult(ErrorCode.kafka_storage_error)
@@ -773,46 +763,3 @@ def _claim_log_dir(topic_id: str, replica_log: Log) -> bool:
 
 def _still_leading(found: Partition | None, current: Partition, generation: int) -> bool:
     return found is current and current.is_leader and current.leadership_generation == generation
-
-
-def _check_leader_epoch(current: Partition, requested_epoch: int) -> ErrorCode | None:
-    if requested_epoch < 0 or requested_epoch == current.leader_epoch:
-        return None
-    if requested_epoch < current.leader_epoch:
-        return ErrorCode.fenced_leader_epoch
-    return ErrorCode.unknown_leader_epoch
-
-
-def _diverging_epoch(
-    current: Partition, fetch_offset: int, last_fetched_epoch: int
-) -> ReadResult | None:
-    """Kafka's check before a read that names the fetcher's last fetched epoch: the leader's
-    end of that epoch (the largest epoch at most it, and where the next one starts). A
-    fetcher holding a later epoch than the leader knows there, or batches of that epoch past
-    its end, has diverged: it is answered (epoch, end offset) to truncate to, and its fetch
-    position does not count towards the ISR or the high watermark. Kafka 3.9 followers rely on
-    it: they truncate on this answer, not by OffsetForLeaderEpoch."""
-    replica_log: Log = current.log
-    epoch, end_offset = replica_log.leader_epoch_cache.end_offset_for(
-        last_fetched_epoch, replica_log.log_end_offset
-    )
-    if epoch < 0 or end_offset < 0 or fetch_offset < replica_log.log_start_offset:
-        return _positions(ErrorCode.offset_out_of_range, current)
-    if epoch < last_fetched_epoch or end_offset < fetch_offset:
-        return ReadResult(
-            ErrorCode.none,
-            b"",
-            current.high_watermark,
-            replica_log.log_start_offset,
-            replica_log.log_end_offset,
-            replica_log.last_stable_offset,
-            diverging_epoch=(epoch, end_offset),
-        )
-    return None
-
-
-def _positions(error: ErrorCode, current: Partition) -> ReadResult:
-    replica_log: Log = current.log
-    return ReadResult(
-        error, b"", current.high_watermark, replica_log.log_start_offset, replica_log.log_end_offset
-    )

@@ -18,7 +18,7 @@ from broker.replication.fetch_session import (
     TopicPartition,
 )
 from broker.replication.fetch_session_handler import FetchSessionHandler, SessionRequest
-from broker.replication.replica_manager import ReadResult
+from broker.replication.read_checks import ReadResult
 
 A0, A1, B0 = ("a", 0), ("a", 1), ("b", 0)
 

@@ -25,7 +25,8 @@ from broker.protocol.header import RequestHeader
 from broker.replication.delayed_fetch import DelayedFetch, FetchRequestPosition
 from broker.replication.fetch_session import FetchSessionCache
 from broker.replication.partition import Partition
-from broker.replication.replica_manager import ReadResult, ReplicaManager
+from broker.replication.read_checks import ReadResult
+from broker.replication.replica_manager import ReplicaManager
 from tests.unit.replication.hosting import prepare_now
 from zk.znodes import PartitionState
 

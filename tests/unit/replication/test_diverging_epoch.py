@@ -16,7 +16,8 @@ from broker.log.record_codec import SimpleRecord, build_batch
 from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
-from broker.replication.replica_manager import ReadResult, ReplicaManager
+from broker.replication.read_checks import ReadResult
+from broker.replication.replica_manager import ReplicaManager
 from tests.unit.replication.hosting import prepare_now
 from zk.znodes import PartitionState
 
