@@ -1,6 +1,7 @@
 """The controller's channel to every live broker (Kafka's ControllerChannelManager): one sender
-task per broker, this one included, that delivers the controller's UpdateMetadata, LeaderAndIsr
-and StopReplica requests in order, over the broker's inter-broker listener.
+task per broker, this one included, that delivers the controller's LeaderAndIsr, UpdateMetadata
+and StopReplica requests in Kafka's order (UpdateMetadata first only to a broker that learns of
+new brokers from it), over the broker's inter-broker listener.
 
 The controller (controller/broker_requests.py) decides what each broker is to be told and hands
 it over without waiting; here each broker's share waits in that broker's `_PendingRequests`
@@ -162,6 +163,8 @@ class _BrokerSender:
             sasl=config.sasl,
         )
         self._versions: dict[int, int] | None = None
+        # (id, epoch) of the live brokers of the last UpdateMetadata sent (None: none yet).
+        self._told_brokers: frozenset[tuple[int, int]] | None = None
         self._pending = _PendingRequests()
         self._wake = asyncio.Event()
         self.task = asyncio.get_running_loop().create_task(
@@ -194,15 +197,19 @@ class _BrokerSender:
 
     async def _send_all(self, pending: _PendingRequests) -> None:
         prefix = f"[Controller id={pending.controller_id} epoch={pending.controller_epoch}]"
-        if pending.metadata is not None:
-            partitions = list(pending.metadata.values())
-            state_change_log.info(
-                "%s Sending UpdateMetadata request to broker %d for %d partitions",
-                prefix,
-                self.broker_id,
-                len(partitions),
-            )
-            await self._deliver(ApiKey.UPDATE_METADATA, prefix, pending, partitions)
+        # Kafka's controller sends a round's LeaderAndIsr before its UpdateMetadata, so that a
+        # broker's metadata names a new leader only after its own LeaderAndIsr: a Kafka 3.9
+        # leader that was named in Metadata before it finished becoming leader answers a new
+        # producer's first batch NOT_LEADER_OR_FOLLOWER and takes the next one, with a later
+        # sequence, as that producer's first, and librdkafka then acknowledges the refused
+        # records without them ever being written. Only a broker that learns of brokers it
+        # has not been told about (it is new to this controller, or a broker joined) gets the
+        # metadata first, as Kafka's onControllerFailover and onBrokerStartup send it, so that
+        # it finds the endpoints of the leaders it is to follow.
+        metadata = list(pending.metadata.values()) if pending.metadata is not None else None
+        metadata_first = metadata is not None and self._introduces_brokers(pending)
+        if metadata is not None and metadata_first:
+            await self._send_metadata(prefix, pending, metadata)
         if pending.leader_and_isr:
             states = list(pending.leader_and_isr.values())
             leaders = sum(1 for s in states if s.info.leader == self.broker_id)
@@ -215,6 +222,8 @@ class _BrokerSender:
                 len(states) - leaders,
             )
             await self._deliver(ApiKey.LEADER_AND_ISR, prefix, pending, states)
+        if metadata is not None and not metadata_first:
+            await self._send_metadata(prefix, pending, metadata)
         stops = self._not_superseded(list(pending.stop_replica.values()))
         if stops:
             state_change_log.info(
@@ -224,6 +233,24 @@ class _BrokerSender:
                 self.broker_id,
             )
             await self._deliver(ApiKey.STOP_REPLICA, prefix, pending, stops)
+
+    def _introduces_brokers(self, pending: _PendingRequests) -> bool:
+        live = {(broker.broker_id, broker.broker_epoch) for broker in pending.live_brokers}
+        return self._told_brokers is None or not live <= self._told_brokers
+
+    async def _send_metadata(
+        self, prefix: str, pending: _PendingRequests, partitions: list[PartitionInfo]
+    ) -> None:
+        state_change_log.info(
+            "%s Sending UpdateMetadata request to broker %d for %d partitions",
+            prefix,
+            self.broker_id,
+            len(partitions),
+        )
+        await self._deliver(ApiKey.UPDATE_METADATA, prefix, pending, partitions)
+        self._told_brokers = frozenset(
+            (broker.broker_id, broker.broker_epoch) for broker in pending.live_brokers
+        )
 
     async def _deliver(
         self, api_key: ApiKey, prefix: str, pending: _PendingRequests, items: list[Any]

@@ -252,3 +252,50 @@ def test_stop_replica_answers_report_only_topic_deletions(version: int) -> None:
     assert whole.partition_errors == (("t", 0, int(ErrorCode.stale_controller_epoch)),)
     without = [StopReplicaPartition("t", 1, 4, False)]
     assert broker_answer(ApiKey.STOP_REPLICA, 2, 102, 5, without, refused) is None
+
+
+def test_leader_and_isr_goes_before_update_metadata_unless_the_broker_learns_of_brokers() -> None:
+    """Kafka's order: a broker names a new leader in Metadata only after its own LeaderAndIsr
+    (else a Kafka leader is sent a new producer's batches before it leads, refuses the first
+    and takes the next as that producer's first: librdkafka acknowledges the refused ones).
+    Metadata goes first after a failover and when a broker (re)starts, as Kafka's
+    onControllerFailover and onBrokerStartup send it, so that followers find their leaders."""
+    planner, ctx = RequestPlanner(1), context()
+    rounds = [run_plan(planner, ctx)]
+    ctx.partition_states[("t", 0)] = (PartitionState(2, 8, [1, 2], 5), 12)  # a new leader
+    rounds.append(run_plan(planner, ctx))
+    restarted = context({1: 101, 2: 102, 3: 203})  # broker 3 restarted, t-1 has a new leader
+    restarted.partition_states[("t", 0)] = ctx.partition_states[("t", 0)]
+    restarted.partition_states[("t", 1)] = (PartitionState(3, 4, [2, 3], 5), 13)
+    rounds.append(run_plan(planner, restarted))
+
+    async def scenario() -> list[list[ApiKey]]:
+        config = ChannelConfig(broker_id=1, listener_name=lambda: "INTERNAL", socket_timeout_ms=100)
+        first = rounds[0]
+        assert first is not None
+        sender = _BrokerSender(config, first.live_brokers[1], ("127.0.0.1", 9))
+        sent: list[ApiKey] = []
+
+        async def deliver(api_key: ApiKey, *_: Any) -> None:
+            sent.append(api_key)
+
+        sender._deliver = deliver  # type: ignore[method-assign, assignment]
+        orders = []
+        try:
+            for round_ in rounds:
+                assert round_ is not None
+                pending = _PendingRequests()
+                pending.add(round_, next(r for r in round_.requests if r.broker_id == 2))
+                await sender._send_all(pending)
+                orders.append(sent.copy())
+                sent.clear()
+        finally:
+            await sender.close()
+        return orders
+
+    metadata, leader_and_isr = ApiKey.UPDATE_METADATA, ApiKey.LEADER_AND_ISR
+    assert asyncio.run(scenario()) == [
+        [metadata, leader_and_isr],  # after a failover
+        [leader_and_isr, metadata],  # a new leader
+        [metadata, leader_and_isr],  # a broker restarted
+    ]
