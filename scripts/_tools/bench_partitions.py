@@ -2,11 +2,14 @@
 
     scripts/bench partitions [--impl ours,kafka] [--cut-s 25] [--rate 100]
                              [--cuts leader,controller,follower]
+                             [--replica-lag-time-max-ms 30000]
 
 For each implementation in --impl (default both, ours first, one after the other so they never
 share the CPUs) starts a fresh 3-broker cluster with `scripts/cluster up --network netns` (root
 only: ZooKeeper and each broker in a network namespace of its own), with
-`min.insync.replicas=2` and `zookeeper.session.timeout.ms=6000`, and runs each cut on a topic
+`min.insync.replicas=2`, `zookeeper.session.timeout.ms=6000` and `replica.lag.time.max.ms`
+from --replica-lag-time-max-ms (Kafka's default, 30 s, unless given: a follower cut from its
+leader only leaves the ISR after it, so it bounds that cut's gap), and runs each cut on a topic
 of its own (one partition, replication factor 3, its replica assignment chosen so that the
 cut hits the role it names), with one idempotent acks=all producer (scripts/_tools/
 chaos_produce.py) writing --rate records a second through it:
@@ -95,6 +98,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--cut-s", type=float, default=25.0, help="how long each cut lasts")
     parser.add_argument("--rate", type=float, default=100.0, help="records a second")
     parser.add_argument(
+        "--replica-lag-time-max-ms",
+        type=int,
+        default=30000,
+        help="the brokers' replica.lag.time.max.ms (default Kafka's 30000)",
+    )
+    parser.add_argument(
         "--cuts",
         default=",".join(DEFAULT_CUTS),
         help=f"which cuts, in order, of {', '.join(CUTS)} (default {','.join(DEFAULT_CUTS)})",
@@ -106,8 +115,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         parser.error(f"--impl: one or more of {', '.join(IMPLS)}")
     if not args.cut_list or any(cut not in CUTS for cut in args.cut_list):
         parser.error(f"--cuts: one or more of {', '.join(CUTS)}")
-    if args.cut_s <= 0 or args.rate <= 0:
-        parser.error("--cut-s and --rate must be positive")
+    if args.cut_s <= 0 or args.rate <= 0 or args.replica_lag_time_max_ms <= 0:
+        parser.error("--cut-s, --rate and --replica-lag-time-max-ms must be positive")
     return args
 
 
@@ -295,10 +304,14 @@ def _load() -> list[float]:
     return [round(value, 2) for value in os.getloadavg()]
 
 
+def settings(args: argparse.Namespace) -> dict[str, str]:
+    return {**SETTINGS, "replica.lag.time.max.ms": str(args.replica_lag_time_max_ms)}
+
+
 def measure(args: argparse.Namespace, impl: str) -> dict[str, Any]:
     _say(f"{impl}: starting 3 brokers in network namespaces")
     load_before = _load()
-    with running_cluster(impl, SETTINGS, network="netns") as (_bootstrap, _meter, directory):
+    with running_cluster(impl, settings(args), network="netns") as (_bootstrap, _meter, directory):
         cluster = load_cluster(directory)
         zk = KazooClient(hosts=cluster.zookeeper_connect, timeout=10.0)
         zk.start(timeout=30)
@@ -352,7 +365,7 @@ def partitions_main(argv: list[str]) -> int:
         "bench": "partitions",
         "cut_s": args.cut_s,
         "rate_per_s": args.rate,
-        "settings": SETTINGS,
+        "settings": settings(args),
         **by_impl,
     }
     print(json.dumps(summary, sort_keys=True), flush=True)
