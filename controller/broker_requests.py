@@ -120,7 +120,10 @@ class StopReplicaPartition:
 
 @dataclass(frozen=True, slots=True)
 class BrokerRequests:
-    """What one broker is to be sent, in this order; an empty part is not sent."""
+    """What one broker is to be sent; an empty part is not sent. The channel sends them in
+    Kafka's order: LeaderAndIsr, UpdateMetadata, StopReplica, with UpdateMetadata first only to
+    a broker that learns of brokers (or broker epochs) it was not sent before
+    (broker/cluster/controller_channel.py)."""
 
     broker_id: int
     broker_epoch: int
