@@ -131,6 +131,7 @@ class ReplicaReconciler:
         return failed
 
     async def _forget_topic(self, topic: str) -> None:
+        self._replica_manager.deleting_topics.pop(topic, None)
         if any(replica_log.topic == topic for replica_log in self._log_manager.all_logs()):
             await self._replica_manager.delete_topic(topic)
         self._topic_configs.forget(topic)
@@ -165,6 +166,10 @@ class ReplicaReconciler:
         """Apply the states of `partitions` (None: all) of the topic: those whose logs are
         ready at once, the others batch by batch as their logs open off the loop."""
         topic_id = assignment.topic_id or ""
+        deleting = self._replica_manager.deleting_topics
+        if deleting.get(topic) == topic_id:
+            return  # its deletion removed the replicas here; its znodes go when it completes
+        deleting.pop(topic, None)  # a topic of that name re-created under a new id
         configs = await self._topic_configs.get(topic, topic_id)
         log_config = self._default_log_config().with_overrides(configs)
         await self._replica_manager.ensure_topic_id(topic, topic_id)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
+from broker.protocol.controller_apis import EPOCH_DURING_DELETE
 from broker.replication.control_requests import (
     AppliedState,
     RequestedState,
@@ -143,6 +144,9 @@ async def stop_replicas(
             continue
         try:
             if delete:
+                topic_id = replica_manager.topic_id(topic)
+                if leader_epoch == EPOCH_DURING_DELETE and topic_id is not None:
+                    replica_manager.deleting_topics[topic] = topic_id
                 await replica_manager.delete_partition(
                     topic, partition, f"StopReplica from controller {controller_id}"
                 )

@@ -112,6 +112,11 @@ class ReplicaManager:
         self.leadership_listeners: list[Callable[[Partition, bool], None]] = []
         # The controller epoch and broker epoch a controller's requests are fenced with.
         self.controller_fence = ControllerFence()
+        # Topics whose replicas a controller's StopReplica deleted for a topic deletion
+        # (leader epoch -2), with their topic id. Their znodes stay until every replica is
+        # deleted, and the znode watch must not open their logs again meanwhile: Kafka's
+        # controller sends no LeaderAndIsr for a topic being deleted.
+        self.deleting_topics: dict[str, str] = {}
         # Fenced from ZooKeeper (broker.cluster.session_fence): no partition is led here.
         self.session_fenced = False
         # Bumped at each fence: acks=all waiters from before it answer NOT_LEADER_OR_FOLLOWER.

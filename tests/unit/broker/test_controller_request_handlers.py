@@ -13,6 +13,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.cluster.replica_reconciler import ReplicaReconciler
 from broker.handlers import authorization, leader_and_isr, stop_replica, update_metadata
 from broker.log.config import LogConfig
 from broker.log.manager import LogManager
@@ -26,7 +27,8 @@ from broker.replication.replica_manager import ReplicaManager
 from broker.security.acl import Operation, ResourceType
 from tests.unit.broker.test_authorization_rules import FakeAuthorizer, _bindings
 from tests.unit.replication.hosting import prepare_now
-from zk.znodes import PartitionState, kafka_string_to_uuid
+from zk.cluster_watch import ClusterView
+from zk.znodes import PartitionState, TopicAssignment, kafka_string_to_uuid
 
 ME = 2
 TOPIC = "t"
@@ -423,3 +425,68 @@ def test_topic_ids_in_requests_are_read_as_kafka_strings_and_zero_as_none() -> N
         },
     )
     assert [s.topic_id for s in leader_and_isr.requested_states(zero)] == [None]
+
+
+# -- A topic being deleted stays deleted here ------------------------------------------------
+
+
+class _Watch:
+    def __init__(self, topic_id: str) -> None:
+        self.view = ClusterView()
+        self.view.topics[TOPIC] = TopicAssignment(topic_id, {0: [1, ME]})
+        # The deletion's first step: the partition offline, its state znode still there.
+        self.view.partition_states[(TOPIC, 0)] = (PartitionState(-1, 2, [ME], CONTROLLER_EPOCH), 2)
+
+
+class _TopicConfigs:
+    async def get(self, _topic: str, _topic_id: str) -> dict[str, str]:
+        return {}
+
+    def forget(self, _topic: str) -> None:
+        pass
+
+
+class _Changes:
+    def signal(self) -> None:
+        pass
+
+
+def _reconciler(manager: ReplicaManager, watch: _Watch) -> ReplicaReconciler:
+    return ReplicaReconciler(
+        ME,
+        watch,  # type: ignore[arg-type]
+        _TopicConfigs(),  # type: ignore[arg-type]
+        manager,
+        manager._log_manager,
+        _Changes(),
+        LogConfig,
+    )
+
+
+def test_the_watch_does_not_reopen_a_topic_that_stop_replica_deleted_for_its_deletion(
+    tmp_path: Path,
+) -> None:
+    manager = _hosted(tmp_path, leader=1, epoch=1)
+    request = _stop_replica(4, delete=True, leader_epoch=EPOCH_DURING_DELETE)
+    _send_stop_replica(manager, 4, request)
+    assert manager.deleting_topics == {TOPIC: TOPIC_ID}
+    asyncio.run(_reconciler(manager, _Watch(TOPIC_ID)).reconcile())
+    assert manager.get(TOPIC, 0) is None
+    assert not (tmp_path / f"{TOPIC}-0").exists()
+
+
+def test_the_watch_opens_a_topic_re_created_under_a_new_id_after_its_deletion(
+    tmp_path: Path,
+) -> None:
+    manager = _hosted(tmp_path, leader=1, epoch=1)
+    request = _stop_replica(4, delete=True, leader_epoch=EPOCH_DURING_DELETE)
+    _send_stop_replica(manager, 4, request)
+    asyncio.run(_reconciler(manager, _Watch(OTHER_TOPIC_ID)).reconcile())
+    assert manager.deleting_topics == {}
+    assert (tmp_path / f"{TOPIC}-0").exists()
+
+
+def test_stop_replica_for_a_reassignment_is_not_a_topic_deletion(tmp_path: Path) -> None:
+    manager = _hosted(tmp_path, leader=1, epoch=1)
+    _send_stop_replica(manager, 4, _stop_replica(4, delete=True, leader_epoch=1))
+    assert manager.deleting_topics == {}
