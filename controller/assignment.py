@@ -16,15 +16,20 @@ from controller.errors import (
     INVALID_REPLICA_ASSIGNMENT,
     INVALID_REPLICATION_FACTOR,
     INVALID_TOPIC_EXCEPTION,
+    UNKNOWN_SERVER_ERROR,
     ApiError,
 )
 from controller.topic_configs import validate_topic_configs
 
 __all__ = [
     "MAX_TOPIC_NAME_LENGTH",
+    "NOT_ALL_BROKERS_HAVE_RACKS",
+    "NOT_ALL_BROKERS_HAVE_RACKS_ENFORCED",
     "assign_replicas_to_brokers",
     "colliding_topics",
+    "enforced_broker_racks",
     "has_collision_chars",
+    "rack_alternated_broker_list",
     "validate_replica_assignment",
     "validate_topic_configs",
     "validate_topic_name",
@@ -72,6 +77,26 @@ def colliding_topics(topic: str, existing_topics: Iterable[str]) -> list[str]:
     )
 
 
+# Kafka's AdminOperationException messages: the first from the placement itself (CreateTopics,
+# auto-creation), the second from the Enforced rack-aware mode (CreatePartitions, the tools).
+NOT_ALL_BROKERS_HAVE_RACKS = (
+    "Not all brokers have rack information for replica rack aware assignment."
+)
+NOT_ALL_BROKERS_HAVE_RACKS_ENFORCED = (
+    "Not all brokers have rack information. Add --disable-rack-aware in command line to make "
+    "replica assignment without rack information."
+)
+
+
+def enforced_broker_racks(racks: Mapping[int, str | None]) -> dict[int, str | None]:
+    """Kafka's RackAwareMode.Enforced: some brokers with a rack and some without is an error
+    (UNKNOWN_SERVER_ERROR on the wire, as Kafka's AdminOperationException)."""
+    with_rack = sum(1 for rack in racks.values() if rack is not None)
+    if 0 < with_rack < len(racks):
+        raise ApiError(UNKNOWN_SERVER_ERROR, NOT_ALL_BROKERS_HAVE_RACKS_ENFORCED)
+    return dict(racks)
+
+
 def assign_replicas_to_brokers(
     broker_ids: Collection[int],
     num_partitions: int,
@@ -79,14 +104,21 @@ def assign_replicas_to_brokers(
     fixed_start_index: int = -1,
     start_partition_id: int = -1,
     rng: random.Random | None = None,
+    racks: Mapping[int, str | None] | None = None,
 ) -> dict[int, list[int]]:
-    """Kafka's rack-unaware placement (AdminUtils.assignReplicasToBrokers).
+    """Kafka's placement (AdminUtils.assignReplicasToBrokers).
 
-    Brokers are sorted by id. The first replica of each partition goes round-robin from a
-    random start index; followers are shifted from the first replica by `next_replica_shift`,
-    which grows by one after every full round over the brokers so that the followers of the
-    second round differ from the first. A non-negative `fixed_start_index` replaces both
-    random choices (for tests and reproducible placement).
+    Rack-unaware (no broker of `broker_ids` has a rack in `racks`): brokers are sorted by id.
+    The first replica of each partition goes round-robin from a random start index; followers
+    are shifted from the first replica by `next_replica_shift`, which grows by one after every
+    full round over the brokers so that the followers of the second round differ from the
+    first. A non-negative `fixed_start_index` replaces both random choices (for tests and
+    reproducible placement).
+
+    Rack-aware (any broker has a rack; then all must, or UNKNOWN_SERVER_ERROR as Kafka's
+    AdminOperationException): the same walk over the rack-alternated broker list, except that
+    a follower candidate is passed over while its rack (or itself) already holds a replica
+    and some rack (or broker) holds none yet.
     """
     if num_partitions <= 0:
         raise ApiError(INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
@@ -99,6 +131,12 @@ def assign_replicas_to_brokers(
             f"Replication factor: {replication_factor} larger than available brokers: "
             f"{len(brokers)}.",
         )
+    broker_racks = {broker: (racks or {}).get(broker) for broker in brokers}
+    rack_aware = any(rack is not None for rack in broker_racks.values())
+    if rack_aware:
+        if any(rack is None for rack in broker_racks.values()):
+            raise ApiError(UNKNOWN_SERVER_ERROR, NOT_ALL_BROKERS_HAVE_RACKS)
+        brokers = rack_alternated_broker_list({b: r for b, r in broker_racks.items() if r})
     broker_count = len(brokers)
     chooser = rng or random.Random()
     if fixed_start_index >= 0:
@@ -113,13 +151,62 @@ def assign_replicas_to_brokers(
         if partition_id > 0 and partition_id % broker_count == 0:
             next_replica_shift += 1
         first_index = (partition_id + start_index) % broker_count
-        replicas = [brokers[first_index]]
-        for follower in range(replication_factor - 1):
-            index = _follower_index(first_index, next_replica_shift, follower, broker_count)
-            replicas.append(brokers[index])
+        if rack_aware:
+            replicas = _rack_aware_replicas(
+                brokers, broker_racks, first_index, next_replica_shift, replication_factor
+            )
+        else:
+            replicas = [brokers[first_index]]
+            for follower in range(replication_factor - 1):
+                index = _follower_index(first_index, next_replica_shift, follower, broker_count)
+                replicas.append(brokers[index])
         assignment[partition_id] = replicas
         partition_id += 1
     return assignment
+
+
+def rack_alternated_broker_list(racks: Mapping[int, str]) -> list[int]:
+    """Brokers taken one per rack in turn (racks by name, brokers by id within a rack):
+    rack1: 0, 1, 2 / rack2: 3, 4, 5 gives 0, 3, 1, 4, 2, 5."""
+    by_rack: dict[str, list[int]] = {}
+    for broker in sorted(racks):
+        by_rack.setdefault(racks[broker], []).append(broker)
+    queues = [by_rack[rack] for rack in sorted(by_rack)]
+    result: list[int] = []
+    for depth in range(max(len(queue) for queue in queues)):
+        result.extend(queue[depth] for queue in queues if depth < len(queue))
+    return result
+
+
+def _rack_aware_replicas(
+    brokers: Sequence[int],
+    broker_racks: Mapping[int, str | None],
+    first_index: int,
+    next_replica_shift: int,
+    replication_factor: int,
+) -> list[int]:
+    rack_count = len(set(broker_racks.values()))
+    broker_count = len(brokers)
+    leader = brokers[first_index]
+    replicas = [leader]
+    racks_with_replicas = {broker_racks[leader]}
+    # The candidate walk continues across followers: each follower starts where the previous
+    # one's search stopped, as in Kafka.
+    step = 0
+    for _ in range(replication_factor - 1):
+        while True:
+            shift = next_replica_shift * rack_count
+            index = _follower_index(first_index, shift, step, broker_count)
+            broker = brokers[index]
+            rack = broker_racks[broker]
+            step += 1
+            rack_ok = rack not in racks_with_replicas or len(racks_with_replicas) == rack_count
+            broker_ok = broker not in replicas or len(replicas) == broker_count
+            if rack_ok and broker_ok:
+                replicas.append(broker)
+                racks_with_replicas.add(rack)
+                break
+    return replicas
 
 
 def _follower_index(first_index: int, shift: int, follower: int, broker_count: int) -> int:

@@ -47,6 +47,14 @@ class ControllerContext:
             if topic_partition not in self.offline_replicas.get(broker, ())
         }
 
+    def live_broker_racks(self) -> dict[int, str | None]:
+        """broker.rack of each live broker (None: it has none), for replica placement."""
+        racks: dict[int, str | None] = {}
+        for broker in self.live_brokers:
+            registration = self.broker_registrations.get(broker)
+            racks[broker] = registration.rack if registration is not None else None
+        return racks
+
     def replicas(self, topic_partition: TopicPartition) -> list[int]:
         topic, partition = topic_partition
         return list(self.assignments[topic].partitions[partition])

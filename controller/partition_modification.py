@@ -16,10 +16,10 @@ from __future__ import annotations
 import functools
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from controller.assignment import assign_replicas_to_brokers
+from controller.assignment import assign_replicas_to_brokers, enforced_broker_racks
 from controller.context import ControllerContext, TopicPartition
 from controller.errors import (
     INVALID_PARTITIONS,
@@ -56,7 +56,10 @@ class NewPartitions:
 
 
 def plan_new_partitions(
-    request: NewPartitions, existing: TopicAssignment, broker_ids: Iterable[int]
+    request: NewPartitions,
+    existing: TopicAssignment,
+    broker_ids: Iterable[int],
+    broker_racks: Mapping[int, str | None] | None = None,
 ) -> dict[int, list[int]]:
     """The replicas of each partition to add, or ApiError; checks in Kafka's order
     (ZkAdminManager.createPartitions, then AdminZkClient.createNewPartitionsAssignment)."""
@@ -100,6 +103,7 @@ def plan_new_partitions(
         len(first_replicas),
         fixed_start_index=start_index,
         start_partition_id=old_count,
+        racks=broker_racks,
     )
 
 
@@ -161,6 +165,12 @@ async def create_partitions(
         for name, count in counts.items()
         if count > 1
     }
+    try:
+        # Kafka reads the brokers in Enforced rack-aware mode before looking at any topic: a
+        # mix of brokers with and without a rack fails the whole request.
+        racks = enforced_broker_racks(context.live_broker_racks())
+    except ApiError as error:
+        return {request.topic: TopicError(error.error_code) for request in requests}
     partitions_left = max_partitions
     for request in requests:
         if request.topic in results:
@@ -180,7 +190,7 @@ async def create_partitions(
                 " (create.topics.max.partitions)",
             )
             continue
-        result = await _add_partitions(kafka_zk, context, request, validate_only)
+        result = await _add_partitions(kafka_zk, context, request, validate_only, racks)
         if result.error_code == NONE:
             partitions_left -= max(added, 0)
         results[request.topic] = result
@@ -188,7 +198,11 @@ async def create_partitions(
 
 
 async def _add_partitions(
-    kafka_zk: ControllerZk, context: ControllerContext, request: NewPartitions, validate_only: bool
+    kafka_zk: ControllerZk,
+    context: ControllerContext,
+    request: NewPartitions,
+    validate_only: bool,
+    racks: Mapping[int, str | None],
 ) -> TopicError:
     try:
         for _attempt in range(MAX_ASSIGNMENT_WRITE_ATTEMPTS):
@@ -199,7 +213,7 @@ async def _add_partitions(
                     UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{request.topic}' does not exist."
                 )
             existing, zk_version = found
-            added = plan_new_partitions(request, existing, context.live_brokers)
+            added = plan_new_partitions(request, existing, context.live_brokers, racks)
             if validate_only:
                 return TopicError(NONE)
             combined = replace(existing, partitions={**existing.partitions, **added})

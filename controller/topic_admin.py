@@ -98,6 +98,7 @@ async def _create_topic(
             live_brokers=context.live_brokers,
             config=config,
             rng=rng,
+            broker_racks=context.live_broker_racks(),
         )
         if not validate_only:
             await kafka_zk.create_topic(topic.name, plan.assignment, plan.configs, new_kafka_uuid())

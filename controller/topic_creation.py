@@ -8,7 +8,7 @@ code as from Kafka.
 from __future__ import annotations
 
 import random
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 from controller.assignment import (
@@ -58,13 +58,15 @@ def plan_new_topic(
     live_brokers: Collection[int],
     config: ControllerConfig,
     rng: random.Random | None = None,
+    broker_racks: Mapping[int, str | None] | None = None,
 ) -> TopicPlan:
-    """Validate `new_topic` and place its replicas; raise ApiError with Kafka's code."""
+    """Validate `new_topic` and place its replicas (rack-aware when the live brokers have
+    racks, `broker_racks`); raise ApiError with Kafka's code."""
     name = new_topic.name
     if name in existing_topics:
         raise ApiError(TOPIC_ALREADY_EXISTS, topic_exists_message(name))
     configs = reject_null_values(new_topic.configs)
-    assignment = _resolve_assignment(new_topic, live_brokers, config, rng)
+    assignment = _resolve_assignment(new_topic, live_brokers, config, rng, broker_racks)
     validate_topic_name(name)
     if name in topics_queued_for_deletion:
         raise ApiError(TOPIC_ALREADY_EXISTS, f'Topic "{name}" is queued for deletion.')
@@ -84,6 +86,7 @@ def _resolve_assignment(
     live_brokers: Collection[int],
     config: ControllerConfig,
     rng: random.Random | None,
+    broker_racks: Mapping[int, str | None] | None,
 ) -> dict[int, list[int]]:
     if new_topic.assignments:
         if new_topic.num_partitions != USE_DEFAULT or new_topic.replication_factor != USE_DEFAULT:
@@ -99,4 +102,8 @@ def _resolve_assignment(
     replication_factor = new_topic.replication_factor
     if replication_factor == USE_DEFAULT:
         replication_factor = config.default_replication_factor
-    return assign_replicas_to_brokers(live_brokers, num_partitions, replication_factor, rng=rng)
+    # Kafka's CreateTopics takes the alive brokers with their racks as they are (no Enforced
+    # check): the placement itself refuses a mix of brokers with and without a rack.
+    return assign_replicas_to_brokers(
+        live_brokers, num_partitions, replication_factor, rng=rng, racks=broker_racks
+    )

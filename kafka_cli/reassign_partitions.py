@@ -24,7 +24,7 @@ from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaConnectionError, NodeNotReadyError, RequestTimedOutError
 from kio.schema.errors import ErrorCode
 
-from controller.assignment import assign_replicas_to_brokers
+from controller.assignment import assign_replicas_to_brokers, enforced_broker_racks
 from controller.errors import ApiError
 from kafka_cli._log_dir_moves import (
     ANY_LOG_DIR,
@@ -125,7 +125,12 @@ def _body(argv: list[str]) -> int:
     admin = _admin(bootstrap_servers(options.bootstrap_server), options.command_config)
     try:
         if action == "generate":
-            _generate(admin, _read(options.topics_to_move_json_file), options.broker_list)
+            _generate(
+                admin,
+                _read(options.topics_to_move_json_file),
+                options.broker_list,
+                rack_aware=not options.disable_rack_aware,
+            )
         elif action == "execute":
             text = _read(options.reassignment_json_file)
             _execute(admin, text, options.additional, options.timeout)
@@ -261,7 +266,7 @@ def _name(key: tuple[str, int]) -> str:
 # ---------------------------------------------------------------------- actions
 
 
-def _generate(admin: Any, topics_json: str, broker_list: str) -> None:
+def _generate(admin: Any, topics_json: str, broker_list: str, rack_aware: bool = True) -> None:
     try:
         brokers = [int(b) for b in broker_list.split(",")]
     except ValueError as error:
@@ -277,14 +282,23 @@ def _generate(admin: Any, topics_json: str, broker_list: str) -> None:
             f"List of topics to reassign contains duplicate entries: {','.join(repeated)}"
         )
     current = _current_assignment(admin, topics)
-    known = _broker_ids(admin)
-    usable = [b for b in brokers if b in known]
+    known = _broker_racks(admin)
+    # Kafka's getBrokerMetadata: the listed brokers that exist, with their racks unless
+    # --disable-rack-aware; some with a rack and some without is refused.
+    racks = {b: known[b] if rack_aware else None for b in brokers if b in known}
+    try:
+        enforced_broker_racks(racks)
+    except ApiError as error:
+        raise ToolError(error.message) from error
+    usable = list(racks)
     proposed: Assignment = {}
     for topic in topics:
         partitions = sorted(p for t, p in current if t == topic)
         replication_factor = len(current[(topic, partitions[0])])
         try:
-            placed = assign_replicas_to_brokers(usable, len(partitions), replication_factor)
+            placed = assign_replicas_to_brokers(
+                usable, len(partitions), replication_factor, racks=racks
+            )
         except ApiError as error:
             raise ToolError(error.message) from error
         proposed.update({(topic, p): replicas for p, replicas in placed.items()})
@@ -389,7 +403,15 @@ def _ongoing(admin: Any) -> dict[tuple[str, int], dict[str, list[int]]]:
 
 
 def _broker_ids(admin: Any) -> set[int]:
-    return {int(broker["broker_id"]) for broker in admin.describe_cluster()["brokers"]}
+    return set(_broker_racks(admin))
+
+
+def _broker_racks(admin: Any) -> dict[int, str | None]:
+    """Each broker of the cluster and its rack (None: it has none)."""
+    return {
+        int(broker["broker_id"]): broker.get("rack")
+        for broker in admin.describe_cluster()["brokers"]
+    }
 
 
 def _current_assignment(admin: Any, topics: list[str], allow_missing: bool = False) -> Assignment:

@@ -30,13 +30,15 @@ async def auto_create_topic(services: HandlerServices, topic: str) -> ErrorCode:
         await services.group_coordinator.create_offsets_topic()
         return ErrorCode.leader_not_available
     cache = services.metadata_cache
+    live = cache.live_brokers()
     try:
         plan = plan_new_topic(
             NewTopic(topic),
             existing_topics=cache.topic_names(),
             topics_queued_for_deletion=(),
-            live_brokers=list(cache.live_brokers()),
+            live_brokers=list(live),
             config=services.controller_config,
+            broker_racks={broker: registration.rack for broker, registration in live.items()},
         )
     except ApiError as error:
         if error.error_code == TOPIC_ALREADY_EXISTS:

@@ -78,7 +78,8 @@ class InternalTopics:
         return CoordinatorAddress(ErrorCode.none, found.leader_id, host, int(port))
 
     async def create(self, topic: InternalTopic) -> None:
-        live = list(self._metadata_cache.live_brokers())
+        registrations = self._metadata_cache.live_brokers()
+        live = list(registrations)
         if len(live) < topic.replication_factor:
             log.info(
                 "not creating %s yet: %d live brokers, replication factor %d",
@@ -94,7 +95,10 @@ class InternalTopics:
             configs={name: value for name, value in topic.configs.items()},
         )
         try:
-            plan = plan_new_topic(new_topic, [], (), live, self._controller_config)
+            racks = {broker: registration.rack for broker, registration in registrations.items()}
+            plan = plan_new_topic(
+                new_topic, [], (), live, self._controller_config, broker_racks=racks
+            )
             await self._kafka_zk.create_topic(
                 topic.name, plan.assignment, plan.configs, new_kafka_uuid()
             )

@@ -4,9 +4,11 @@ and the controller creating state znodes for partitions a topic znode gained."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any, cast
 
 import pytest
 
+from controller.context import ControllerContext
 from controller.errors import (
     INVALID_PARTITIONS,
     INVALID_REPLICA_ASSIGNMENT,
@@ -16,13 +18,19 @@ from controller.errors import (
     NONE,
     NOT_CONTROLLER,
     REASSIGNMENT_IN_PROGRESS,
+    UNKNOWN_SERVER_ERROR,
     UNKNOWN_TOPIC_OR_PARTITION,
     ApiError,
+    TopicError,
 )
-from controller.partition_modification import NewPartitions, plan_new_partitions
+from controller.partition_modification import (
+    NewPartitions,
+    create_partitions,
+    plan_new_partitions,
+)
 from tests.unit.controller.fake_zk import FakeZkStore
 from tests.unit.controller.harness import add_topic, start_cluster, state, wait_until
-from zk.znodes import TopicAssignment
+from zk.znodes import BrokerRegistration, TopicAssignment
 
 
 def _existing(partitions: dict[int, list[int]], **extra: dict[int, list[int]]) -> TopicAssignment:
@@ -126,3 +134,26 @@ def test_topic_queued_for_deletion_is_refused() -> None:
         await cluster.stop()
 
     asyncio.run(scenario())
+
+
+_KAFKA_DOC_RACKS = {0: "rack1", 1: "rack3", 2: "rack3", 3: "rack2", 4: "rack2", 5: "rack1"}
+
+
+def test_new_partitions_continue_kafkas_rack_aware_round_robin() -> None:
+    # Kafka's documented rack-aware walk over 0, 3, 1, 5, 4, 2: partition 0 is [0, 3, 1], so
+    # the added partitions continue with [3, 1, 5] and [1, 5, 4].
+    existing = _existing({0: [0, 3, 1]})
+    added = plan_new_partitions(NewPartitions("t", 3), existing, range(6), _KAFKA_DOC_RACKS)
+    assert added == {1: [3, 1, 5], 2: [1, 5, 4]}
+
+
+def test_brokers_partly_with_racks_fail_the_whole_create_partitions_request() -> None:
+    context = ControllerContext(epoch=1, epoch_zk_version=0, live_brokers={1, 2})
+    context.broker_registrations = {
+        1: BrokerRegistration.create(1, ["PLAINTEXT://h:1"], {}, 0, rack="a"),
+        2: BrokerRegistration.create(2, ["PLAINTEXT://h:2"], {}, 0),
+    }
+    requests = [NewPartitions("t", 3), NewPartitions("u", 2, [[1]])]
+    # Kafka reads the brokers (Enforced mode) before any topic, so ZooKeeper is never asked.
+    results = asyncio.run(create_partitions(cast(Any, None), context, requests, False, 100))
+    assert results == {"t": TopicError(UNKNOWN_SERVER_ERROR), "u": TopicError(UNKNOWN_SERVER_ERROR)}
