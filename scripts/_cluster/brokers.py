@@ -67,17 +67,25 @@ def ssl_properties(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
     }
 
 
-# A --set value may name the broker's own directory, so that one override gives every
-# broker its own paths (--set log.dirs={broker_dir}/disk-a,{broker_dir}/disk-b).
+# A --set value may name the broker's own directory, id or rack, so that one override gives
+# every broker its own value (--set log.dirs={broker_dir}/disk-a,{broker_dir}/disk-b,
+# --set broker.rack=az-{broker_id}; {rack} is what --racks gives the broker).
 BROKER_DIR_PLACEHOLDER = "{broker_dir}"
+BROKER_ID_PLACEHOLDER = "{broker_id}"
+RACK_PLACEHOLDER = "{rack}"
 
 
 def broker_properties(spec: ClusterSpec, broker_id: int, impl: str | None = None) -> dict[str, str]:
-    """Base keys and every --set override, with {broker_dir} expanded."""
+    """Base keys, broker.rack from --racks, and every --set override, placeholders expanded."""
     directory = str(broker_dir(Path(spec.directory), broker_id))
     merged = base_properties(spec, broker_id, impl)
+    rack = spec.rack(broker_id)
+    if rack is not None:
+        merged["broker.rack"] = rack
     for key, value in spec.overrides.items():
-        merged[key] = value.replace(BROKER_DIR_PLACEHOLDER, directory)
+        value = value.replace(BROKER_DIR_PLACEHOLDER, directory)
+        value = value.replace(BROKER_ID_PLACEHOLDER, str(broker_id))
+        merged[key] = value.replace(RACK_PLACEHOLDER, rack or "")
     return merged
 
 

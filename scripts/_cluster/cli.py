@@ -128,7 +128,15 @@ def _add_up_parser(sub: Subcommands) -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="a server.properties override; {broker_dir} becomes each broker's directory",
+        help="a server.properties override; {broker_dir}, {broker_id} and {rack} become "
+        "each broker's directory, id and --racks rack",
+    )
+    up.add_argument(
+        "--racks",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="spread the brokers over N racks: broker i gets broker.rack=rack-((i-1) mod N)",
     )
     up.add_argument(
         "--impl",
@@ -252,7 +260,10 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
             impl=impls[0] if len(set(impls)) == 1 else ",".join(impls),
             security=args.security,
             network=args.network,
+            racks=args.racks or 0,
         )
+        if not spec.racks and any("{rack}" in value for value in spec.overrides.values()):
+            parser.error("{rack} in --set needs --racks")
         _validate_ports(parser, spec)
         up.up(spec)
     elif args.command == "down":

@@ -47,6 +47,12 @@ class ClusterSpec:
     # "loopback" (every process on 127.0.0.1) or "netns" (each in a network namespace of its
     # own with its own address on a bridge: scripts/_cluster/netns.py).
     network: str = "loopback"
+    # `up --racks N`: broker i gets broker.rack=rack-((i-1) mod N); 0 leaves racks unset.
+    racks: int = 0
+
+    def rack(self, broker_id: int) -> str | None:
+        """The rack `--racks` gives broker `broker_id` (None without --racks)."""
+        return f"rack-{(broker_id - 1) % self.racks}" if self.racks > 0 else None
 
     @property
     def broker_ids(self) -> list[int]:

@@ -3,6 +3,7 @@ own path, and every log dir exists before the broker starts."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from scripts._cluster.brokers import prepare_broker, render_properties
@@ -46,3 +47,20 @@ def test_prepare_broker_creates_every_log_dir(tmp_path: Path) -> None:
     own = broker_dir(tmp_path, 2)
     assert (own / "disk-a").is_dir() and (own / "disk-b").is_dir()
     assert (own / "server.properties").is_file()
+
+
+def test_racks_give_broker_i_rack_i_minus_one_mod_n(tmp_path: Path) -> None:
+    spec = replace(spec_with(tmp_path, {}), broker_count=6, racks=3)
+    racks = [properties_of(render_properties(spec, b))["broker.rack"] for b in spec.broker_ids]
+    assert racks == ["rack-0", "rack-1", "rack-2", "rack-0", "rack-1", "rack-2"]
+    assert "broker.rack" not in properties_of(render_properties(spec_with(tmp_path, {}), 1))
+
+
+def test_broker_id_and_rack_placeholders_expand_per_broker(tmp_path: Path) -> None:
+    spec = replace(
+        spec_with(tmp_path, {"broker.rack": "az-{rack}-{broker_id}", "x.y": "b{broker_id}"}),
+        racks=2,
+    )
+    written = properties_of(render_properties(spec, 2))
+    assert written["broker.rack"] == "az-rack-1-2"  # --set wins over --racks
+    assert written["x.y"] == "b2"
