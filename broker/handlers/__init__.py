@@ -12,6 +12,8 @@ from broker.handlers import (
     alter_replica_log_dirs,
     alter_user_scram_credentials,
     api_versions,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     controlled_shutdown,
     create_acls,
     create_partitions,
@@ -21,6 +23,7 @@ from broker.handlers import (
     delete_records,
     delete_topics,
     describe_acls,
+    describe_cluster,
     describe_configs,
     describe_groups,
     describe_log_dirs,
@@ -185,6 +188,7 @@ def build_registry() -> Registry:
             ApiSpec(ApiKey.ALTER_PARTITION, "AlterPartition", 0, 3, 0, alter_partition.handle),
             # Advertised as Kafka 3.9 does; closes the connection (no forwarding in ZK mode).
             ApiSpec(ApiKey.ENVELOPE, "Envelope", 0, 0, 0, envelope.handle),
+            ApiSpec(ApiKey.DESCRIBE_CLUSTER, "DescribeCluster", 0, 1, 0, describe_cluster.handle),
             ApiSpec(
                 ApiKey.DESCRIBE_PRODUCERS, "DescribeProducers", 0, 0, 0, describe_producers.handle
             ),
@@ -207,6 +211,23 @@ def build_registry() -> Registry:
                 0,
                 0,
                 allocate_producer_ids.handle,
+            ),
+            # KIP-848 groups: refused with UNSUPPORTED_VERSION, as in ZooKeeper-mode Kafka 3.9.
+            ApiSpec(
+                ApiKey.CONSUMER_GROUP_HEARTBEAT,
+                "ConsumerGroupHeartbeat",
+                0,
+                0,
+                0,
+                consumer_group_heartbeat.handle,
+            ),
+            ApiSpec(
+                ApiKey.CONSUMER_GROUP_DESCRIBE,
+                "ConsumerGroupDescribe",
+                0,
+                0,
+                0,
+                consumer_group_describe.handle,
             ),
         ]
     )

@@ -65,7 +65,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
         cluster_operations = cluster_authorized_operations(context)
     values = {
         "throttle_time": 0,
-        "brokers": _brokers(cache, context.listener_name),
+        "brokers": live_brokers_on(cache, context.listener_name),
         "cluster_id": context.services.cluster_id,
         "controller_id": cache.controller_id,
         "cluster_authorized_operations": cluster_operations,
@@ -85,7 +85,7 @@ def _encode_topic(topic_cls: type, entry: dict[str, Any], partitions: list[bytes
     return b"".join(adapter.encode_with_array(topic_cls, entry, "partitions", partitions))
 
 
-def _brokers(cache: MetadataCache, listener_name: str) -> list[dict[str, Any]]:
+def live_brokers_on(cache: MetadataCache, listener_name: str) -> list[dict[str, Any]]:
     """Live brokers' endpoints on the listener this request came in on (others are omitted)."""
     brokers = []
     for broker in sorted(cache.live_brokers().values(), key=lambda b: b.broker_id):

@@ -58,7 +58,10 @@ class ApiKey(enum.IntEnum):
     ALTER_USER_SCRAM_CREDENTIALS = 51
     ALTER_PARTITION = 56  # inter-broker: partition leaders to the controller
     ENVELOPE = 58  # inter-broker forwarding (KRaft and migration only)
+    DESCRIBE_CLUSTER = 60
     DESCRIBE_PRODUCERS = 61
     DESCRIBE_TRANSACTIONS = 65
     LIST_TRANSACTIONS = 66
     ALLOCATE_PRODUCER_IDS = 67  # inter-broker: transaction coordinators to the controller
+    CONSUMER_GROUP_HEARTBEAT = 68  # KIP-848: UNSUPPORTED_VERSION in ZooKeeper mode
+    CONSUMER_GROUP_DESCRIBE = 69

@@ -219,8 +219,6 @@ NOT_IMPLEMENTED = frozenset(
         "CreateDelegationToken", "RenewDelegationToken", "ExpireDelegationToken",
         "DescribeDelegationToken",
         "DescribeClientQuotas", "AlterClientQuotas", "UpdateFeatures",
-        "DescribeCluster", "ConsumerGroupHeartbeat",
-        "ConsumerGroupDescribe",
     }
 )  # fmt: skip
 _API_LINE = re.compile(r"^(\s*)(\w+)\((\d+)\): (.*?)(,?)$")

@@ -10,6 +10,7 @@ import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.concurrent.ExecutionException;
 import java.util.function.Predicate;
 import java.util.stream.Collectors;
@@ -21,6 +22,7 @@ import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.CreateTopicsResult;
 import org.apache.kafka.clients.admin.DeletedRecords;
+import org.apache.kafka.clients.admin.DescribeClusterOptions;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
 import org.apache.kafka.clients.admin.ListOffsetsResult.ListOffsetsResultInfo;
 import org.apache.kafka.clients.admin.LogDirDescription;
@@ -124,11 +126,15 @@ public final class AdminProbe {
         Map<String, Uuid> topicIds = new TreeMap<>();
 
         call("describeCluster", () -> {
-            DescribeClusterResult cluster = admin.describeCluster();
+            // Asks DescribeCluster (Kafka's admin falls back to Metadata where it is not served).
+            DescribeClusterResult cluster = admin.describeCluster(
+                    new DescribeClusterOptions().includeAuthorizedOperations(true));
             Map<String, Object> out = new LinkedHashMap<>();
             out.put("nodes", nodes(cluster.nodes().get()));
             out.put("controller", nodeId(cluster.controller().get()));
             out.put("clusterId", cluster.clusterId().get());
+            out.put("authorizedOperations", new TreeSet<>(cluster.authorizedOperations().get()
+                    .stream().map(Object::toString).collect(Collectors.toList())));
             return out;
         });
 
