@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from broker.cluster.alter_partition_channel import AlterPartitionChannel
 from broker.cluster.controlled_shutdown import ControlledShutdown, ControlledShutdownConfig
 from broker.cluster.controller_channel import ChannelConfig, ControllerChannel
+from broker.cluster.finalized_features import FinalizedFeatures
 from broker.cluster.log_dir_failure import LogDirFailureHandler
 from broker.cluster.metadata_cache import MetadataCache
 from broker.cluster.replica_reconciler import ReplicaReconciler, partition_in_view
@@ -119,6 +120,7 @@ class KafkaServer:
             self.inter_broker_sasl,
         )
         self.scram_credentials = ScramCredentials(self.kafka_zk)
+        self.finalized_features = FinalizedFeatures(self.zk_client)
         # None: no authorizer configured, every request is allowed (Kafka's default).
         self.authorizer = (
             AclAuthorizer(
@@ -284,6 +286,7 @@ class KafkaServer:
             fetch_sessions=self.fetch_sessions,
             metadata_cache=self.metadata_cache,
             metadata_changes=self.metadata_changes,
+            finalized_features=self.finalized_features,
             peers=self.peers,
             group_coordinator=self.group_coordinator,
             transaction_coordinator=self.transaction_coordinator,
@@ -326,6 +329,7 @@ class KafkaServer:
             await self.authorizer.start()  # before the listeners: no request goes unchecked
         if self.sasl_listeners:
             await self.scram_credentials.load_all()  # after the watch: no change is missed
+        await self.finalized_features.start()
         await self.cluster_watch.start()
         self.metadata_cache.update(self.cluster_watch.view)
         await self.replicas_from_view.reconcile(None)

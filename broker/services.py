@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from broker.cluster.finalized_features import FinalizedFeatures
     from broker.cluster.metadata_cache import MetadataCache
     from broker.config.dynamic import DynamicBrokerConfig
     from broker.config.kafka_config import KafkaConfig
@@ -152,6 +153,7 @@ class HandlerServices:
     # What this broker knows of the cluster, and waiting for it to change.
     metadata_cache: MetadataCache
     metadata_changes: MetadataChanges
+    finalized_features: FinalizedFeatures
     peers: PeerBrokers
     topic_configs: TopicConfigs
     topic_settings: TopicSettings

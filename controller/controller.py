@@ -61,6 +61,7 @@ from controller.events import (
     TopicDeletion,
     ZkPartitionReassignment,
 )
+from controller.features import FeatureUpdate, update_features
 from controller.isr_change_notification import on_isr_change_notification
 from controller.log_dir_event import on_log_dir_event_notification
 from controller.partition_modification import (
@@ -133,6 +134,7 @@ class Controller:
         # Set once a won election's context is loaded, or the failover failed or resigned.
         self._context_loaded = asyncio.Event()
         self._context_loaded.set()
+        self._feature_updates = asyncio.Lock()
         self._partitions: PartitionStateMachine | None = None
         self._started = False
         # Fenced from ZooKeeper (see `fence`).
@@ -596,6 +598,16 @@ class Controller:
         if await self._active_context() is None:
             return ProducerIdsBlock(NOT_CONTROLLER)
         return await self._served.allocate_producer_ids(ProducerIdsRequest(broker_id, broker_epoch))
+
+    async def update_features(self, updates: list[FeatureUpdate]) -> dict[str, TopicError] | int:
+        """UpdateFeatures: the outcome per feature (see features.py), or NOT_CONTROLLER. One at
+        a time (Kafka runs each as a controller event), so that two do not interleave their
+        reads and writes of /feature."""
+        context = await self._active_context()
+        if context is None:
+            return NOT_CONTROLLER
+        async with self._feature_updates:
+            return await update_features(self._zk, context.epoch_zk_version, updates)
 
     async def create_topics(
         self, topics: list[NewTopic], validate_only: bool

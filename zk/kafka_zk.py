@@ -274,6 +274,29 @@ class KafkaZk(ReassignmentZkMixin, LogDirZkMixin):
         wanted = FeatureZNode.encode(FeatureZNode.STATUS_ENABLED, features)
         await self._fenced_multi(epoch_zk_version, [SetDataOp(path, wanted, found[1].version)])
 
+    async def get_finalized_features(self) -> tuple[dict[str, int], int] | None:
+        """/feature's finalized features (none unless its status is enabled) and the znode's
+        version, or None when it is absent."""
+        found = await self.client.get(FeatureZNode.path())
+        if found is None:
+            return None
+        _, status, features = FeatureZNode.decode(found[0])
+        if status != FeatureZNode.STATUS_ENABLED:
+            features = {}
+        return features, found[1].version
+
+    async def set_finalized_features(
+        self, epoch_zk_version: int, features: Mapping[str, int], znode_version: int | None
+    ) -> None:
+        """Replace /feature's finalized features (status enabled), fenced by the controller
+        epoch and, when it exists, by the version it was read at."""
+        data = FeatureZNode.encode(FeatureZNode.STATUS_ENABLED, features)
+        path = FeatureZNode.path()
+        op: Op = (
+            CreateOp(path, data) if znode_version is None else SetDataOp(path, data, znode_version)
+        )
+        await self._fenced_multi(epoch_zk_version, [op])
+
     async def _fenced_multi(self, epoch_zk_version: int, ops: Sequence[Op]) -> list[OpResult]:
         try:
             results = await self.client.multi(

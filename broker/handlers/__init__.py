@@ -56,6 +56,7 @@ from broker.handlers import (
     stop_replica,
     sync_group,
     txn_offset_commit,
+    update_features,
     update_metadata,
     write_txn_markers,
 )
@@ -186,6 +187,7 @@ def build_registry() -> Registry:
             ),
             # Partition leaders' ISR changes, to the controller (controller/alter_partition.py).
             ApiSpec(ApiKey.ALTER_PARTITION, "AlterPartition", 0, 3, 0, alter_partition.handle),
+            ApiSpec(ApiKey.UPDATE_FEATURES, "UpdateFeatures", 0, 1, 0, update_features.handle),
             # Advertised as Kafka 3.9 does; closes the connection (no forwarding in ZK mode).
             ApiSpec(ApiKey.ENVELOPE, "Envelope", 0, 0, 0, envelope.handle),
             ApiSpec(ApiKey.DESCRIBE_CLUSTER, "DescribeCluster", 0, 1, 0, describe_cluster.handle),

@@ -1,7 +1,9 @@
 """ApiVersions: v0-v4. Built from the registry, so advertised and implemented cannot drift.
 
 v4 only lets a broker list supported features whose minimum version is 0 (KAFKA-17011); like
-Kafka 3.9 in ZooKeeper mode, we list no supported features at any version.
+Kafka 3.9 in ZooKeeper mode, we list no supported features at any version. v3+ reports the
+finalized features of /feature and its znode version as their epoch
+(broker.cluster.finalized_features), as Kafka's ZooKeeper-mode brokers do.
 """
 
 from __future__ import annotations
@@ -33,11 +35,19 @@ def unsupported_version_response(registry: Registry) -> Any:
 
 async def handle(context: RequestContext, request: Any) -> Any:
     cls = response_class(ApiKey.API_VERSIONS, context.api_version)
+    finalized = context.services.finalized_features
     return adapter.build(
         cls,
         {
             "error_code": ErrorCode.none,
             "api_keys": _api_keys(context.services.registry),
             "throttle_time": 0,
+            "finalized_features_epoch": finalized.epoch,
+            # Kafka leaves out features finalized at level 0.
+            "finalized_features": [
+                {"name": name, "min_version_level": level, "max_version_level": level}
+                for name, level in finalized.features.items()
+                if level != 0
+            ],
         },
     )

@@ -736,6 +736,7 @@ RULES: dict[int, Rule] = {
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: Rule(
         _on_cluster(Operation.DESCRIBE), (Echo("users", "results", {"user": "name"}),)
     ),
+    ApiKey.UPDATE_FEATURES: Rule(_on_cluster(Operation.ALTER)),
     ApiKey.CREATE_ACLS: Rule(_on_cluster(Operation.ALTER), (Echo("creations", "results"),)),
     ApiKey.DELETE_ACLS: Rule(_on_cluster(Operation.ALTER), (Echo("filters", "filter_results"),)),
     ApiKey.DESCRIBE_ACLS: Rule(_on_cluster(Operation.DESCRIBE)),

@@ -57,6 +57,7 @@ class ApiKey(enum.IntEnum):
     DESCRIBE_USER_SCRAM_CREDENTIALS = 50
     ALTER_USER_SCRAM_CREDENTIALS = 51
     ALTER_PARTITION = 56  # inter-broker: partition leaders to the controller
+    UPDATE_FEATURES = 57
     ENVELOPE = 58  # inter-broker forwarding (KRaft and migration only)
     DESCRIBE_CLUSTER = 60
     DESCRIBE_PRODUCERS = 61

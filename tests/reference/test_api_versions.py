@@ -49,8 +49,8 @@ NOT_SERVED = {
     41: "DescribeDelegationToken",
     48: "DescribeClientQuotas",
     49: "AlterClientQuotas",
-    57: "UpdateFeatures",
 }
+UPDATE_FEATURES = 57
 DESCRIBE_CLUSTER = 60
 CONSUMER_GROUP_HEARTBEAT = 68
 CONSUMER_GROUP_DESCRIBE = 69
@@ -196,3 +196,54 @@ def test_kip_848_group_apis_are_unsupported_as_in_kafka(
     )
     assert heartbeat["ours"] == heartbeat["kafka"]
     assert describe["ours"] == describe["kafka"]
+
+
+def _feature_update(version: int, feature: str, level: int, upgrade_type: int) -> dict[str, Any]:
+    if version == 0:
+        return {"feature": feature, "max_version_level": level, "allow_downgrade": upgrade_type > 1}
+    return {"feature": feature, "max_version_level": level, "upgrade_type": upgrade_type}
+
+
+@pytest.mark.parametrize(
+    ("version", "update"),
+    [
+        (1, ("test.feature", 1, 1)),  # upgrade: no feature is supported in ZooKeeper mode
+        (1, ("test.feature", 0, 2)),  # delete a feature not finalized
+        (1, ("", 1, 1)),
+        (1, ("test.feature", 1, 0)),  # unknown upgrade type
+        (1, ("test.feature", 0, 1)),  # level 0 without a downgrade
+        (0, ("metadata.version", 3, 1)),
+        (0, ("test.feature", 0, 2)),
+    ],
+    ids=["upgrade", "delete-absent", "no-name", "unknown-type", "zero-upgrade", "v0", "v0-delete"],
+)
+def test_update_features_is_kafkas(
+    clusters: dict[str, ClusterHandle], version: int, update: tuple[str, int, int]
+) -> None:
+    fields = {
+        "timeout": 10000,
+        "feature_updates": [_feature_update(version, *update)],
+        "validate_only": False,
+    }
+    answers = _answers(clusters, UPDATE_FEATURES, version, fields)
+    assert answers["ours"] == answers["kafka"]
+    assert answers["kafka"].results[0].error_code != 0
+
+
+def test_finalized_features_and_their_epoch_are_kafkas(clusters: dict[str, ClusterHandle]) -> None:
+    """ApiVersions v3 reports /feature: no finalized feature, at its znode's version."""
+    answers = _answers(
+        clusters,
+        API_VERSIONS,
+        3,
+        {"client_software_name": "diff", "client_software_version": "1"},
+    )
+    seen = {
+        impl: (
+            int(a.finalized_features_epoch),
+            list(a.finalized_features),
+            list(a.supported_features),
+        )
+        for impl, a in answers.items()
+    }
+    assert seen["ours"] == seen["kafka"]

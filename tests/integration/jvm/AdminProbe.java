@@ -23,6 +23,9 @@ import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.CreateTopicsResult;
 import org.apache.kafka.clients.admin.DeletedRecords;
 import org.apache.kafka.clients.admin.DescribeClusterOptions;
+import org.apache.kafka.clients.admin.FeatureMetadata;
+import org.apache.kafka.clients.admin.FeatureUpdate;
+import org.apache.kafka.clients.admin.UpdateFeaturesOptions;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
 import org.apache.kafka.clients.admin.ListOffsetsResult.ListOffsetsResultInfo;
 import org.apache.kafka.clients.admin.LogDirDescription;
@@ -250,6 +253,22 @@ public final class AdminProbe {
                 }
                 out.put(String.valueOf(broker.getKey()), perDir);
             }
+            return out;
+        });
+
+        // ZooKeeper-mode brokers support no features: the upgrade is refused per feature.
+        call("updateFeatures", () -> {
+            admin.updateFeatures(
+                    Map.of("test.feature", new FeatureUpdate((short) 1, FeatureUpdate.UpgradeType.UPGRADE)),
+                    new UpdateFeaturesOptions()).all().get();
+            return "updated";
+        });
+        call("describeFeatures", () -> {
+            FeatureMetadata features = admin.describeFeatures().featureMetadata().get();
+            Map<String, Object> out = new LinkedHashMap<>();
+            out.put("finalized", new TreeMap<>(features.finalizedFeatures()).toString());
+            out.put("epoch", features.finalizedFeaturesEpoch().toString());
+            out.put("supported", new TreeMap<>(features.supportedFeatures()).toString());
             return out;
         });
 
