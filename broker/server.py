@@ -193,6 +193,8 @@ class KafkaServer:
             self.scram_credentials.on_user_changed,
         )
         self.metadata_cache = MetadataCache(self.cluster_watch.view)
+        self.replica_manager.replica_selector_enabled = bool(config["replica.selector.class"])
+        self.replica_manager.broker_racks = self._live_broker_racks
         self.controller_config = ControllerConfig(
             default_replication_factor=config["default.replication.factor"],
             num_partitions=config["num.partitions"],
@@ -604,6 +606,11 @@ class KafkaServer:
             self.log_manager.start_early_sync()
         else:
             self._stopped.set()
+
+    def _live_broker_racks(self) -> dict[int, str | None]:
+        """Each live broker's broker.rack, for the replica selector (KIP-392)."""
+        brokers = self.metadata_cache.live_brokers()
+        return {broker_id: registration.rack for broker_id, registration in brokers.items()}
 
     def _isr_proposer(self, config: KafkaConfig) -> IsrProposer:
         """Kafka's AlterPartitionManager choice: AlterPartition to the controller from

@@ -18,6 +18,7 @@ from typing import Any
 from broker.config import inter_broker_protocol
 from broker.network.quotas import parse_per_ip_overrides
 from broker.network.sasl import SASL_PROTOCOLS
+from broker.replication.replica_selector import RACK_AWARE_REPLICA_SELECTOR
 from controller.topic_config_defs import (
     TOPIC_CONFIGS,
     AtLeast,
@@ -145,6 +146,8 @@ TIMESTAMP_BOUND_CONFIGS = (
 _DEFS: list[ConfigDef] = [
     ConfigDef("broker.id", _int, -1),
     ConfigDef("broker.rack", _str, None),
+    # Follower fetching (KIP-392): the leader names a consumer's preferred read replica.
+    ConfigDef("replica.selector.class", _str, None, type_name="CLASS"),
     ConfigDef("listeners", _list, ["PLAINTEXT://:9092"], type_name="STRING"),
     ConfigDef("advertised.listeners", _list, None, type_name="STRING"),
     ConfigDef(
@@ -550,6 +553,12 @@ def _validate(config: KafkaConfig) -> None:
         raise ConfigError(
             f"authorizer.class.name: unknown authorizer class {authorizer!r}"
             f" (this broker has {ACL_AUTHORIZER_CLASS})"
+        )
+    selector = config["replica.selector.class"]
+    if selector and selector.strip() != RACK_AWARE_REPLICA_SELECTOR:
+        raise ConfigError(
+            f"replica.selector.class: unknown replica selector class {selector!r}"
+            f" (this broker has {RACK_AWARE_REPLICA_SELECTOR})"
         )
     _require_range(config, "num.partitions", 1)
     _require_range(config, "default.replication.factor", 1)

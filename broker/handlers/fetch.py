@@ -52,11 +52,14 @@ from broker.replication.fetch_session import (
 from broker.replication.partition import Partition
 from broker.replication.read_checks import ReadResult
 from broker.replication.replica_manager import ReplicaManager
+from broker.replication.replica_selector import ClientMetadata
 from broker.security.acl import Operation, ResourceType
 from zk.loop_slice import LoopSlice
 
 Results = list[tuple[FetchKey, ReadResult]]
 TOPIC_ID_VERSION = 13
+# Fetch v11 added the consumer's rack_id and preferred_read_replica (KIP-392).
+CLIENT_METADATA_VERSION = 11
 CURRENT_LEADER_VERSION = 16
 # The errors whose partitions name their current leader (v16+), as in Kafka.
 # Fetch v12 added the partitions' diverging epoch (KIP-595: followers truncate on it).
@@ -196,7 +199,12 @@ def _settled(
 
 
 def _must_answer_now(result: ReadResult) -> bool:
-    return result.error_code != ErrorCode.none or result.diverging_epoch is not None
+    # A preferred read replica is answered at once too, as in Kafka: the consumer moves.
+    return (
+        result.error_code != ErrorCode.none
+        or result.diverging_epoch is not None
+        or result.preferred_read_replica >= 0
+    )
 
 
 def _any_error(read: dict[FetchKey, ReadResult]) -> bool:
@@ -238,6 +246,7 @@ async def _wait_for_data(
         request.min_bytes,
         follower=replica_id_of(request) >= 0,
         read_committed=_read_committed(request),
+        any_replica=client_metadata_of(request, context.api_version) is not None,
     )
     await replica_manager.wait_for_fetch(delayed, deadline_s - asyncio.get_running_loop().time())
     return delayed
@@ -346,6 +355,14 @@ def _aborted(result: ReadResult) -> list[dict[str, int]] | None:
     ]
 
 
+def client_metadata_of(request: Any, version: int) -> ClientMetadata | None:
+    """A consumer's Fetch v11+ carries client metadata (its rack, "" when unset), as Kafka
+    builds it for every such request: a follower may then serve it (KIP-392)."""
+    if version < CLIENT_METADATA_VERSION or replica_id_of(request) >= 0:
+        return None
+    return ClientMetadata(str(getattr(request, "rack_id", "") or ""))
+
+
 def replica_id_of(request: Any) -> int:
     """The fetching replica's id (v15+ in `replica_state`), -1 for a consumer."""
     replica_state = getattr(request, "replica_state", None)
@@ -373,6 +390,7 @@ async def _read_all(
     replica_manager = context.services.replica_manager
     replica_id = replica_id_of(request)
     read_committed = _read_committed(request)  # once, not per partition
+    client_metadata = client_metadata_of(request, context.api_version)
     # fetch.max.bytes caps what one response may hold, whatever the client asks (KIP-541).
     budget_bytes = min(
         getattr(request, "max_bytes", 0x7FFFFFFF), context.services.config["fetch.max.bytes"]
@@ -408,6 +426,7 @@ async def _read_all(
                 follower_log_start_offset=position.log_start_offset,
                 read_committed=read_committed,
                 last_fetched_epoch=position.last_fetched_epoch,
+                client_metadata=client_metadata,
             )
         total_bytes += len(result.records)
         # A diverging epoch is answered at once, as an error is: the fetcher must truncate.
@@ -488,6 +507,6 @@ def _plain_partition_data(partition: int, result: ReadResult) -> dict[str, Any]:
         ),
         "log_start_offset": result.log_start_offset,
         "aborted_transactions": _aborted(result),
-        "preferred_read_replica": -1,
+        "preferred_read_replica": result.preferred_read_replica,
         "records": result.records,
     }

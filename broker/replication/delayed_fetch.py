@@ -87,11 +87,15 @@ class DelayedFetch:
         min_bytes: int,
         follower: bool,
         read_committed: bool = False,
+        any_replica: bool = False,
     ) -> None:
         self.statuses = tuple(statuses)
         self.min_bytes = min_bytes
         self.follower = follower
         self.read_committed = read_committed and not follower
+        # A consumer that may read from a follower (KIP-392): a replica that does not lead is
+        # waited on too, up to its own high watermark.
+        self.any_replica = any_replica and not follower
         self.changed_since_read = False
 
     @classmethod
@@ -102,6 +106,7 @@ class DelayedFetch:
         min_bytes: int,
         follower: bool,
         read_committed: bool = False,
+        any_replica: bool = False,
     ) -> DelayedFetch:
         """Record each partition's replica and fetch position, with the read that preceded
         (no error in any: a fetch with an error answers at once). A follower's session holds
@@ -115,8 +120,8 @@ class DelayedFetch:
             await loop_slice.pause_if_spent()
             current = lookup(request.key)
             statuses.append(_status(request, current))
-            changed = changed or not _reads_as(current, earlier)
-        delayed = cls(statuses, min_bytes, follower, read_committed)
+            changed = changed or not _reads_as(current, earlier, any_replica and not follower)
+        delayed = cls(statuses, min_bytes, follower, read_committed, any_replica)
         delayed.changed_since_read = changed
         return delayed
 
@@ -175,7 +180,7 @@ class DelayedFetch:
             current is None
             or current is not status.partition
             or current.log is not status.log
-            or not current.is_leader
+            or not (current.is_leader or self.any_replica)
             or current.leadership_generation != status.leadership_generation
         ):
             return None
@@ -210,11 +215,12 @@ def _status(request: FetchRequestPosition, current: Partition | None) -> FetchPa
     )
 
 
-def _reads_as(current: Partition | None, earlier: ReadResult) -> bool:
-    """Whether the replica still shows the offsets its read answered, as leader."""
+def _reads_as(current: Partition | None, earlier: ReadResult, any_replica: bool) -> bool:
+    """Whether the replica still shows the offsets its read answered, as leader (or, for a
+    consumer that may read from a follower, in either role)."""
     return (
         current is not None
-        and current.is_leader
+        and (current.is_leader or any_replica)
         and current.log.log_end_offset == earlier.log_end_offset
         and current.high_watermark == earlier.high_watermark
         and current.log.log_start_offset == earlier.log_start_offset

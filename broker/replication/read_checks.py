@@ -25,6 +25,9 @@ class ReadResult:
     # (epoch, end offset) when the fetcher's last fetched epoch parts from this log's below
     # its fetch offset: it truncates there (KIP-595's truncation on fetch) instead of reading.
     diverging_epoch: tuple[int, int] | None = None
+    # A leader's answer to a consumer that should fetch from this follower instead (KIP-392);
+    # no records then. -1: none.
+    preferred_read_replica: int = -1
 
 
 def check_leader_epoch(current: Partition, requested_epoch: int) -> ErrorCode | None:

@@ -16,7 +16,7 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
@@ -41,6 +41,7 @@ from broker.replication.read_checks import (
     diverging_epoch,
     positions,
 )
+from broker.replication.replica_selector import ClientMetadata, preferred_read_replica
 from controller.state_change_log import became_follower, became_leader
 from zk.kafka_zk import PartitionState
 from zk.loop_slice import LoopSlice
@@ -105,6 +106,11 @@ class ReplicaManager:
         # The leaders' ISR changes: AlterPartition to the controller, or (inter-broker protocol
         # below 2.7) written to ZooKeeper.
         self.isr_writer: IsrProposer | None = None
+        # replica.selector.class is set: leaders name consumers a preferred read replica.
+        self.replica_selector_enabled = False
+        # The live brokers' racks (broker.rack), which the replica selector matches against
+        # the consumer's; wired by the server from its metadata.
+        self.broker_racks: Callable[[], Mapping[int, str | None]] = dict
         # Fetches parked in `wait_for_fetch` (for the request queue size metric).
         self.delayed_fetches = 0
         # Told when this broker starts (True) or stops (False) leading a partition: the
@@ -442,6 +448,21 @@ class ReplicaManager:
             return None, ErrorCode.not_leader_or_follower
         return current, ErrorCode.none
 
+    def _any_replica(
+        self, topic: str, partition: int, current_leader_epoch: int = -1
+    ) -> tuple[Partition | None, ErrorCode]:
+        """The replica a consumer with client metadata may read, leader or follower (Kafka's
+        localLogWithEpochOrThrow with fetchOnlyFromLeader false)."""
+        current, error = self.replica(topic, partition)
+        if current is None:
+            return None, error
+        epoch_error = check_leader_epoch(current, current_leader_epoch)
+        if epoch_error is not None:
+            return None, epoch_error
+        if current.is_leader and self.session_fenced:
+            return None, ErrorCode.not_leader_or_follower
+        return current, ErrorCode.none
+
     def append_records(
         self,
         topic: str,
@@ -536,15 +557,37 @@ class ReplicaManager:
         follower_log_start_offset: int = -1,
         read_committed: bool = False,
         last_fetched_epoch: int = -1,
+        client_metadata: ClientMetadata | None = None,
     ) -> ReadResult:
         """Consumers read below the high watermark (read_committed ones below the last stable
         offset, told which transactions there were aborted); a follower (`replica_id` >= 0)
         reads to the log end, and its fetch offset (and log start offset) tell the leader how
         far it has come. With `last_fetched_epoch`, a fetcher whose log parts from this one
-        gets the diverging epoch and no records, and counts as not having come that far."""
-        current, error = self._leader(topic, partition, current_leader_epoch)
+        gets the diverging epoch and no records, and counts as not having come that far.
+        A consumer with `client_metadata` (Fetch v11+) may read from a follower (up to the
+        follower's high watermark), and a leader with a replica selector may answer it with a
+        preferred read replica instead of records (KIP-392)."""
+        if client_metadata is not None and replica_id < 0:
+            current, error = self._any_replica(topic, partition, current_leader_epoch)
+        else:
+            current, error = self._leader(topic, partition, current_leader_epoch)
         if current is None:
             return ReadResult(error)
+        if client_metadata is not None and current.is_leader and self.replica_selector_enabled:
+            preferred = preferred_read_replica(
+                current, client_metadata.rack_id, fetch_offset, _now_ms(), self.broker_racks()
+            )
+            if preferred is not None:
+                # Kafka skips the read and answers the leader's offsets with the replica.
+                return ReadResult(
+                    ErrorCode.none,
+                    b"",
+                    current.high_watermark,
+                    current.log.log_start_offset,
+                    current.log.log_end_offset,
+                    current.log.last_stable_offset,
+                    preferred_read_replica=preferred,
+                )
         if last_fetched_epoch >= 0:
             diverged = diverging_epoch(current, fetch_offset, last_fetched_epoch)
             if diverged is not None:
@@ -722,9 +765,13 @@ class ReplicaManager:
         if log_start_offset > partition.log.log_start_offset:
             partition.log.increment_log_start_offset(log_start_offset)
         # A follower's high watermark never runs ahead of its own log.
+        previous_high_watermark = partition.high_watermark
         partition.log.update_high_watermark(
             max(min(high_watermark, partition.log.log_end_offset), partition.high_watermark)
         )
+        if partition.high_watermark != previous_high_watermark:
+            # Consumers reading from this follower (KIP-392) wait on its high watermark.
+            partition.waiters.on_high_watermark(partition.high_watermark)
 
     def truncate(self, partition: Partition, offset: int) -> None:
         partition.log.truncate_to(offset)

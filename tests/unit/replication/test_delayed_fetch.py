@@ -38,7 +38,9 @@ WAIT_S = 5  # bound on waiting for an outcome; parked fetches ask for 30 s
 class Broker:
     """A replica manager leading partitions of topic "t", each log's reads counted."""
 
-    def __init__(self, tmp_path: Path, partitions: int, isr: list[int]) -> None:
+    def __init__(
+        self, tmp_path: Path, partitions: int, isr: list[int], api_version: int = 12
+    ) -> None:
         self.manager = ReplicaManager(
             ME, LogManager([tmp_path], LogConfig()), lambda t, p: True, lambda topic: 1
         )
@@ -57,7 +59,9 @@ class Broker:
             metrics=BrokerCounters(),
             authorizer=None,
         )
-        header = RequestHeader(api_key=1, api_version=12, correlation_id=1, client_id=None)
+        # A v12 request body throughout; `api_version` below 11 takes away the consumer's
+        # client metadata (no follower fetching), as an older request would.
+        header = RequestHeader(api_key=1, api_version=api_version, correlation_id=1, client_id=None)
         self.context = RequestContext(header, "127.0.0.1", "PLAINTEXT", services)  # type: ignore[arg-type]
 
     def apply(self, index: int, state: PartitionState, zk_version: int = 0) -> None:
@@ -90,6 +94,7 @@ class Broker:
         max_wait_ms: int = 30_000,
         replica_id: int = CONSUMER,
         leader_epoch: int = -1,
+        rack_id: str = "",
     ) -> "asyncio.Task[dict[int, dict[str, Any]]]":
         request = FetchRequest(
             cluster_id=None,
@@ -117,7 +122,7 @@ class Broker:
                 ),
             ),
             forgotten_topics_data=(),
-            rack_id="",
+            rack_id=rack_id,
         )
 
         async def answer() -> dict[int, dict[str, Any]]:
@@ -268,13 +273,38 @@ def test_a_follower_fetch_completes_on_the_append(tmp_path: Path) -> None:
 
 def test_a_leader_change_completes_the_fetch(tmp_path: Path) -> None:
     async def scenario() -> None:
-        broker = Broker(tmp_path, partitions=1, isr=[ME, FOLLOWER])
+        broker = Broker(tmp_path, partitions=1, isr=[ME, FOLLOWER], api_version=10)
         waiting = broker.fetch({0: 0})
         await _parked(waiting)
         moved = PartitionState(leader=FOLLOWER, leader_epoch=1, isr=[FOLLOWER], controller_epoch=1)
         broker.apply(0, moved, zk_version=1)
         answer = await asyncio.wait_for(waiting, WAIT_S)
         assert answer[0]["error_code"] == ErrorCode.not_leader_or_follower
+
+    asyncio.run(scenario())
+
+
+def test_a_v11_consumer_is_served_by_the_replica_that_became_follower(tmp_path: Path) -> None:
+    # Kafka 3.9 lets a follower serve a consumer whose fetch carries client metadata (v11+,
+    # KIP-392), up to the follower's high watermark.
+    async def scenario() -> None:
+        broker = Broker(tmp_path, partitions=1, isr=[ME, FOLLOWER])
+        waiting = broker.fetch({0: 0})
+        await _parked(waiting)
+        moved = PartitionState(leader=FOLLOWER, leader_epoch=1, isr=[FOLLOWER], controller_epoch=1)
+        broker.apply(0, moved, zk_version=1)
+        answer = await asyncio.wait_for(waiting, WAIT_S)
+        assert answer[0]["error_code"] == ErrorCode.none
+        assert answer[0]["records"] == b""
+        # The follower's high watermark moves with the leader's: its consumers get the data.
+        parked = broker.fetch({0: 0})
+        await _parked(parked)
+        batch = build_batch([SimpleRecord(None, b"w" * 10, (), 1000)])
+        broker.manager.append_replicated(broker.partition(0), batch, 1, 0)
+        answer = await asyncio.wait_for(parked, WAIT_S)
+        assert answer[0]["error_code"] == ErrorCode.none
+        assert answer[0]["high_watermark"] == 1
+        assert bytes(answer[0]["records"]) == batch
 
     asyncio.run(scenario())
 
