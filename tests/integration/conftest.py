@@ -281,10 +281,12 @@ def start_cluster(
     impl: str = "ours",
     security: str = "plaintext",
     network: str = "loopback",
+    racks: int = 0,
 ) -> ClusterHandle:
     """`scripts/cluster up` on free ports; fails the test (with logs) if it does not come up.
     `impl="kafka"` starts Apache Kafka 3.9 (`make reference`) instead of our brokers;
-    `security="ssl"` makes every listener TLS (`up --security`)."""
+    `security="ssl"` makes every listener TLS (`up --security`); `racks` > 0 spreads the
+    brokers over that many racks (`up --racks`)."""
     ports = reserve_cluster_ports(brokers, zookeepers)
     port_base, zk_port_base = ports.port_base, ports.zk_port_base
     handle = ClusterHandle(
@@ -295,6 +297,8 @@ def start_cluster(
     args += ["--zk-port-base", str(zk_port_base), "--impl", impl, "--security", security]
     for key, value in (overrides or {}).items():
         args += ["--set", f"{key}={value}"]
+    if racks > 0:
+        args += ["--racks", str(racks)]
     result = run_cluster_command(*args, timeout_s=UP_TIMEOUT_S)
     if result.returncode != 0:
         details = handle.log_tails()
@@ -321,11 +325,14 @@ class ClusterFactory:
         overrides: dict[str, str] | None = None,
         impl: str = "ours",
         security: str = "plaintext",
+        racks: int = 0,
     ) -> ClusterHandle:
         directory = self.base_dir / f"cluster-{len(self.handles) + 1}"
         handle = ClusterHandle(directory, brokers, zookeepers, 0, 0)
         self.handles.append(handle)  # before `up`, so a half-started cluster is torn down too
-        started = start_cluster(directory, brokers, zookeepers, overrides, impl, security)
+        started = start_cluster(
+            directory, brokers, zookeepers, overrides, impl, security, racks=racks
+        )
         self.handles[-1] = started
         return started
 
