@@ -32,6 +32,7 @@ from kio.schema.errors import ErrorCode
 from broker.handlers import legacy_fetch
 from broker.handlers.authorization import access_of
 from broker.handlers.current_leader import CurrentLeaders
+from broker.log.file_records import FileRecords, records_bytes
 from broker.network.context import RequestContext
 from broker.protocol import adapter, fetch_encoding
 from broker.protocol.api_keys import ApiKey
@@ -72,6 +73,10 @@ READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 # replica.lag.time.max.ms (else only what changed): a caught-up follower then never counts as
 # lagging, and a log start offset that retention moved reaches the fetcher.
 SWEEPS_PER_LAG = 4
+# Record sets at least this large are sent from their segment files with sendfile on a
+# plaintext connection. Each costs a descriptor duplicate and a system call of its own, which a
+# few KB of copying undercuts; and each must be at least fetch_encoding's separate-part size.
+ZERO_COPY_MIN_BYTES = 32 * 1024
 
 
 async def handle(context: RequestContext, request: Any) -> Any:
@@ -305,16 +310,26 @@ def _response(
         # A tagged field, as below: rare answers (a follower that must truncate).
         if version >= CURRENT_LEADER_VERSION:
             _add_current_leaders(context, values)
-        return adapter.build(response_class(ApiKey.FETCH, version), values)
+        return adapter.build(response_class(ApiKey.FETCH, version), _in_memory(values))
     if version >= CURRENT_LEADER_VERSION and _add_current_leaders(context, values):
         # kio writes the tagged fields; such answers are rare (a leader moved), so their copy
         # of the record sets costs little.
-        return adapter.build(response_class(ApiKey.FETCH, version), values)
+        return adapter.build(response_class(ApiKey.FETCH, version), _in_memory(values))
     # Encoded here rather than built as kio entities: record sets stay uncopied, and building
     # entities cost more than the encoding for the small fetches of a follower keeping up.
     if fetch_encoding.can_encode(version):
         return adapter.Encoded(fetch_encoding.encode_parts(version, values))
-    return adapter.build(response_class(ApiKey.FETCH, version), values)
+    return adapter.build(response_class(ApiKey.FETCH, version), _in_memory(values))
+
+
+def _in_memory(values: dict[str, Any]) -> dict[str, Any]:
+    """`values` with every record set read into memory (kio encodes bytes only)."""
+    for topic in values["responses"]:
+        for partition in topic["partitions"]:
+            records = partition["records"]
+            if isinstance(records, FileRecords):
+                partition["records"] = records_bytes(records)
+    return values
 
 
 def _any_diverging(responses: list[dict[str, Any]]) -> bool:
@@ -391,6 +406,7 @@ async def _read_all(
     replica_id = replica_id_of(request)
     read_committed = _read_committed(request)  # once, not per partition
     client_metadata = client_metadata_of(request, context.api_version)
+    zero_copy_min_bytes = _zero_copy_min_bytes(context)
     # fetch.max.bytes caps what one response may hold, whatever the client asks (KIP-541).
     budget_bytes = min(
         getattr(request, "max_bytes", 0x7FFFFFFF), context.services.config["fetch.max.bytes"]
@@ -427,12 +443,24 @@ async def _read_all(
                 read_committed=read_committed,
                 last_fetched_epoch=position.last_fetched_epoch,
                 client_metadata=client_metadata,
+                zero_copy_min_bytes=zero_copy_min_bytes,
             )
         total_bytes += len(result.records)
         # A diverging epoch is answered at once, as an error is: the fetcher must truncate.
         any_error = any_error or _must_answer_now(result)
         results.append((key, result))
     return results, total_bytes, any_error
+
+
+def _zero_copy_min_bytes(context: RequestContext) -> int | None:
+    """Whether (from what size) reads may stay in their segment files: only where the
+    connection can sendfile them and the answer is encoded by fetch_encoding, which hands
+    record sets on as they are (v0-v3 convert them; v4-v17 answers kio encodes, the rare
+    ones with tagged fields, read them into memory first)."""
+    version = context.api_version
+    if not context.zero_copy or not fetch_encoding.can_encode(version):
+        return None
+    return max(ZERO_COPY_MIN_BYTES, fetch_encoding.SEPARATE_RECORDS_MIN_BYTES)
 
 
 def _reuse_parked(

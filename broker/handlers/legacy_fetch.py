@@ -15,6 +15,7 @@ import dataclasses
 from kio.schema.errors import ErrorCode
 
 from broker.log.errors import RecordError
+from broker.log.file_records import records_bytes
 from broker.log.legacy_records import down_convert
 from broker.network.context import RequestContext
 from broker.replication.fetch_session import TopicPartition
@@ -69,7 +70,7 @@ def _converted(
     result: ReadResult, to_magic: int, fetch_offset: int, limit_bytes: int
 ) -> ReadResult:
     try:
-        records = down_convert(result.records, to_magic, fetch_offset, limit_bytes)
+        records = down_convert(records_bytes(result.records), to_magic, fetch_offset, limit_bytes)
     except RecordError as error:
         return ReadResult(error.error_code)
     return dataclasses.replace(result, records=records)

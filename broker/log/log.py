@@ -47,6 +47,7 @@ from broker.log.errors import (
     RecordError,
     UnexpectedAppendOffsetError,
 )
+from broker.log.file_records import FileRecords, records_bytes
 from broker.log.log_loader import load_segments
 from broker.log.log_producer_state import LogProducerState
 from broker.log.log_worker import LogLifecycle, LogWorker
@@ -507,6 +508,19 @@ class Log:
     ) -> bytes:
         """Whole batches from the one holding `start_offset`, up to `max_bytes` (but at least
         one batch with `min_one_batch`), none with base offset >= `max_offset`."""
+        return records_bytes(self.read_records(start_offset, max_bytes, max_offset, min_one_batch))
+
+    def read_records(
+        self,
+        start_offset: int,
+        max_bytes: int,
+        max_offset: int | None = None,
+        min_one_batch: bool = True,
+        zero_copy_min_bytes: int | None = None,
+    ) -> bytes | FileRecords:
+        """What `read` reads; with `zero_copy_min_bytes`, a read of at least that many bytes
+        is left in the segment file as a `FileRecords` slice (for sendfile) instead, unless
+        no file descriptor is left to hold it."""
         if start_offset < self.log_start_offset or start_offset > self.log_end_offset:
             raise OffsetOutOfRangeError(
                 f"offset {start_offset} outside [{self.log_start_offset}, {self.log_end_offset}]"
@@ -518,9 +532,20 @@ class Log:
             return b""
         slot = max(bisect.bisect_right(self._bases, start_offset) - 1, 0)
         for segment in self._segments[slot:]:
-            data = segment.read(start_offset, max_bytes, max_offset, min_one_batch)
-            if data is not None:
-                return data
+            found = segment.slice(start_offset, max_bytes, max_offset, min_one_batch)
+            if found is None:
+                continue
+            position, size_bytes, last_offset = found
+            if not size_bytes:
+                return b""
+            if zero_copy_min_bytes is not None and size_bytes >= zero_copy_min_bytes:
+                try:
+                    return FileRecords.duplicate(
+                        segment.file_descriptor, position, size_bytes, last_offset
+                    )
+                except OSError as error:  # out of descriptors: copy, as before sendfile
+                    logger.debug("reading %s with a copy: %s", self, error)
+            return segment.read_bytes(position, size_bytes)
         return b""
 
     def segment_for(self, offset: int) -> LogSegment:

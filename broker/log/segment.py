@@ -6,11 +6,12 @@ survive the process being killed - before `append` returns; fsync happens only i
 
 from __future__ import annotations
 
+import bisect
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from broker.log.batch import BatchHeader, walk_headers
+from broker.log.batch import BatchHeader
 from broker.log.config import LogConfig
 from broker.log.errors import RecordError
 from broker.log.index import INT32_MAX, OffsetIndex, TimeIndex
@@ -31,6 +32,8 @@ DELETED_SUFFIX = ".deleted"
 
 # (size_bytes, last_offset, max_timestamp) of one batch being appended.
 BatchSpan = tuple[int, int, int]
+# (position, size_bytes, last_offset) of a run of whole batches in a segment file.
+SegmentSlice = tuple[int, int, int]
 
 
 def batch_spans(
@@ -250,19 +253,57 @@ class LogSegment:
         self, start_offset: int, max_bytes: int, max_offset: int | None, min_one_batch: bool
     ) -> bytes | None:
         """Whole batches from the one holding `start_offset`; None if no batch reaches it."""
+        found = self.slice(start_offset, max_bytes, max_offset, min_one_batch)
+        if found is None:
+            return None
+        position, size_bytes, _ = found
+        return self.read_bytes(position, size_bytes) if size_bytes else b""
+
+    def slice(
+        self, start_offset: int, max_bytes: int, max_offset: int | None, min_one_batch: bool
+    ) -> SegmentSlice | None:
+        """Where `read` would read, without reading the records: (position, size in bytes,
+        last offset of the last batch) of the whole batches from the one holding
+        `start_offset`, up to `max_bytes` (the first batch even if larger, with
+        `min_one_batch`), none with base offset >= `max_offset`; size 0 when there are none,
+        and None if no batch reaches `start_offset`. Only batch headers near the two ends
+        are read: the offset index leads close to the end (Kafka's LogSegment.read finds
+        its slice the same way, but may end it mid-batch; ours ends on a batch boundary, so
+        clients and followers only ever see whole batches)."""
         found = self.translate_offset(start_offset)
         if found is None:
             return None
         position, first = found
         if max_offset is not None and first.base_offset >= max_offset:
-            return b""
+            return position, 0, -1
         if first.size_bytes > max_bytes:
-            return self.read_bytes(position, first.size_bytes) if min_one_batch else b""
-        data = self.read_bytes(position, min(max_bytes, self.size_bytes - position))
-        entries, complete_bytes = walk_headers(data)
-        if max_offset is not None and entries and entries[-1][1] >= max_offset:
-            complete_bytes = next(pos for pos, base, _, _ in entries if base >= max_offset)
-        return data if complete_bytes == len(data) else data[:complete_bytes]
+            if not min_one_batch:
+                return position, 0, -1
+            return position, first.size_bytes, first.last_offset
+        limit = min(position + max_bytes, self.size_bytes)
+        end, last_offset = position + first.size_bytes, first.last_offset
+        # Every batch before an index entry at or below both bounds fits: start there.
+        walk_from = max(end, self._indexed_position_within(limit, max_offset))
+        for batch_position, header in self.iter_batches(walk_from):
+            if batch_position + header.size_bytes > limit or (
+                max_offset is not None and header.base_offset >= max_offset
+            ):
+                if batch_position > end:  # skipped to an index entry: what ends before it
+                    last_offset = header.base_offset - 1
+                end = batch_position
+                break
+            end, last_offset = batch_position + header.size_bytes, header.last_offset
+        return position, end - position, last_offset
+
+    def _indexed_position_within(self, limit: int, max_offset: int | None) -> int:
+        """The position of a batch such that every batch before it ends by `limit` and has
+        offsets below `max_offset`: the offset index's last entry meeting both (0 if none).
+        An entry names the last offset of the batch at its position."""
+        index = self.offset_index
+        slot = bisect.bisect_right(index.values, limit) - 1
+        if max_offset is not None:
+            slot = min(slot, bisect.bisect_right(index.keys, max_offset - self.base_offset) - 1)
+        return index.values[slot] if slot >= 0 else 0
 
     def read_bytes(self, position: int, size_bytes: int) -> bytes:
         return os.pread(self._fd, size_bytes, position)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from kio.serial import entity_reader
 
 from broker.handlers import authorization
+from broker.log.file_records import FileRecords, FileRecordsTruncatedError, records_bytes
 from broker.network.context import RequestContext
 from broker.network.errors import CloseConnectionError
 from broker.network.sasl import (
@@ -26,6 +27,7 @@ from broker.network.sasl import (
     SaslAuthenticationError,
     SaslServerSession,
 )
+from broker.network.sendfile import ZeroCopySender
 from broker.network.tls import ANONYMOUS
 from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
@@ -51,6 +53,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# A response frame as written: bytes, and on a plaintext connection record sets in files.
+Frame = list[adapter.BodyPart]
+
 
 class Connection:
     def __init__(
@@ -73,11 +78,17 @@ class Connection:
         self._max_frame_bytes: int = services.config["socket.request.max.bytes"]
         self._idle_timeout_s = services.config["connections.max.idle.ms"] / 1000
         self._sasl = None if sasl is None else SaslServerSession(sasl)
+        self._zero_copy = ZeroCopySender(writer) if ZeroCopySender.usable(writer) else None
 
     async def serve(self) -> None:
         try:
             await self._serve_frames()
-        except (FrameTooLargeError, InvalidFrameSizeError, CloseConnectionError) as error:
+        except (
+            FrameTooLargeError,
+            InvalidFrameSizeError,
+            CloseConnectionError,
+            FileRecordsTruncatedError,
+        ) as error:
             log.warning("closing connection from %s: %s", self._peer, error)
         except TimeoutError:
             log.info("closing idle connection from %s", self._peer)
@@ -85,24 +96,34 @@ class Connection:
             pass
         finally:
             self._writer.close()
+            if self._zero_copy is not None:
+                self._zero_copy.close()
 
     async def _serve_frames(self) -> None:
         while True:
             frame = await self._read_frame()
             response = await self._dispatch(frame)
             if response is not None:
-                # Gathered, not joined: a fetch response's record sets go out uncopied.
-                if len(response) == 1:
-                    self._writer.write(response[0])
-                else:
-                    self._writer.writelines(response)
-                await self._writer.drain()
+                await self._write(response)
             self._after_sasl_step()
             # A client that pipelines (librdkafka keeps up to a million requests in flight)
             # has the next frames buffered already, and reading, handling and draining them
             # may never suspend: without this, one connection holds the loop for as long as
             # its backlog lasts (seconds of Metadata and Produce answers during a failover).
             await asyncio.sleep(0)
+
+    async def _write(self, response: Frame) -> None:
+        if any(isinstance(part, FileRecords) for part in response):
+            if self._zero_copy is not None:
+                await self._zero_copy.send(response)
+                return
+            response = [records_bytes(part) for part in response]  # never made on TLS
+        # Gathered, not joined: a fetch response's record sets go out uncopied.
+        if len(response) == 1:
+            self._writer.write(response[0])  # type: ignore[arg-type]
+        else:
+            self._writer.writelines(response)  # type: ignore[arg-type]
+        await self._writer.drain()
 
     def _after_sasl_step(self) -> None:
         session = self._sasl
@@ -131,7 +152,7 @@ class Connection:
         async with asyncio.timeout(self._idle_timeout_s):
             return await self._reader.readexactly(size)
 
-    async def _dispatch(self, frame: bytes) -> list[bytes] | None:
+    async def _dispatch(self, frame: bytes) -> Frame | None:
         if self._sasl is not None and self._sasl.bare_tokens and not self._sasl.complete:
             return self._bare_token(self._sasl, frame)
         try:
@@ -165,6 +186,7 @@ class Connection:
             self._services,
             self._principal,
             self._sasl,
+            zero_copy=self._zero_copy is not None,
         )
         try:
             decision = authorization.check(context, header.api_key, request)
@@ -193,7 +215,7 @@ class Connection:
             return None
         return self._encode(header, response)
 
-    def _encode(self, header: RequestHeader, response: Any) -> list[bytes]:
+    def _encode(self, header: RequestHeader, response: Any) -> Frame:
         flexible_header = is_flexible(header.api_key, header.api_version) and (
             header.api_key != ApiKey.API_VERSIONS
         )
@@ -221,7 +243,7 @@ class Connection:
             raise CloseConnectionError("request body parsed inconsistently")
         return request
 
-    def _bare_token(self, session: SaslServerSession, token: bytes) -> list[bytes]:
+    def _bare_token(self, session: SaslServerSession, token: bytes) -> Frame:
         """After SaslHandshake v0 a frame is a bare SASL token, answered the same way; a
         failure gets no answer, only the closed connection (as in Kafka)."""
         try:
@@ -230,7 +252,7 @@ class Connection:
             raise CloseConnectionError(f"SASL authentication failed: {error}") from None
         return frame_parts(b"", [answer])
 
-    def _unsupported_api_versions(self, header: RequestHeader) -> list[bytes]:
+    def _unsupported_api_versions(self, header: RequestHeader) -> Frame:
         # Kafka answers an ApiVersions request of an unknown version with a v0 body carrying
         # UNSUPPORTED_VERSION and our ranges, so the client can retry with a version we know.
         from broker.handlers.api_versions import unsupported_version_response

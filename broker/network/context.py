@@ -24,6 +24,9 @@ class RequestContext:
     principal: str = ANONYMOUS
     # The connection's SASL state on a SASL listener (the SASL handlers drive it), else None.
     sasl: SaslServerSession | None = None
+    # Whether the connection can send file regions with sendfile (plaintext, not TLS): a
+    # fetch then leaves large record sets in their segment files (see `FileRecords`).
+    zero_copy: bool = False
 
     @property
     def api_version(self) -> int:

@@ -13,14 +13,20 @@ import io
 import types
 import typing
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields, is_dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_writer
 from kio.serial.writers import write_compact_array_length, write_legacy_array_length
 from kio.static.primitive import i32
+
+if TYPE_CHECKING:
+    from broker.log.file_records import FileRecords
+
+# A part of an encoded body: bytes, or record batches left in a segment file (a fetch's).
+BodyPart = typing.Union[bytes, "FileRecords"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,9 +183,9 @@ def encode(entity: Any) -> bytes:
 @dataclass(frozen=True, slots=True)
 class Encoded:
     """A response body a handler encoded itself (see fetch_encoding), as buffers to write in
-    order; the connection sends it as it is."""
+    order; the connection sends it as it is (record sets in files with sendfile)."""
 
-    parts: list[bytes]
+    parts: Sequence[BodyPart]
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +199,7 @@ class EncodedRequest:
     body: bytes
 
 
-def encode_parts(response: Any) -> list[bytes]:
+def encode_parts(response: Any) -> Sequence[BodyPart]:
     """A handler's response (a kio entity or `Encoded`) as buffers to write in order."""
     if isinstance(response, Encoded):
         return response.parts

@@ -18,7 +18,11 @@ import datetime
 import struct
 import uuid
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from broker.log.file_records import FileRecords
+    from broker.protocol.adapter import BodyPart
 
 LOWEST_ENCODED_VERSION = 4
 HIGHEST_ENCODED_VERSION = 17
@@ -45,7 +49,7 @@ def can_encode(version: int) -> bool:
     return LOWEST_ENCODED_VERSION <= version <= HIGHEST_ENCODED_VERSION
 
 
-def encode_parts(version: int, values: Mapping[str, Any]) -> list[bytes]:
+def encode_parts(version: int, values: Mapping[str, Any]) -> list[BodyPart]:
     """The response body as buffers to be written in order (their concatenation is the body)."""
     if not can_encode(version):
         raise ValueError(f"Fetch v{version} is not laid out here")
@@ -67,10 +71,10 @@ class _Writer:
     def __init__(self, version: int) -> None:
         self._version = version
         self._flexible = version >= FLEXIBLE_VERSION
-        self._parts: list[bytes] = []
+        self._parts: list[BodyPart] = []
         self._buffer = bytearray()
 
-    def response(self, values: Mapping[str, Any]) -> list[bytes]:
+    def response(self, values: Mapping[str, Any]) -> list[BodyPart]:
         buffer = self._buffer
         buffer += _INT32.pack(_millis(values["throttle_time"]))
         if self._version >= SESSION_VERSION:
@@ -115,12 +119,14 @@ class _Writer:
             self._buffer += _ABORTED.pack(transaction["producer_id"], transaction["first_offset"])
             self._end_struct()
 
-    def _records(self, records: bytes | None) -> None:
+    def _records(self, records: bytes | FileRecords | None) -> None:
         if records is None:
             self._null_length()
             return
         self._length(len(records))
-        if len(records) < SEPARATE_RECORDS_MIN_BYTES:
+        # A slice of a segment file (FileRecords) is always a part of its own: the
+        # connection sends it with sendfile.
+        if isinstance(records, bytes | bytearray) and len(records) < SEPARATE_RECORDS_MIN_BYTES:
             self._buffer += records
             return
         self._parts.append(bytes(self._buffer))

@@ -7,6 +7,11 @@ buffers `frame_parts` returns.
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from broker.protocol.adapter import BodyPart
 
 _SIZE = struct.Struct(">i")
 
@@ -41,12 +46,16 @@ def encode_frame(payload: bytes) -> bytes:
     return _SIZE.pack(len(payload)) + payload
 
 
-def frame_parts(header: bytes, body_parts: list[bytes]) -> list[bytes]:
+def frame_parts(header: bytes, body_parts: Sequence[BodyPart]) -> list[BodyPart]:
     """A response frame as buffers to write in order, so a large body is never concatenated:
     the size prefix, the response header and a small leading body buffer travel together
-    (one buffer is one cheap write for the many small responses), then the rest."""
+    (one buffer is one cheap write for the many small responses), then the rest. A part may
+    also be record batches in a file (FileRecords): it counts in the frame's size as its
+    length."""
     size = len(header) + sum(len(part) for part in body_parts)
     prefix = _SIZE.pack(size) + header
-    if body_parts and len(body_parts[0]) <= JOIN_MAX_BYTES:
-        return [prefix + body_parts[0], *body_parts[1:]]
+    if body_parts:
+        first = body_parts[0]
+        if isinstance(first, bytes | bytearray) and len(first) <= JOIN_MAX_BYTES:
+            return [prefix + first, *body_parts[1:]]
     return [prefix, *body_parts]

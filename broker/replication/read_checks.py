@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
+from broker.log.file_records import FileRecords
 from broker.log.log import Log
 from broker.log.transaction_state import AbortedTxn
 from broker.replication.partition import Partition
@@ -15,7 +16,8 @@ from broker.replication.partition import Partition
 @dataclass(frozen=True, slots=True)
 class ReadResult:
     error_code: ErrorCode
-    records: bytes = b""
+    # Bytes, or on a plaintext connection a large read left in its segment file for sendfile.
+    records: bytes | FileRecords = b""
     high_watermark: int = -1
     log_start_offset: int = -1
     log_end_offset: int = -1

@@ -23,6 +23,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.log.batch import walk_headers
 from broker.log.control_records import EndTxnMarker
+from broker.log.file_records import FileRecords
 from broker.log.log import AppendInfo, Log, LogConfig, OffsetOutOfRangeError
 from broker.log.manager import LogManager
 from broker.log.partition_metadata import read_topic_id, write_topic_id
@@ -63,9 +64,11 @@ class AppendResult:
     record_errors: tuple[tuple[int, str], ...] = ()
 
 
-def _end_of(records: bytes) -> int:
+def _end_of(records: bytes | FileRecords) -> int:
     """The offset after the last batch of `records` (0 for none): a read_committed fetch
     names the aborted transactions with data below it, as Kafka bounds the list."""
+    if isinstance(records, FileRecords):
+        return records.last_offset + 1
     batches, _ = walk_headers(records)
     return batches[-1][2] + 1 if batches else 0
 
@@ -558,6 +561,7 @@ class ReplicaManager:
         read_committed: bool = False,
         last_fetched_epoch: int = -1,
         client_metadata: ClientMetadata | None = None,
+        zero_copy_min_bytes: int | None = None,
     ) -> ReadResult:
         """Consumers read below the high watermark (read_committed ones below the last stable
         offset, told which transactions there were aborted); a follower (`replica_id` >= 0)
@@ -566,7 +570,9 @@ class ReplicaManager:
         gets the diverging epoch and no records, and counts as not having come that far.
         A consumer with `client_metadata` (Fetch v11+) may read from a follower (up to the
         follower's high watermark), and a leader with a replica selector may answer it with a
-        preferred read replica instead of records (KIP-392)."""
+        preferred read replica instead of records (KIP-392).
+        With `zero_copy_min_bytes`, records of at least that size stay in their segment file
+        (`FileRecords`, sent with sendfile)."""
         if client_metadata is not None and replica_id < 0:
             current, error = self._any_replica(topic, partition, current_leader_epoch)
         else:
@@ -602,7 +608,9 @@ class ReplicaManager:
         if read_committed:
             max_offset = last_stable_offset
         try:
-            records = replica_log.read(fetch_offset, max_bytes, max_offset, min_one_batch)
+            records = replica_log.read_records(
+                fetch_offset, max_bytes, max_offset, min_one_batch, zero_copy_min_bytes
+            )
         except OffsetOutOfRangeError:
             return positions(ErrorCode.offset_out_of_range, current)
         except OSError as error:

@@ -17,6 +17,7 @@ from kio.static.primitive import i8, i32, i32Timedelta, i64
 
 from broker.handlers import fetch
 from broker.log.config import LogConfig
+from broker.log.file_records import FileRecords
 from broker.log.manager import LogManager
 from broker.log.record_codec import SimpleRecord, build_batch
 from broker.metrics.prometheus import BrokerCounters
@@ -73,13 +74,13 @@ class Broker:
         return found
 
     def _count_reads(self, partition: Partition) -> None:
-        read = partition.log.read
+        read = partition.log.read_records
 
-        def counted(*args: Any, **kwargs: Any) -> bytes:
+        def counted(*args: Any, **kwargs: Any) -> bytes | FileRecords:
             self.reads[partition.partition] += 1
             return read(*args, **kwargs)
 
-        partition.log.read = counted  # type: ignore[method-assign]
+        partition.log.read_records = counted  # type: ignore[method-assign]
 
     def append(self, index: int, value_bytes: int = 10) -> int:
         """Append one batch; its size in bytes."""
