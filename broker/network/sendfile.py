@@ -6,9 +6,11 @@ asyncio's loop.sendfile does this for its own selector transports, but uvloop's 
 (which the broker runs on) do not support it. So the sender waits until the transport has
 flushed everything written before (a response's bytes must not overtake the previous one's),
 then writes on the socket itself; the transport is idle meanwhile, as a connection has one
-request in flight and nothing else writes to it. When the socket's buffer is full, it waits for
-the socket to turn writable through a duplicate of its descriptor: the loop refuses to watch
-a descriptor a transport owns.
+request in flight and nothing else writes to it. When the socket's buffer is full, the next
+few KB go through the transport, and the sender waits for them to be flushed: the transport
+watches the socket for room (the loop refuses a second watcher on a transport's descriptor)
+and notices a connection reset or closed meanwhile. The socket then has room again, for as
+much as the peer read, and sendfile goes on.
 
 Each region's bytes are the file's at the time of the send. A region that the file no longer
 holds whole (truncated since the read) ends the connection: the frame's size was announced.
@@ -28,6 +30,9 @@ from broker.log.file_records import FileRecords, FileRecordsTruncatedError
 MSG_MORE = getattr(socket, "MSG_MORE", 0)
 # Below the kernel's IOV_MAX (1024), for one sendmsg.
 MAX_BUFFERS_PER_SEND = 512
+# What a region hands the transport when the socket is full: a small part of what the socket
+# takes once it has room again, so that nearly every byte still goes by sendfile.
+WAIT_CHUNK_BYTES = 16 * 1024
 
 
 class ZeroCopySender:
@@ -105,8 +110,11 @@ class ZeroCopySender:
             try:
                 sent = sock.sendmsg(batch, (), flags)
             except BlockingIOError:
-                await self._writable(sock)
-                continue
+                # The socket is full: the rest (partition fields, small record sets) goes
+                # through the transport, which writes it once there is room.
+                self._writer.writelines(views)
+                await self._flushed()
+                return
             while sent:
                 head = views[0]
                 if sent >= len(head):
@@ -123,8 +131,11 @@ class ZeroCopySender:
             try:
                 sent = os.sendfile(out_fd, in_fd, offset, remaining)
             except BlockingIOError:
-                await self._writable(sock)
-                continue
+                chunk = os.pread(in_fd, min(remaining, WAIT_CHUNK_BYTES), offset)
+                sent = len(chunk)
+                if sent:
+                    self._writer.write(chunk)
+                    await self._flushed()
             if sent == 0:
                 raise FileRecordsTruncatedError(
                     f"{remaining} of {region.size_bytes} bytes at {region.position} left the"
@@ -132,17 +143,3 @@ class ZeroCopySender:
                 )
             offset += sent
             remaining -= sent
-
-    async def _writable(self, sock: socket.socket) -> None:
-        loop = asyncio.get_running_loop()
-        ready: asyncio.Future[None] = loop.create_future()
-
-        def on_writable() -> None:
-            if not ready.done():
-                ready.set_result(None)
-
-        loop.add_writer(sock, on_writable)
-        try:
-            await ready
-        finally:
-            loop.remove_writer(sock)

@@ -1,7 +1,8 @@
 """A response holding FileRecords goes out on a plaintext connection as the exact bytes of
 its frame: buffers and file regions in order, after whatever the transport still held, through
 a full socket buffer (EAGAIN), on asyncio's loop and on uvloop; a region whose bytes left the
-file ends the send with an error instead of a short frame."""
+file, or a peer gone mid-send, ends the send with an error instead of a short frame or a
+hang."""
 
 from __future__ import annotations
 
@@ -35,12 +36,14 @@ def _file(tmp_path: Path, size_bytes: int) -> tuple[int, bytes]:
 
 
 class _Peer:
-    """The client end: reads everything on a thread until the connection closes."""
+    """The client end: reads everything on a thread until the connection closes (or, when
+    `leaves`, reads a little and closes its end)."""
 
-    def __init__(self, sock: socket.socket, slow: bool) -> None:
+    def __init__(self, sock: socket.socket, slow: bool, leaves: bool = False) -> None:
         self.received = bytearray()
         self._sock = sock
         self._slow = slow
+        self._leaves = leaves
         self._thread = threading.Thread(target=self._read, daemon=True)
         self._thread.start()
 
@@ -51,6 +54,9 @@ class _Peer:
             threading.Event().wait(0.3)
         while chunk := self._sock.recv(1 << 16):
             self.received += chunk
+            if self._leaves:
+                self._sock.close()
+                return
 
     def join(self) -> bytes:
         self._thread.join(TIMEOUT_S)
@@ -61,9 +67,10 @@ class _Peer:
 async def _serve(
     send: Callable[[asyncio.StreamWriter, ZeroCopySender], Coroutine[Any, Any, None]],
     slow_peer: bool = False,
+    peer_leaves: bool = False,
 ) -> bytes:
     server_end, client_end = socket.socketpair()
-    peer = _Peer(client_end, slow_peer)
+    peer = _Peer(client_end, slow_peer, peer_leaves)
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
     protocol = asyncio.StreamReaderProtocol(reader)
@@ -130,6 +137,19 @@ def test_a_region_no_longer_in_the_file_fails_the_send(tmp_path: Path, loop_name
     LOOPS[loop_name](_serve(send))
     with pytest.raises(ValueError):
         region.fd  # noqa: B018 - closed by the failed send
+
+
+@pytest.mark.parametrize("loop_name", LOOPS)
+def test_a_peer_gone_mid_send_fails_the_send(tmp_path: Path, loop_name: str) -> None:
+    fd, _ = _file(tmp_path, 8 << 20)
+    region = FileRecords.duplicate(fd, 0, 8 << 20, 0)
+    os.close(fd)
+
+    async def send(_writer: asyncio.StreamWriter, sender: ZeroCopySender) -> None:
+        with pytest.raises(ConnectionError):
+            await sender.send([b"head", region])
+
+    LOOPS[loop_name](_serve(send, peer_leaves=True))
 
 
 def test_frame_parts_count_file_records_by_their_length(tmp_path: Path) -> None:
