@@ -38,7 +38,8 @@ test number's output is kept in `<--log-dir>/rdkafka-suite-<number>.log` (defaul
 under each failed test the report repeats the failure lines of that log. The
 brokers get librdkafka's "default" test scenario (4 partitions and replication factor 3 for
 auto-created topics) and, as librdkafka's test clusters have, the ACL authorizer (with
-`allow.everyone.if.no.acl.found=true`).
+`allow.everyone.if.no.acl.found=true`), and a rack per broker (`broker.rack=RACK<id>`) with
+Kafka's rack-aware replica selector, which 0101 (fetch from follower) needs.
 
 --kafka-defaults leaves the suite's broker settings out; --set adds or replaces broker settings.
 A manual, reporting tool: it needs PyPI or npm, so it is not part of `make test`. Exits 0 when
@@ -97,12 +98,16 @@ DEFAULT_LOG_DIR = Path("/tmp")
 # librdkafka's tests/scenarios/default.json (its trivup clusters' "default" scenario), and the
 # ACL authorizer trivup's ZooKeeper-mode brokers run with: 0081's ACL cases and the kafka-acls
 # calls of 0109, 0115 and 0119 need one. Everyone may do anything no ACL names, as the tests'
-# anonymous clients expect.
+# anonymous clients expect. Each broker in a rack of its own, named RACK<broker id>, with Kafka's
+# rack-aware replica selector, as its trivup brokers have: 0101 (fetch from follower) sets
+# client.rack to RACK<id of a follower> and skips itself unless the replicas' racks differ.
 RDKAFKA_SCENARIO = {
     "auto.create.topics.enable": "true",
     "num.partitions": "4",
     "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
     "allow.everyone.if.no.acl.found": "true",
+    "broker.rack": "RACK{broker_id}",
+    "replica.selector.class": "org.apache.kafka.common.replica.RackAwareReplicaSelector",
 }
 RDKAFKA_REPLICATION_FACTOR = 3
 # The whole pytest run; a hung client must not keep the cluster up forever.

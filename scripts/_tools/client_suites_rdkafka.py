@@ -63,7 +63,8 @@ RUNNER_ARGS = ("-p1", "-L", "-E", "-K")
 KILL_GRACE_S = 10.0
 # The tests first (0098 alone takes about 4 minutes), then broker-facing tests that
 # cover produce, consume, compression, groups, offsets, timestamps, headers, admin, compaction
-# and idempotence in under ten more, and 0109 (auto-creation, with a kafka-acls DENY). Left
+# and idempotence in under ten more, 0101 (fetch from follower, KIP-392) and 0109
+# (auto-creation, with a kafka-acls DENY). Left
 # out: tests of authentication (0115, 0119, 0126, 0135, 0142), of TLS (0097), and slower ones
 # (0038 performance, 0042 many topics, 0045 about 100 s, 0089 and 0091 waiting out poll
 # intervals); `--tests all` has them all.
@@ -72,7 +73,7 @@ BROAD_TESTS = (
     "0001", "0002", "0005", "0007", "0008", "0012", "0013", "0014", "0015", "0017", "0019",
     "0021", "0022", "0029", "0030", "0031", "0034", "0035", "0036", "0039", "0040", "0044",
     "0048", "0052", "0054", "0063", "0067", "0070", "0073", "0077", "0081", "0082", "0085",
-    "0090", "0092", "0099", "0109", "0110", "0112", "0130", "0140",
+    "0090", "0092", "0099", "0101", "0109", "0110", "0112", "0130", "0140",
 )  # fmt: skip
 DEFAULT_TESTS = FOCUS_TESTS + BROAD_TESTS
 DETAIL_LINES_BEFORE = 6
