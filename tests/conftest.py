@@ -3,6 +3,7 @@
 import os
 import signal
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -53,6 +54,17 @@ LONGEST_MODULES = (
 )
 _MODULE_RANK = {path: rank for rank, path in enumerate(LONGEST_MODULES)}
 
+# The modules that share one worker's one-broker Kafka 3.9 and ours (tests/reference/conftest.py,
+# `one_broker`): `--dist loadfile` hands them to one worker together, as one unit, when the
+# first of them comes up in the order above, instead of a Kafka cluster on each of 4 workers.
+ONE_BROKER_MODULES = (
+    "tests/integration/test_streams.py",
+    "tests/reference/test_api_versions.py",
+    "tests/reference/test_error_codes.py",
+    "tests/reference/test_metadata_offsets.py",
+)
+ONE_BROKER_SCOPE = "one-broker reference modules"
+
 # The Apache Kafka brokers the tests start (`--impl kafka` and mixed clusters) live a minute or
 # less: C2's compiling does not pay back there, and the tests share 2 cores. The launcher takes
 # KAFKA_JVM_PERFORMANCE_OPTS as kafka-run-class.sh does; a value already set wins.
@@ -75,6 +87,21 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("KAFKA_JVM_PERFORMANCE_OPTS", TEST_KAFKA_JVM_OPTIONS)
     if ZOOKEEPER_CDS.exists():
         os.environ.setdefault("SERVER_JVMFLAGS", f"-XX:SharedArchiveFile={ZOOKEEPER_CDS}")
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadfile`, with ONE_BROKER_MODULES as one unit."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class OneBrokerModulesTogether(LoadFileScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            module = super()._split_scope(nodeid)
+            return ONE_BROKER_SCOPE if module in ONE_BROKER_MODULES else module
+
+    return OneBrokerModulesTogether(config, log)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

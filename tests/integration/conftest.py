@@ -22,6 +22,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -308,7 +309,27 @@ def start_cluster(
             f"scripts/cluster up exited {result.returncode}\nstderr:\n{result.stderr}\n{details}"
         )
     handle.up_stdout = result.stdout
+    if "kafka" in impl and network == "loopback":
+        # `up` returns once every broker is registered; a Kafka broker opens its listeners
+        # only after registering, so a client connecting at once could be refused.
+        for port in map(handle.broker_port, handle.broker_ids):
+            wait_until(
+                _accepting(port),
+                UP_TIMEOUT_S,
+                f"the broker on port {port} of {directory} to accept connections",
+            )
     return handle
+
+
+def _accepting(port: int) -> Callable[[], bool]:
+    def accepts() -> bool:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1.0).close()
+        except OSError:
+            return False
+        return True
+
+    return accepts
 
 
 class ClusterFactory:

@@ -65,8 +65,12 @@ from tests.integration.streams_app import (
 )
 from tests.integration.wire import WireClient, broker_address
 
-# The fixture that runs `make reference` (shared with tests/reference/).
+# The fixtures that run `make reference` and share a one-broker Kafka 3.9 cluster with the
+# reference modules of this worker (tests/reference/conftest.py, tests/conftest.py).
+from tests.reference.conftest import ONE_BROKER_OVERRIDES, OneBroker
+from tests.reference.conftest import one_broker as one_broker
 from tests.reference.conftest import reference_lib as reference_lib
+from tests.reference.conftest import shared_one_broker as shared_one_broker
 
 pytestmark = pytest.mark.reference
 
@@ -79,10 +83,6 @@ OVERRIDES = {
     "transaction.state.log.num.partitions": "5",
     # How often the coordinator looks for transactions past their timeout (10 s by default).
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "2000",
-}
-KAFKA_OVERRIDES = {
-    "group.initial.rebalance.delay.ms": "0",
-    "offsets.topic.num.partitions": "5",
 }
 REPLICATION = 3
 # The text: PARTS parts of LINES_PER_PART lines of WORDS_PER_LINE words from VOCABULARY.
@@ -402,14 +402,16 @@ def test_word_count_is_exact(ours_exact: ExactRun) -> None:
 
 def test_kafka_gives_the_same(
     ours_exact: ExactRun,
-    make_cluster: ClusterFactory,
+    one_broker: OneBroker,
     word_count_classes: Path,
     reference_lib: Path,
     tmp_path: Path,
 ) -> None:
     """The same word count on one Kafka 3.9 broker (replication factor 1): the same outputs,
     and the same internal topics with the same partitions and configs."""
-    kafka = make_cluster(brokers=1, impl="kafka", overrides=KAFKA_OVERRIDES)
+    # The first group's rebalance without delay, and 5 offsets partitions, as on ours.
+    assert ONE_BROKER_OVERRIDES.items() <= OVERRIDES.items()
+    kafka = one_broker("kafka")
     run = WordCountRun(
         kafka, word_count_classes, reference_lib, tmp_path, EXACT_APP_ID, "at_least_once", 1
     )

@@ -10,13 +10,13 @@ KIP-848 group APIs, compared field by field.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.integration.conftest import ClusterFactory, ClusterHandle
+from tests.integration.conftest import ClusterHandle
 from tests.integration.wire import WireClient, first_broker
+from tests.reference.conftest import OneBroker
 
 API_VERSIONS = 18
 Ranges = dict[int, tuple[int, int]]
@@ -57,11 +57,8 @@ CONSUMER_GROUP_DESCRIBE = 69
 
 
 @pytest.fixture(scope="module")
-def clusters(reference_lib: Path, make_cluster_module: ClusterFactory) -> dict[str, ClusterHandle]:
-    return {
-        "kafka": make_cluster_module(brokers=1, impl="kafka"),
-        "ours": make_cluster_module(brokers=1),
-    }
+def clusters(one_broker: OneBroker) -> dict[str, ClusterHandle]:
+    return {impl: one_broker(impl) for impl in ("kafka", "ours")}
 
 
 @pytest.fixture(scope="module")

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from broker.log.record_codec import SimpleRecord, build_batch
-from tests.integration.conftest import ClusterFactory, ClusterHandle, wait_until
+from tests.integration.conftest import ClusterHandle, wait_until
 from tests.integration.requests import fetch_request, list_offsets_request, topic_spec
 from tests.integration.wire import (
     LATEST,
@@ -31,6 +30,7 @@ from tests.integration.wire import (
     metadata,
     produce,
 )
+from tests.reference.conftest import OneBroker
 
 WAIT_S = 60.0
 EXISTING, TINY = "existing", "tiny"
@@ -181,16 +181,10 @@ def _prepare(cluster: ClusterHandle) -> str:
 
 
 @pytest.fixture(scope="module")
-def outcomes(
-    reference_lib: Path, make_cluster_module: ClusterFactory
-) -> dict[str, dict[str, Outcome]]:
-    clusters = {
-        "kafka": make_cluster_module(brokers=1, impl="kafka"),
-        "ours": make_cluster_module(brokers=1),
-    }
+def outcomes(one_broker: OneBroker) -> dict[str, dict[str, Outcome]]:
     found: dict[str, dict[str, Outcome]] = {}
-    for impl, cluster in clusters.items():
-        address = _prepare(cluster)
+    for impl in ("kafka", "ours"):
+        address = _prepare(one_broker(impl))
         found[impl] = {}
         for name, case in CASES.items():
             with WireClient.to(address) as client:

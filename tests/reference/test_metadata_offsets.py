@@ -9,14 +9,13 @@ commits offsets and closes.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from broker.log.record_codec import SimpleRecord, build_batch
-from tests.integration.conftest import ClusterFactory, ClusterHandle, wait_until
+from tests.integration.conftest import ClusterHandle, wait_until
 from tests.integration.requests import list_offsets_request, topic_spec
 from tests.integration.wire import (
     LATEST,
@@ -27,6 +26,7 @@ from tests.integration.wire import (
     metadata,
     produce,
 )
+from tests.reference.conftest import OneBroker
 
 WAIT_S = 60.0
 TOPIC, GROUP = "data", "differential-group"
@@ -172,14 +172,10 @@ def _group(address: str) -> Any:
 
 
 @pytest.fixture(scope="module")
-def answers(reference_lib: Path, make_cluster_module: ClusterFactory) -> dict[str, dict[str, Any]]:
-    clusters = {
-        "kafka": make_cluster_module(brokers=1, impl="kafka"),
-        "ours": make_cluster_module(brokers=1),
-    }
+def answers(one_broker: OneBroker) -> dict[str, dict[str, Any]]:
     found: dict[str, dict[str, Any]] = {}
-    for impl, cluster in clusters.items():
-        address = _prepare(cluster)
+    for impl in ("kafka", "ours"):
+        address = _prepare(one_broker(impl))
         with WireClient.to(address) as client:
             found[impl] = {
                 "metadata": _metadata(client),
