@@ -58,8 +58,8 @@ PARTITIONS = 3
 REPLICATION = 3
 CONSUMERS = 3
 # Low enough that the clients, three brokers and ZooKeeper share two cores with a busy
-# neighbour; high enough that every partition gets records every second.
-THROUGHPUT = 200
+# neighbour; high enough that every partition gets records every second (about 33).
+THROUGHPUT = 100
 # Bounds the producer if the test dies without stopping it: far more than the run needs.
 MAX_MESSAGES = THROUGHPUT * 600
 OVERRIDES = {
