@@ -147,7 +147,7 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("broker.id", _int, -1),
     ConfigDef("broker.rack", _str, None),
     # Follower fetching (KIP-392): the leader names a consumer's preferred read replica.
-    ConfigDef("replica.selector.class", _str, None, type_name="CLASS"),
+    ConfigDef("replica.selector.class", _str, None),
     ConfigDef("listeners", _list, ["PLAINTEXT://:9092"], type_name="STRING"),
     ConfigDef("advertised.listeners", _list, None, type_name="STRING"),
     ConfigDef(

@@ -165,12 +165,12 @@ KNOWN_DIFFERENCES = (
         "broker",
         "only in kafka",
         "other Kafka features not implemented: broker id generation, topic and config"
-        " policies, follower fetching, a control-plane listener, moving replicas between log"
+        " policies, a control-plane listener, moving replicas between log"
         " directories, producer id expiry, Kafka 3.2+"
         " knobs, and the group coordinator's load buffer, commit acks and offsets-topic"
         " compression (DEVIATIONS: Configuration)",
         names="broker.id.generation.enable reserved.broker.max.id alter.config.policy.class.name"
-        " create.topic.policy.class.name replica.selector.class control.plane.listener.name"
+        " create.topic.policy.class.name control.plane.listener.name"
         " num.replica.alter.log.dirs.threads producer.id.expiration.ms"
         " socket.listen.backlog.size compression.gzip.level"
         " compression.lz4.level compression.zstd.level offsets.load.buffer.size"
