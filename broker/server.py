@@ -56,6 +56,9 @@ from broker.network.quotas import ConnectionQuotas, parse_per_ip_overrides
 from broker.network.sasl import SASL_PROTOCOLS, ListenerSasl
 from broker.process.loop_watchdog import LoopWatchdog
 from broker.process.shutdown_steps import stop_quietly
+from broker.quotas.manager import DEFAULT as DEFAULT_ENTITY
+from broker.quotas.manager import ClientQuotas
+from broker.quotas.sensor import QuotaWindow
 from broker.replication.alter_log_dirs import ReplicaAlterLogDirs
 from broker.replication.alter_partition_manager import AlterPartitionManager
 from broker.replication.fetch_session import FetchSessionCache
@@ -121,6 +124,14 @@ class KafkaServer:
         )
         self.scram_credentials = ScramCredentials(self.kafka_zk)
         self.finalized_features = FinalizedFeatures(self.zk_client)
+        self.quotas = ClientQuotas(
+            self.kafka_zk,
+            QuotaWindow(config["quota.window.num"], config["quota.window.size.seconds"] * 1000),
+            QuotaWindow(
+                config["controller.quota.window.num"],
+                config["controller.quota.window.size.seconds"] * 1000,
+            ),
+        )
         # None: no authorizer configured, every request is allowed (Kafka's default).
         self.authorizer = (
             AclAuthorizer(
@@ -190,7 +201,8 @@ class KafkaServer:
             self.zk_client,
             self._on_topic_config_change,
             self.dynamic_config.on_entity_changed,
-            self.scram_credentials.on_user_changed,
+            self._on_user_config_change,
+            self.quotas.on_client_changed,
         )
         self.metadata_cache = MetadataCache(self.cluster_watch.view)
         self.replica_manager.replica_selector_enabled = bool(config["replica.selector.class"])
@@ -282,6 +294,7 @@ class KafkaServer:
             metrics=self.metrics,
             authorizer=self.authorizer,
             scram_credentials=self.scram_credentials,
+            quotas=self.quotas,
             log_manager=self.log_manager,
             log_dir_mover=self.log_dir_mover,
             replica_manager=self.replica_manager,
@@ -310,6 +323,7 @@ class KafkaServer:
             replica_manager=self.replica_manager,
             group_coordinator=self.group_coordinator,
             transaction_coordinator=self.transaction_coordinator,
+            quotas=self.quotas,
         )
 
     # -- start-up -------------------------------------------------------------------------
@@ -332,6 +346,7 @@ class KafkaServer:
         if self.sasl_listeners:
             await self.scram_credentials.load_all()  # after the watch: no change is missed
         await self.finalized_features.start()
+        await self.quotas.load_all()  # likewise
         await self.cluster_watch.start()
         self.metadata_cache.update(self.cluster_watch.view)
         await self.replicas_from_view.reconcile(None)
@@ -527,6 +542,13 @@ class KafkaServer:
     def _on_topic_config_change(self, topic: str) -> None:
         self.topic_configs.forget(topic)
         self.replicas_from_view.mark_topics({topic})
+
+    def _on_user_config_change(self, entity_path: str) -> None:
+        """users/<user> or users/<user>/clients/<client-id>: quotas; a named user's own
+        znode also holds its SCRAM credentials (Kafka's UserConfigHandler)."""
+        self.quotas.on_user_changed(entity_path)
+        if "/" not in entity_path and entity_path != DEFAULT_ENTITY:
+            self.scram_credentials.on_user_changed(entity_path)
 
     # -- background duties ----------------------------------------------------------------
 

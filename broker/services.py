@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from broker.metrics.prometheus import BrokerCounters
     from broker.network.sasl import SaslClientConfig
     from broker.protocol.registry import Registry
+    from broker.quotas.manager import ClientQuotas
     from broker.replication.alter_log_dirs import ReplicaAlterLogDirs
     from broker.replication.fetch_session import FetchSessionCache
     from broker.replication.replica_manager import ReplicaManager
@@ -168,6 +169,8 @@ class HandlerServices:
     kafka_zk: KafkaZk
     dynamic_config: DynamicBrokerConfig
     scram_credentials: ScramCredentials
+    # Client quotas: Produce and Fetch count against them; Describe/AlterClientQuotas.
+    quotas: ClientQuotas
 
     @property
     def config(self) -> KafkaConfig:
@@ -185,3 +188,4 @@ class MetricsServices:
     replica_manager: ReplicaManager
     group_coordinator: GroupCoordinator
     transaction_coordinator: TransactionCoordinator
+    quotas: ClientQuotas

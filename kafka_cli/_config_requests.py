@@ -1,5 +1,6 @@
-"""The requests kafka-configs sends: DescribeConfigs, AlterConfigs, IncrementalAlterConfigs and
-Metadata (for the broker and topic lists), through the project's own broker client.
+"""The requests kafka-configs sends: DescribeConfigs, AlterConfigs, IncrementalAlterConfigs,
+DescribeClientQuotas, AlterClientQuotas and Metadata (for the broker and topic lists), through
+the project's own broker client.
 
 Neither librdkafka nor kafka-python accepts the resource name "" that Kafka uses for the
 cluster-wide broker defaults (`--entity-default`), so the tool speaks the protocol itself. As
@@ -26,6 +27,8 @@ METADATA = (ApiKey.METADATA, 1)
 DESCRIBE_CONFIGS = (ApiKey.DESCRIBE_CONFIGS, 1)
 ALTER_CONFIGS = (ApiKey.ALTER_CONFIGS, 0)
 INCREMENTAL_ALTER_CONFIGS = (ApiKey.INCREMENTAL_ALTER_CONFIGS, 0)
+DESCRIBE_CLIENT_QUOTAS = (ApiKey.DESCRIBE_CLIENT_QUOTAS, 0)
+ALTER_CLIENT_QUOTAS = (ApiKey.ALTER_CLIENT_QUOTAS, 0)
 REQUEST_TIMEOUT_MS = 60_000
 CLIENT_ID = "kafka-configs"
 
@@ -121,6 +124,50 @@ class ConfigAdmin:
         response = await self._send(resource_type, name, request)
         (result,) = response.responses
         _check(result.error_code, result.error_message)
+
+    async def describe_client_quotas(
+        self, components: list[tuple[str, int, str | None]]
+    ) -> list[tuple[dict[str, str | None], dict[str, float]]]:
+        """Strict DescribeClientQuotas: (entity type, match type, match) components; each
+        entity found (type -> name, None for the default) with its quota values."""
+        fields = {
+            "components": [
+                {"entity_type": entity_type, "match_type": match_type, "match": match}
+                for entity_type, match_type, match in components
+            ],
+            "strict": True,
+        }
+        response = await self._send(-1, "", _request(DESCRIBE_CLIENT_QUOTAS, fields))
+        _check(response.error_code, response.error_message)
+        return [
+            (
+                {e.entity_type: e.entity_name for e in entry.entity},
+                {v.key: float(v.value) for v in entry.values},
+            )
+            for entry in response.entries or ()
+        ]
+
+    async def alter_client_quotas(
+        self, entity: dict[str, str | None], ops: list[tuple[str, float | None]]
+    ) -> None:
+        fields = {
+            "entries": [
+                {
+                    "entity": [
+                        {"entity_type": entity_type, "entity_name": name}
+                        for entity_type, name in entity.items()
+                    ],
+                    "ops": [
+                        {"key": key, "value": value or 0.0, "remove": value is None}
+                        for key, value in ops
+                    ],
+                }
+            ],
+            "validate_only": False,
+        }
+        response = await self._send(-1, "", _request(ALTER_CLIENT_QUOTAS, fields))
+        for entry in response.entries:
+            _check(entry.error_code, entry.error_message)
 
 
 def _request(api: tuple[int, int], fields: dict[str, Any]) -> Any:

@@ -1,5 +1,5 @@
-"""kafka-configs: describe and alter topic and broker configs and users' SCRAM credentials,
-as Kafka 3.0's ConfigCommand does with `--bootstrap-server`.
+"""kafka-configs: describe and alter topic and broker configs, users' SCRAM credentials and
+client quotas, as Kafka 3.9's ConfigCommand does with `--bootstrap-server`.
 
 `--entity-type topics|brokers` with `--entity-name NAME` or `--entity-default` (brokers: the
 cluster-wide default; `--topic`, `--broker` and `--broker-defaults` are Kafka's shortcuts).
@@ -10,7 +10,8 @@ describes every topic, or every broker and then the default. `--alter --add-conf
 k=v,k2=[a,b] --delete-config k` changes topics with IncrementalAlterConfigs and brokers with
 AlterConfigs (their whole dynamic set), then prints "Completed updating config for topic t."
 or "Completed updating default config for brokers in the cluster.". `--entity-type users`
-manages SCRAM credentials (kafka_cli._scram_users).
+manages SCRAM credentials (kafka_cli._scram_users) and, with `--entity-type clients`, client
+quotas (kafka_cli._client_quotas; over the plain protocol, without `--command-config`).
 """
 
 from __future__ import annotations
@@ -20,12 +21,13 @@ import asyncio
 import re
 
 from broker.config.protocol import AlterConfigOp, ConfigResourceType, ConfigSource
-from kafka_cli import _scram_users
+from kafka_cli import _client_quotas, _scram_users
 from kafka_cli._config_requests import ConfigAdmin, Entry
 from kafka_cli.common import ToolArgumentParser, ToolError, bootstrap_servers, run_tool
 
 RESOURCE_TYPES = {"topics": ConfigResourceType.TOPIC, "brokers": ConfigResourceType.BROKER}
 USERS = "users"
+CLIENTS = "clients"
 # The source that marks a config as set dynamically on each kind of entity.
 DYNAMIC_SOURCES = {
     "topics": ConfigSource.DYNAMIC_TOPIC_CONFIG,
@@ -45,9 +47,16 @@ def _parser() -> argparse.ArgumentParser:
         "--command-config",
         help="Client properties (TLS, SASL) for --entity-type users; not used for the others.",
     )
-    parser.add_argument("--entity-type", choices=sorted([*RESOURCE_TYPES, USERS]))
-    parser.add_argument("--entity-name")
-    parser.add_argument("--entity-default", action="store_true")
+    parser.add_argument(
+        "--entity-type", action="append", choices=sorted([*RESOURCE_TYPES, USERS, CLIENTS])
+    )
+    # Names and defaults pair with the entity types in command-line order.
+    parser.add_argument("--entity-name", action="append", dest="entity_names")
+    parser.add_argument("--entity-default", action="append_const", const="", dest="entity_names")
+    parser.add_argument("--user", help="Shortcut for --entity-type users --entity-name U.")
+    parser.add_argument("--client", help="Shortcut for --entity-type clients --entity-name C.")
+    parser.add_argument("--user-defaults", action="store_true")
+    parser.add_argument("--client-defaults", action="store_true")
     parser.add_argument("--topic", help="Shortcut for --entity-type topics --entity-name T.")
     parser.add_argument("--broker", help="Shortcut for --entity-type brokers --entity-name B.")
     parser.add_argument("--broker-defaults", action="store_true")
@@ -198,8 +207,75 @@ def _alteration(
     return name, added, deleted
 
 
+def _quota_entities(options: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """ConfigCommand's entity types and names, the shortcuts after the --entity-type ones."""
+    types = list(options.entity_type or [])
+    names = list(options.entity_names or [])
+    if options.user is not None or options.user_defaults:
+        types.append(USERS)
+        names.append("" if options.user is None else options.user)
+    if options.client is not None or options.client_defaults:
+        types.append(CLIENTS)
+        names.append("" if options.client is None else options.client)
+    return types, names
+
+
+def _run_quota_entities(options: argparse.Namespace) -> int:
+    types, names = _quota_entities(options)
+    if len(types) > 2 or len(set(types)) != len(types) or not set(types) <= {USERS, CLIENTS}:
+        raise ToolError("Only 'users' and 'clients' may be combined, each at most once")
+    if types == [USERS] and options.alter:
+        added = parse_configs_to_add(options.add_config)
+        deleted = _configs_to_delete(options.delete_config)
+        if not _client_quotas.check_alteration(types, added, deleted):
+            return _run_users(options, names[0] if names else None)
+    elif options.alter:
+        _client_quotas.check_alteration(
+            types,
+            parse_configs_to_add(options.add_config),
+            _configs_to_delete(options.delete_config),
+        )
+    if options.alter:
+        if len(names) != len(types):
+            raise ToolError("An entity name must be specified with --alter")
+        _, added, deleted = _alteration(options, names[0])
+        asyncio.run(_quotas(options, types, names, added, deleted))
+        if names[0]:
+            print(f"Completed updating config for {types[0][:-1]} {names[0]}.")
+        else:
+            print(f"Completed updating default config for {types[0]} in the cluster.")
+        return 0
+    with_names: list[str | None] = [*names]
+    if options.command_config is None or types != [USERS]:
+        asyncio.run(_quotas(options, types, with_names, {}, []))
+    if types == [USERS] and "" not in names:
+        # Kafka describes SCRAM credentials too, unless a client or a default is named.
+        _scram_users.describe(
+            options.bootstrap_server, options.command_config, names[0] if names else None
+        )
+    return 0
+
+
+async def _quotas(
+    options: argparse.Namespace,
+    types: list[str],
+    names: list[str | None] | list[str],
+    added: dict[str, str],
+    deleted: list[str],
+) -> None:
+    admin = ConfigAdmin(bootstrap_servers(options.bootstrap_server))
+    try:
+        await admin.load_cluster()
+        if options.alter:
+            await _client_quotas.alter(admin, types, [n or "" for n in names], added, deleted)
+        else:
+            await _client_quotas.describe(admin, types, list(names))
+    finally:
+        await admin.close()
+
+
 def _run_users(options: argparse.Namespace, name: str | None) -> int:
-    if options.entity_default or name == "":
+    if name == "":
         raise ToolError(
             "The use of --entity-default or --user-defaults is not allowed with User SCRAM"
             " Credentials using --bootstrap-server."
@@ -233,8 +309,15 @@ def _body(args: list[str]) -> int:
         raise ToolError("Command must include exactly one action: --describe, --alter")
     if options.all and not options.describe:
         raise ToolError("--all is only valid with --describe")
-    if options.entity_type == USERS:
-        return _run_users(options, options.entity_name)
+    types, _ = _quota_entities(options)
+    if USERS in types or CLIENTS in types:
+        return _run_quota_entities(options)
+    if len(types) > 1:
+        raise ToolError("Only 'users' and 'clients' entity types may be combined")
+    names = options.entity_names or []
+    options.entity_type = types[0] if types else None
+    options.entity_name = names[0] if names and names[0] != "" else None
+    options.entity_default = names == [""]
     return asyncio.run(_run(options))
 
 

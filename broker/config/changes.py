@@ -1,6 +1,7 @@
 """Follow /config/changes: when a notification names a topic, re-read that topic's config;
 when it names `brokers/<id>` or `brokers/<default>`, the dynamic broker configs; when it names
-`users/<user>`, that user's SCRAM credentials.
+`users/<user>[/clients/<client-id>]`, that user's SCRAM credentials and quotas; when it names
+`clients/<client-id>`, that client's quotas.
 
 Tools write the new config to /config/topics/<t> and then a sequential
 `/config/changes/config_change_<n>` naming `topics/<t>` (as Kafka's AdminZkClient does).
@@ -25,6 +26,7 @@ log = logging.getLogger(__name__)
 TOPICS_ENTITY = "topics/"
 BROKERS_ENTITY = "brokers/"
 USERS_ENTITY = "users/"
+CLIENTS_ENTITY = "clients/"
 
 
 class ConfigChangeListener:
@@ -34,10 +36,12 @@ class ConfigChangeListener:
         on_topic_changed: Callable[[str], None],
         on_broker_changed: Callable[[str], None] | None = None,
         on_user_changed: Callable[[str], None] | None = None,
+        on_client_changed: Callable[[str], None] | None = None,
     ) -> None:
         self._on_topic_changed = on_topic_changed
         self._on_broker_changed = on_broker_changed
         self._on_user_changed = on_user_changed
+        self._on_client_changed = on_client_changed
         self.notifications = ChangeNotificationListener(
             zk_client,
             ConfigEntityChangeNotificationZNode.path(),
@@ -67,3 +71,7 @@ class ConfigChangeListener:
             name = entity_path[len(USERS_ENTITY) :]
             log.info("config of users/%s changed", name)
             self._on_user_changed(name)
+        elif entity_path.startswith(CLIENTS_ENTITY) and self._on_client_changed is not None:
+            name = entity_path[len(CLIENTS_ENTITY) :]
+            log.info("config of clients/%s changed", name)
+            self._on_client_changed(name)

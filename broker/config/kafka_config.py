@@ -248,6 +248,12 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("max.connections", _int, 2147483647),
     ConfigDef("max.connections.per.ip", _int, 2147483647),
     ConfigDef("max.connections.per.ip.overrides", _str, ""),
+    # Client quotas' sample windows (broker/quotas): produce and fetch byte rates ...
+    ConfigDef("quota.window.num", _int, 11),
+    ConfigDef("quota.window.size.seconds", _int, 1),
+    # ... and controller mutations.
+    ConfigDef("controller.quota.window.num", _int, 11),
+    ConfigDef("controller.quota.window.size.seconds", _int, 1),
     # Not Kafka keys: bounds Kafka enforces implicitly (JVM heap, streaming decompression);
     # named here so they can be tuned and are listed in DEVIATIONS.md.
     ConfigDef("message.max.decompressed.bytes", _int, 67108864),
@@ -569,6 +575,13 @@ def _validate(config: KafkaConfig) -> None:
     _require_range(config, "max.incremental.fetch.session.cache.slots", 0)
     _require_range(config, "max.connections", 0)
     _require_range(config, "max.connections.per.ip", 0)
+    for name in (
+        "quota.window.num",
+        "quota.window.size.seconds",
+        "controller.quota.window.num",
+        "controller.quota.window.size.seconds",
+    ):
+        _require_range(config, name, 1)
     _require_range(config, "message.max.decompressed.bytes", 1)
     try:
         parse_per_ip_overrides(config["max.connections.per.ip.overrides"])

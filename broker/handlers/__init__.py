@@ -6,6 +6,7 @@ from broker.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
     allocate_producer_ids,
+    alter_client_quotas,
     alter_configs,
     alter_partition,
     alter_partition_reassignments,
@@ -23,6 +24,7 @@ from broker.handlers import (
     delete_records,
     delete_topics,
     describe_acls,
+    describe_client_quotas,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -169,6 +171,17 @@ def build_registry() -> Registry:
                 list_partition_reassignments.handle,
             ),
             ApiSpec(ApiKey.OFFSET_DELETE, "OffsetDelete", 0, 0, 0, offset_delete.handle),
+            ApiSpec(
+                ApiKey.DESCRIBE_CLIENT_QUOTAS,
+                "DescribeClientQuotas",
+                0,
+                1,
+                0,
+                describe_client_quotas.handle,
+            ),
+            ApiSpec(
+                ApiKey.ALTER_CLIENT_QUOTAS, "AlterClientQuotas", 0, 1, 0, alter_client_quotas.handle
+            ),
             ApiSpec(
                 ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
                 "DescribeUserScramCredentials",

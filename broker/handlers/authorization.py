@@ -726,6 +726,23 @@ RULES: dict[int, Rule] = {
         ),
     ),
     ApiKey.LIST_PARTITION_REASSIGNMENTS: Rule(_on_cluster(Operation.DESCRIBE), (TOPIC_INDEXES,)),
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: Rule(_on_cluster(Operation.DESCRIBE_CONFIGS)),
+    ApiKey.ALTER_CLIENT_QUOTAS: Rule(
+        _on_cluster(Operation.ALTER_CONFIGS),
+        (
+            Echo(
+                "entries",
+                "entries",
+                nested=(
+                    Echo(
+                        "entity",
+                        "entity",
+                        {"entity_type": "entity_type", "entity_name": "entity_name"},
+                    ),
+                ),
+            ),
+        ),
+    ),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: Rule(
         _on_cluster(Operation.ALTER),
         (

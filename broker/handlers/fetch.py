@@ -37,6 +37,7 @@ from broker.network.context import RequestContext
 from broker.protocol import adapter, fetch_encoding
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
+from broker.quotas.throttle import consumer_fetch_throttle_time_ms
 from broker.replication.delayed_fetch import (
     DelayedFetch,
     FetchPartitionStatus,
@@ -99,6 +100,14 @@ async def handle(context: RequestContext, request: Any) -> Any:
         names = _topic_names(context, positions)
         results = await _read_or_park(context, request, positions, names, deadline_s)
     session_id, answered = fetch_context.respond(sessions, results, replica_id >= 0, _now_ms())
+    if replica_id < 0:
+        response_bytes = sum(len(result.records) for _, result in answered if result.records)
+        throttle_time_ms = consumer_fetch_throttle_time_ms(context, response_bytes)
+        if throttle_time_ms > 0:
+            # Kafka's throttled answer: no data, and a new session is not handed out.
+            incremental = int(getattr(request, "session_epoch", 0)) > 0
+            kept_id = session_id if incremental else INVALID_SESSION_ID
+            return _response(context, ErrorCode.none, kept_id, [], throttle_time_ms)
     _count_bytes_out(context, answered, names, replica_id >= 0)
     if legacy_fetch.needs_conversion(version):
         # v0-v3 have no sessions: the request's positions are all there is.
@@ -298,10 +307,11 @@ def _response(
     error_code: ErrorCode,
     session_id: int,
     responses: list[dict[str, Any]],
+    throttle_time_ms: int = 0,
 ) -> Any:
     version = context.api_version
     values = {
-        "throttle_time": 0,
+        "throttle_time": throttle_time_ms,
         "error_code": error_code,
         "session_id": session_id,
         "responses": responses,

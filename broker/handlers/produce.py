@@ -32,6 +32,7 @@ from broker.network.errors import CloseConnectionError
 from broker.protocol import adapter
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
+from broker.quotas.throttle import produce_throttle_time_ms
 from broker.replication.replica_manager import AppendResult
 from zk.loop_slice import LoopSlice
 
@@ -79,12 +80,13 @@ async def handle(context: RequestContext, request: Any) -> Any:
     results = await _produce_all(context, request, acks, checked, compressed_errors)
     if acks == -1:
         results = await _wait_for_replication(context, request, results)
+    throttle_time_ms = produce_throttle_time_ms(context)
     if acks == 0:
         # An acks=0 producer reads no responses; Kafka signals a failed append by closing the
         # connection, so the client refreshes its metadata (e.g. after a leader change).
         _close_on_error(results)
         return None
-    return _response(context, results)
+    return _response(context, results, throttle_time_ms)
 
 
 async def _produce_all(
@@ -119,7 +121,7 @@ async def _produce_all(
     return results
 
 
-def _response(context: RequestContext, results: TopicResults) -> Any:
+def _response(context: RequestContext, results: TopicResults, throttle_time_ms: int = 0) -> Any:
     """The response for the request's version; from v10 a partition refused for not being
     led here names its current leader, and the response lists those leaders' endpoints."""
     leaders = (
@@ -136,7 +138,7 @@ def _response(context: RequestContext, results: TopicResults) -> Any:
         }
         for topic, partitions in results
     ]
-    values: dict[str, Any] = {"responses": responses, "throttle_time": 0}
+    values: dict[str, Any] = {"responses": responses, "throttle_time": throttle_time_ms}
     if leaders is not None:
         values["node_endpoints"] = leaders.node_endpoints()
     return adapter.build(response_class(ApiKey.PRODUCE, context.api_version), values)

@@ -47,6 +47,7 @@ from broker.protocol.header import (
     skip_tagged_fields,
 )
 from broker.protocol.registry import ApiSpec, is_flexible, request_class
+from broker.quotas.throttle import ChannelThrottle
 
 if TYPE_CHECKING:
     from broker.services import HandlerServices
@@ -79,6 +80,7 @@ class Connection:
         self._idle_timeout_s = services.config["connections.max.idle.ms"] / 1000
         self._sasl = None if sasl is None else SaslServerSession(sasl)
         self._zero_copy = ZeroCopySender(writer) if ZeroCopySender.usable(writer) else None
+        self._throttle = ChannelThrottle()
 
     async def serve(self) -> None:
         try:
@@ -105,6 +107,9 @@ class Connection:
             response = await self._dispatch(frame)
             if response is not None:
                 await self._write(response)
+            # A client over its quota got its answer at once; its connection stays muted for
+            # the throttle time (Kafka 2.0+), even when no answer was due (acks=0).
+            await self._throttle.wait()
             self._after_sasl_step()
             # A client that pipelines (librdkafka keeps up to a million requests in flight)
             # has the next frames buffered already, and reading, handling and draining them
@@ -187,6 +192,8 @@ class Connection:
             self._principal,
             self._sasl,
             zero_copy=self._zero_copy is not None,
+            request_size_bytes=len(frame),
+            throttle=self._throttle,
         )
         try:
             decision = authorization.check(context, header.api_key, request)

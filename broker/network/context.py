@@ -10,6 +10,7 @@ from broker.protocol.header import RequestHeader
 
 if TYPE_CHECKING:
     from broker.network.sasl import SaslServerSession
+    from broker.quotas.throttle import ChannelThrottle
     from broker.services import HandlerServices
 
 
@@ -27,6 +28,11 @@ class RequestContext:
     # Whether the connection can send file regions with sendfile (plaintext, not TLS): a
     # fetch then leaves large record sets in their segment files (see `FileRecords`).
     zero_copy: bool = False
+    # The request's size as read (header and body): what a produce quota counts.
+    request_size_bytes: int = 0
+    # The connection's mute, for a handler whose client goes over its quota (None in tests
+    # that build contexts by hand).
+    throttle: ChannelThrottle | None = None
 
     @property
     def api_version(self) -> int:

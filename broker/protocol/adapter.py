@@ -67,6 +67,7 @@ def _empty(hint: Any, kafka_type: str | None) -> Any:
         "string": "",
         "bool": False,
         "bytes": b"",
+        "float64": 0.0,
         "records": b"",
         "uuid": None,  # kio's zero uuid
         "datetime_i64": datetime.datetime.fromtimestamp(0, tz=datetime.UTC),

@@ -23,6 +23,8 @@ from broker.log.record_codec import SimpleRecord, build_batch
 from broker.metrics.prometheus import BrokerCounters
 from broker.network.context import RequestContext
 from broker.protocol.header import RequestHeader
+from broker.quotas.manager import ClientQuotas
+from broker.quotas.sensor import QuotaWindow
 from broker.replication.delayed_fetch import DelayedFetch, FetchRequestPosition
 from broker.replication.fetch_session import FetchSessionCache
 from broker.replication.partition import Partition
@@ -59,6 +61,7 @@ class Broker:
             config={"fetch.max.bytes": 50 * 1024 * 1024},
             metrics=BrokerCounters(),
             authorizer=None,
+            quotas=ClientQuotas(None, QuotaWindow(11, 1000), QuotaWindow(11, 1000)),  # type: ignore[arg-type]
         )
         # A v12 request body throughout; `api_version` below 11 takes away the consumer's
         # client metadata (no follower fetching), as an older request would.

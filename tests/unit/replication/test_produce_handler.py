@@ -19,6 +19,8 @@ from broker.log.record_codec import SimpleRecord, build_batch
 from broker.metrics.prometheus import BrokerCounters
 from broker.network.context import RequestContext
 from broker.protocol.header import RequestHeader
+from broker.quotas.manager import ClientQuotas
+from broker.quotas.sensor import QuotaWindow
 from broker.replication.replica_manager import ReplicaManager
 from tests.unit.replication.hosting import prepare_now
 from zk.znodes import PartitionState
@@ -41,6 +43,7 @@ def _context(
         topic_settings=SimpleNamespace(min_insync_replicas=lambda topic: min_isr),
         metrics=BrokerCounters(),
         authorizer=None,
+        quotas=ClientQuotas(None, QuotaWindow(11, 1000), QuotaWindow(11, 1000)),  # type: ignore[arg-type]
     )
     header = RequestHeader(api_key=0, api_version=9, correlation_id=1, client_id=None)
     return RequestContext(header, "127.0.0.1", "PLAINTEXT", services), manager  # type: ignore[arg-type]
