@@ -1,0 +1,172 @@
+"""Client quotas on the shared cluster: a producer with a 1 MiB/s `producer_byte_rate` is held
+to it while an unthrottled producer beside it is not, sees throttle time, and runs freely once
+the quota is removed; a consumer with a `consumer_byte_rate` likewise.
+
+The brokers run Kafka's default windows (11 samples of 1 s): a rate is measured over at least
+10 s, so a fresh client may send 10 s worth of its quota at once and is then held back until
+its average over the window falls to the quota. Each phase is checked against that budget.
+The quotas are removed at the end and their znodes deleted, leaving the cluster as found.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from kazoo.client import KazooClient
+
+from tests.integration.conftest import ClusterHandle
+from tests.integration.tool_cli import ok, run_tool
+
+TOPIC = "client-quotas"
+LIMITED = "client-quotas-limited"
+FREE = "client-quotas-free"
+CONSUMER = "client-quotas-consumer"
+QUOTA_BYTES_PER_S = 1_048_576
+# Kafka's default quota windows: the rate is measured over at least (11 - 1) windows of 1 s.
+BUDGET_WINDOW_S = 10
+PRODUCE_S = 4.0
+PAYLOAD = b"q" * 10_000
+
+
+@dataclass
+class Run:
+    delivered_bytes: int = 0
+    throttle_times_ms: list[int] = field(default_factory=list)
+    # When each delivery and each throttle was reported (time.monotonic()).
+    delivered_at: list[float] = field(default_factory=list)
+    throttled_at: list[float] = field(default_factory=list)
+    end: float = 0.0
+
+    def rate_after_first_throttle(self) -> float:
+        """Bytes per second delivered from the first throttle to the end."""
+        start = self.throttled_at[0]
+        delivered = sum(len(PAYLOAD) for at in self.delivered_at if at > start)
+        return delivered / (self.end - start)
+
+
+def _produce(bootstrap: str, client_id: str, seconds: float, run: Run) -> None:
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "client.id": client_id,
+            "acks": 1,
+            "linger.ms": 5,
+            "batch.size": 65536,  # requests small against the quota
+            "queue.buffering.max.kbytes": 1024,
+            "throttle_cb": lambda event: _throttled(run, event.throttle_time),
+        }
+    )
+
+    end = run.end = time.monotonic() + seconds
+
+    def delivered(error: object, message: object) -> None:
+        # Only what was acknowledged in time counts: the rest waits out throttles.
+        now = time.monotonic()
+        if error is None and now <= end:
+            run.delivered_bytes += len(PAYLOAD)
+            run.delivered_at.append(now)
+
+    while time.monotonic() < end:
+        try:
+            producer.produce(TOPIC, PAYLOAD, partition=0, on_delivery=delivered)
+        except BufferError:
+            producer.poll(0.01)
+        producer.poll(0)
+    producer.purge(in_queue=True)
+    producer.flush(5)
+
+
+def _throttled(run: Run, throttle_time_s: float) -> None:
+    if throttle_time_s > 0:
+        run.throttle_times_ms.append(round(throttle_time_s * 1000))
+        run.throttled_at.append(time.monotonic())
+
+
+def _side_by_side(bootstrap: str, seconds: float) -> tuple[Run, Run]:
+    limited, free = Run(), Run()
+    threads = [
+        threading.Thread(target=_produce, args=(bootstrap, LIMITED, seconds, limited)),
+        threading.Thread(target=_produce, args=(bootstrap, FREE, seconds, free)),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(seconds + 30)
+    return limited, free
+
+
+def _configs(cluster: ClusterHandle, *args: str) -> str:
+    return ok(run_tool("kafka-configs", "--bootstrap-server", cluster.bootstrap, *args))
+
+
+@pytest.fixture(scope="module")
+def topic(cluster: ClusterHandle, zk: KazooClient) -> Iterator[str]:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    for future in admin.create_topics([NewTopic(TOPIC, 1, 1)]).values():
+        future.result(30)
+    try:
+        yield TOPIC
+    finally:
+        for client_id in (LIMITED, CONSUMER):
+            _configs_quietly(cluster, client_id)
+        # Kafka keeps an entity's emptied config znode; the shared cluster must not.
+        for client_id in (LIMITED, CONSUMER):
+            if zk.exists(f"/config/clients/{client_id}") is not None:
+                zk.delete(f"/config/clients/{client_id}")
+        for future in admin.delete_topics([TOPIC]).values():
+            future.result(30)
+
+
+def _configs_quietly(cluster: ClusterHandle, client_id: str) -> None:
+    run_tool(
+        "kafka-configs",
+        "--bootstrap-server",
+        cluster.bootstrap,
+        "--alter",
+        "--entity-type",
+        "clients",
+        "--entity-name",
+        client_id,
+        "--delete-config",
+        "producer_byte_rate,consumer_byte_rate",
+    )
+
+
+def test_a_producer_is_held_to_its_quota_beside_an_unthrottled_one(
+    cluster: ClusterHandle, topic: str
+) -> None:
+    entity = ("--entity-type", "clients", "--entity-name", LIMITED)
+    out = _configs(
+        cluster, "--alter", *entity, "--add-config", f"producer_byte_rate={QUOTA_BYTES_PER_S}"
+    )
+    assert out == f"Completed updating config for client {LIMITED}.\n"
+    described = _configs(cluster, "--describe", *entity)
+    assert described == (
+        f"Quota configs for client-id '{LIMITED}' are producer_byte_rate={QUOTA_BYTES_PER_S}.0\n"
+    )
+    limited, free = _side_by_side(cluster.bootstrap, PRODUCE_S)
+    budget = QUOTA_BYTES_PER_S * BUDGET_WINDOW_S
+    # Held to its quota over the window: Kafka's window grows by up to one sample before the
+    # oldest is dropped, and the requests in flight when it went over are let through.
+    assert limited.delivered_bytes <= budget + QUOTA_BYTES_PER_S + 1024 * 1024, limited
+    assert limited.delivered_bytes >= 0.5 * budget, limited
+    # Told so, and once throttled it runs at about its quota.
+    assert limited.throttle_times_ms, limited
+    assert limited.rate_after_first_throttle() <= 2 * QUOTA_BYTES_PER_S, limited
+    # The unthrottled producer beside it is not slowed to the quota.
+    assert not free.throttle_times_ms
+    assert free.delivered_bytes > 2 * limited.delivered_bytes, (free, limited)
+
+    _configs(cluster, "--alter", *entity, "--delete-config", "producer_byte_rate")
+    assert _configs(cluster, "--describe", *entity) == ""
+    # Lifted within seconds: a new producer of the same client id is not throttled.
+    lifted = Run()
+    _produce(cluster.bootstrap, LIMITED, 2.0, lifted)
+    assert not lifted.throttle_times_ms, lifted
+    assert lifted.delivered_bytes > 3 * QUOTA_BYTES_PER_S * 2.0, lifted
