@@ -33,7 +33,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
         {
             "throttle_time": 0,
             "error_code": ErrorCode.none,
-            "error_message": None,
+            "error_message": "",  # Kafka's default for a success, not null
             "entries": [
                 {
                     "entity": [

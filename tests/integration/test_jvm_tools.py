@@ -212,12 +212,11 @@ def log_dirs_json(text: str, view: ClusterView) -> str:
 
 
 # APIs Kafka 3.9 serves in ZooKeeper mode that our brokers do not (DEVIATIONS.md, "Wire
-# protocol"): delegation tokens and quotas (issue 41).
+# protocol"): delegation tokens (issue 41).
 NOT_IMPLEMENTED = frozenset(
     {
         "CreateDelegationToken", "RenewDelegationToken", "ExpireDelegationToken",
         "DescribeDelegationToken",
-        "DescribeClientQuotas", "AlterClientQuotas",
     }
 )  # fmt: skip
 _API_LINE = re.compile(r"^(\s*)(\w+)\((\d+)\): (.*?)(,?)$")

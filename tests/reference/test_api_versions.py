@@ -5,7 +5,9 @@ Kafka 3.9 serves a few APIs we do not yet (NOT_SERVED, exact: the test fails whe
 served). Where our range still differs from Kafka 3.9's, KNOWN_DIFFERENCES gives our range with
 the reason (DEVIATIONS.md, "Wire protocol"), and the test fails when a listed difference is
 gone, so the list stays exact. The same two clusters then answer DescribeCluster and the
-KIP-848 group APIs, compared field by field.
+KIP-848 group APIs, compared field by field, and take the same client quota alterations: the
+answers, the znodes written, the change notifications and the DescribeClientQuotas answers
+must be Kafka's.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from kazoo.client import KazooClient
 
 from tests.integration.conftest import ClusterHandle
 from tests.integration.wire import WireClient, first_broker
@@ -47,8 +50,6 @@ NOT_SERVED = {
     39: "RenewDelegationToken",
     40: "ExpireDelegationToken",
     41: "DescribeDelegationToken",
-    48: "DescribeClientQuotas",
-    49: "AlterClientQuotas",
 }
 UPDATE_FEATURES = 57
 DESCRIBE_CLUSTER = 60
@@ -244,3 +245,141 @@ def test_finalized_features_and_their_epoch_are_kafkas(clusters: dict[str, Clust
         for impl, a in answers.items()
     }
     assert seen["ours"] == seen["kafka"]
+
+
+# -- client quotas ----------------------------------------------------------------------------
+
+DESCRIBE_CLIENT_QUOTAS = 48
+ALTER_CLIENT_QUOTAS = 49
+QUOTA_ZNODE_ROOTS = ("/config/users", "/config/clients", "/config/ips")
+
+
+def _quota_entry(entity: list[tuple[str, str | None]], *ops: tuple[str, float | None]) -> Any:
+    return {
+        "entity": [{"entity_type": kind, "entity_name": name} for kind, name in entity],
+        "ops": [
+            {"key": key, "value": 0.0 if value is None else value, "remove": value is None}
+            for key, value in ops
+        ],
+    }
+
+
+QUOTA_ALTERATIONS = [
+    _quota_entry(
+        [("client-id", "app")], ("producer_byte_rate", 1048576.0), ("consumer_byte_rate", 2e6)
+    ),
+    _quota_entry([("user", "alice")], ("request_percentage", 50.5)),
+    _quota_entry([("user", "alice"), ("client-id", None)], ("producer_byte_rate", 1000.0)),
+    _quota_entry([("user", None)], ("controller_mutation_rate", 12.5)),
+    _quota_entry([("user", "bob smith@x")], ("producer_byte_rate", 5.0)),
+    _quota_entry([("client-id", None)], ("consumer_byte_rate", 3000.0)),
+    _quota_entry([("ip", "10.0.0.1")], ("connection_creation_rate", 5.0)),
+    _quota_entry([("user", None), ("client-id", None)], ("producer_byte_rate", 7e7)),
+    _quota_entry([("client-id", "c")], ("request_percentage", 1e7)),
+    # Refused, each with Kafka's error and message.
+    _quota_entry([], ("producer_byte_rate", 1.0)),
+    _quota_entry([("user", "")], ("producer_byte_rate", 1.0)),
+    _quota_entry([("client-id", "x")], ("foo", 1.0)),
+    _quota_entry([("client-id", "y")], ("producer_byte_rate", 1.5)),
+    _quota_entry([("user", "carol"), ("ip", "10.0.0.2")], ("producer_byte_rate", 1.0)),
+    _quota_entry([("user", "dave")], ("SCRAM-SHA-256", 1.0)),
+    _quota_entry([("group", "g")], ("producer_byte_rate", 1.0)),
+]
+QUOTA_FOLLOW_UPS = [
+    _quota_entry([("client-id", "app")], ("consumer_byte_rate", None)),
+    _quota_entry([("user", "alice")], ("absent_key", None), ("producer_byte_rate", 9.0)),
+]
+
+
+def _component(kind: str, match_type: int, match: str | None = None) -> dict[str, Any]:
+    return {"entity_type": kind, "match_type": match_type, "match": match}
+
+
+EXACT, DEFAULT, SPECIFIED = 0, 1, 2
+QUOTA_FILTERS = {
+    "everything": ([], False),
+    "users-only": ([_component("user", SPECIFIED)], True),
+    "alice": ([_component("user", EXACT, "alice")], False),
+    "default-client-only": ([_component("client-id", DEFAULT)], True),
+    "defaults-pair": ([_component("user", DEFAULT), _component("client-id", DEFAULT)], True),
+    "ips": ([_component("ip", SPECIFIED)], False),
+    "client-app": ([_component("client-id", EXACT, "app")], True),
+    "user-and-ip": ([_component("user", EXACT, "alice"), _component("ip", SPECIFIED)], False),
+    "custom-type": ([_component("group", SPECIFIED)], False),
+    "duplicate": ([_component("user", SPECIFIED), _component("user", DEFAULT)], False),
+}
+
+
+def _entity_key(entity: Any) -> tuple[tuple[str, str | None], ...]:
+    return tuple(sorted(((e.entity_type, e.entity_name) for e in entity), key=repr))
+
+
+def _alter_view(response: Any) -> list[Any]:
+    # Kafka answers in a hash map's order: compared as sorted.
+    return sorted(
+        ((_entity_key(e.entity), int(e.error_code), e.error_message) for e in response.entries),
+        key=repr,
+    )
+
+
+def _describe_view(response: Any) -> Any:
+    entries = None
+    if response.entries is not None:
+        entries = sorted(
+            ((_entity_key(e.entity), sorted((v.key, float(v.value)) for v in e.values))
+             for e in response.entries),
+            key=repr,
+        )  # fmt: skip
+    return int(response.error_code), response.error_message, entries
+
+
+def _quota_znodes(cluster: ClusterHandle) -> dict[str, bytes]:
+    """Every znode under the quota roots, and the change notifications' data in order."""
+    client = KazooClient(hosts=cluster.zk_connect)
+    client.start(timeout=30)
+    try:
+        found: dict[str, bytes] = {}
+        pending = [root for root in QUOTA_ZNODE_ROOTS if client.exists(root)]
+        while pending:
+            path = pending.pop()
+            for child in client.get_children(path):
+                child_path = f"{path}/{child}"
+                found[child_path] = client.get(child_path)[0]
+                pending.append(child_path)
+        changes = sorted(client.get_children("/config/changes"))
+        for index, name in enumerate(changes):
+            found[f"/config/changes[{index}]"] = client.get(f"/config/changes/{name}")[0]
+        return found
+    finally:
+        client.stop()
+        client.close()
+
+
+def test_client_quotas_are_stored_and_described_as_kafka_does(
+    clusters: dict[str, ClusterHandle],
+) -> None:
+    altered = _answers(
+        clusters, ALTER_CLIENT_QUOTAS, 1, {"entries": QUOTA_ALTERATIONS, "validate_only": False}
+    )
+    assert _alter_view(altered["ours"]) == _alter_view(altered["kafka"])
+    assert sum(int(e.error_code) == 0 for e in altered["kafka"].entries) == 9
+    validated = _answers(
+        clusters,
+        ALTER_CLIENT_QUOTAS,
+        0,
+        {"entries": [_quota_entry([("client-id", "z")], ("producer_byte_rate", 1.0))],
+         "validate_only": True},
+    )  # fmt: skip
+    assert _alter_view(validated["ours"]) == _alter_view(validated["kafka"])
+    followed = _answers(
+        clusters, ALTER_CLIENT_QUOTAS, 1, {"entries": QUOTA_FOLLOW_UPS, "validate_only": False}
+    )
+    assert _alter_view(followed["ours"]) == _alter_view(followed["kafka"])
+    znodes = {impl: _quota_znodes(cluster) for impl, cluster in clusters.items()}
+    assert znodes["ours"] == znodes["kafka"]
+    for name, (components, strict) in QUOTA_FILTERS.items():
+        fields = {"components": components, "strict": strict}
+        for version in (0, 1):
+            described = _answers(clusters, DESCRIBE_CLIENT_QUOTAS, version, fields)
+            views = {impl: _describe_view(answer) for impl, answer in described.items()}
+            assert views["ours"] == views["kafka"], f"{name} v{version}"
