@@ -39,6 +39,7 @@ from broker.metrics.sources import (
 )
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import ApiSpec, Registry
+from broker.quotas.manager import now_ms
 from controller.stats import Timer
 
 if TYPE_CHECKING:
@@ -176,6 +177,17 @@ class Snapshot:
     # None where no meter runs (a snapshot taken without the endpoint).
     loop_idle: LoopIdle | None = None
     failed_isr_updates: int = 0
+    # (resource, user, client id, byte rate, average throttle time) per client quota sensor.
+    quota_samples: list[tuple[str, str, str, float, float]] = field(default_factory=list)
+
+
+def _quota_samples(services: MetricsServices) -> list[tuple[str, str, str, float, float]]:
+    now = now_ms()
+    return [
+        (manager.quota_type.value, user, client_id, byte_rate, throttle_time)
+        for manager in (services.quotas.produce, services.quotas.fetch)
+        for user, client_id, byte_rate, throttle_time in manager.snapshot(now)
+    ]
 
 
 def take_snapshot(services: MetricsServices, loop_idle: LoopIdle | None = None) -> Snapshot:
@@ -232,6 +244,7 @@ def take_snapshot(services: MetricsServices, loop_idle: LoopIdle | None = None) 
         request_queue_size(services),
         loop_idle,
         isr_writer.failed if isr_writer is not None else 0,
+        _quota_samples(services),
     )
 
 
@@ -260,6 +273,26 @@ class _SnapshotCollector:
             counters.zookeeper_session_fences,
             counters.zookeeper_fenced,
         )
+        yield from _quota_metrics(snapshot.quota_samples)
+
+
+def _quota_metrics(samples: list[tuple[str, str, str, float, float]]) -> Iterator[Metric]:
+    """Kafka's kafka.server:type=Produce|Fetch,user=U,client-id=C byte-rate and
+    throttle-time, as the JMX exporter's quota rule names them."""
+    labels = ["resource", "user", "clientId"]
+    byte_rate = GaugeMetricFamily(
+        "kafka_server_quota_byte_rate", "Tracking byte-rate per user/client-id", labels=labels
+    )
+    throttle_time = GaugeMetricFamily(
+        "kafka_server_quota_throttle_time",
+        "Tracking average throttle-time per user/client-id",
+        labels=labels,
+    )
+    for resource, user, client_id, rate, throttle in samples:
+        byte_rate.add_metric([resource, user, client_id], rate)
+        throttle_time.add_metric([resource, user, client_id], throttle)
+    yield byte_rate
+    yield throttle_time
 
 
 def render(snapshot: Snapshot) -> bytes:

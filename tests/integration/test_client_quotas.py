@@ -16,11 +16,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
 from tests.integration.conftest import ClusterHandle
+from tests.integration.metrics_scrape import scrape, value
 from tests.integration.tool_cli import ok, run_tool
 
 TOPIC = "client-quotas"
@@ -162,11 +163,79 @@ def test_a_producer_is_held_to_its_quota_beside_an_unthrottled_one(
     # The unthrottled producer beside it is not slowed to the quota.
     assert not free.throttle_times_ms
     assert free.delivered_bytes > 2 * limited.delivered_bytes, (free, limited)
+    # The leader's metrics show the throttling under Kafka's names (no user: client-id quota).
+    labels = {"resource": "Produce", "user": "", "clientId": LIMITED}
+    quota_samples = [scrape(cluster, broker_id) for broker_id in cluster.broker_ids]
+    throttles = [value(s, "kafka_server_quota_throttle_time", **labels) for s in quota_samples]
+    rates = [value(s, "kafka_server_quota_byte_rate", **labels) for s in quota_samples]
+    assert max(throttles) > 0, throttles
+    assert 0 < max(rates) <= 2 * QUOTA_BYTES_PER_S, rates
 
     _configs(cluster, "--alter", *entity, "--delete-config", "producer_byte_rate")
     assert _configs(cluster, "--describe", *entity) == ""
     # Lifted within seconds: a new producer of the same client id is not throttled.
     lifted = Run()
     _produce(cluster.bootstrap, LIMITED, 2.0, lifted)
+    assert not lifted.throttle_times_ms, lifted
+    assert lifted.delivered_bytes > 3 * QUOTA_BYTES_PER_S * 2.0, lifted
+
+
+def _consume(bootstrap: str, client_id: str, seconds: float, run: Run) -> None:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "client.id": client_id,
+            "group.id": f"{client_id}-group",
+            "enable.auto.commit": False,
+            "throttle_cb": lambda event: _throttled(run, event.throttle_time),
+        }
+    )
+    consumer.assign([TopicPartition(TOPIC, 0, OFFSET_BEGINNING)])
+    end = run.end = time.monotonic() + seconds
+    try:
+        while (now := time.monotonic()) < end:
+            message = consumer.poll(min(0.2, end - now))
+            if message is not None and message.error() is None:
+                run.delivered_bytes += len(message.value() or b"")
+                run.delivered_at.append(time.monotonic())
+    finally:
+        consumer.close()
+
+
+def test_a_consumer_is_held_to_its_quota_beside_an_unthrottled_one(
+    cluster: ClusterHandle, topic: str
+) -> None:
+    # Enough data that an unthrottled consumer reads well past the quota's window budget.
+    topped_up = Producer({"bootstrap.servers": cluster.bootstrap, "client.id": FREE})
+    for _ in range(3000):
+        while True:
+            try:
+                topped_up.produce(TOPIC, PAYLOAD, partition=0)
+                break
+            except BufferError:
+                topped_up.poll(0.05)
+    assert topped_up.flush(60) == 0
+    entity = ("--entity-type", "clients", "--entity-name", CONSUMER)
+    _configs(cluster, "--alter", *entity, "--add-config", f"consumer_byte_rate={QUOTA_BYTES_PER_S}")
+    limited, free = Run(), Run()
+    threads = [
+        threading.Thread(target=_consume, args=(cluster.bootstrap, CONSUMER, PRODUCE_S, limited)),
+        threading.Thread(target=_consume, args=(cluster.bootstrap, FREE, PRODUCE_S, free)),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(PRODUCE_S + 30)
+    budget = QUOTA_BYTES_PER_S * BUDGET_WINDOW_S
+    # One fetch (up to max.partition.fetch.bytes, 1 MiB) may take it over, as in Kafka.
+    assert limited.delivered_bytes <= budget + QUOTA_BYTES_PER_S + 1024 * 1024, limited
+    assert limited.delivered_bytes >= 0.5 * budget, limited
+    assert limited.throttle_times_ms, limited
+    assert not free.throttle_times_ms
+    assert free.delivered_bytes > 2 * limited.delivered_bytes, (free, limited)
+
+    _configs(cluster, "--alter", *entity, "--delete-config", "consumer_byte_rate")
+    lifted = Run()
+    _consume(cluster.bootstrap, CONSUMER, 2.0, lifted)
     assert not lifted.throttle_times_ms, lifted
     assert lifted.delivered_bytes > 3 * QUOTA_BYTES_PER_S * 2.0, lifted
