@@ -252,6 +252,12 @@ def test_finalized_features_and_their_epoch_are_kafkas(clusters: dict[str, Clust
 DESCRIBE_CLIENT_QUOTAS = 48
 ALTER_CLIENT_QUOTAS = 49
 QUOTA_ZNODE_ROOTS = ("/config/users", "/config/clients", "/config/ips")
+QUOTA_KEYS = (
+    "producer_byte_rate",
+    "consumer_byte_rate",
+    "request_percentage",
+    "controller_mutation_rate",
+)
 
 
 def _quota_entry(entity: list[tuple[str, str | None]], *ops: tuple[str, float | None]) -> Any:
@@ -333,8 +339,19 @@ def _describe_view(response: Any) -> Any:
     return int(response.error_code), response.error_message, entries
 
 
-def _quota_znodes(cluster: ClusterHandle) -> dict[str, bytes]:
-    """Every znode under the quota roots, and the change notifications' data in order."""
+def _config_changes(cluster: ClusterHandle) -> set[str]:
+    client = KazooClient(hosts=cluster.zk_connect)
+    client.start(timeout=30)
+    try:
+        return set(client.get_children("/config/changes"))
+    finally:
+        client.stop()
+        client.close()
+
+
+def _quota_znodes(cluster: ClusterHandle, earlier_changes: set[str]) -> dict[str, bytes]:
+    """Every znode under the quota roots, and the data of the change notifications made
+    since `earlier_changes`, in order (the clusters are shared with other modules)."""
     client = KazooClient(hosts=cluster.zk_connect)
     client.start(timeout=30)
     try:
@@ -346,7 +363,7 @@ def _quota_znodes(cluster: ClusterHandle) -> dict[str, bytes]:
                 child_path = f"{path}/{child}"
                 found[child_path] = client.get(child_path)[0]
                 pending.append(child_path)
-        changes = sorted(client.get_children("/config/changes"))
+        changes = sorted(set(client.get_children("/config/changes")) - earlier_changes)
         for index, name in enumerate(changes):
             found[f"/config/changes[{index}]"] = client.get(f"/config/changes/{name}")[0]
         return found
@@ -355,9 +372,38 @@ def _quota_znodes(cluster: ClusterHandle) -> dict[str, bytes]:
         client.close()
 
 
+def _remove_quotas(clusters: dict[str, ClusterHandle]) -> None:
+    """Every quota the test set, removed as a user would (so each broker drops it), then the
+    emptied znodes Kafka keeps: the clusters are shared with other modules."""
+    keys = [*QUOTA_KEYS, "connection_creation_rate"]
+    entries = [
+        {**entry, "ops": [{"key": key, "value": 0.0, "remove": True} for key in keys]}
+        for entry in QUOTA_ALTERATIONS[:9]
+    ]
+    _answers(clusters, ALTER_CLIENT_QUOTAS, 1, {"entries": entries, "validate_only": False})
+    for cluster in clusters.values():
+        client = KazooClient(hosts=cluster.zk_connect)
+        client.start(timeout=30)
+        try:
+            for root in QUOTA_ZNODE_ROOTS:
+                for child in client.get_children(root) if client.exists(root) else []:
+                    client.delete(f"{root}/{child}", recursive=True)
+        finally:
+            client.stop()
+            client.close()
+
+
 def test_client_quotas_are_stored_and_described_as_kafka_does(
     clusters: dict[str, ClusterHandle],
 ) -> None:
+    try:
+        _compare_client_quotas(clusters)
+    finally:
+        _remove_quotas(clusters)
+
+
+def _compare_client_quotas(clusters: dict[str, ClusterHandle]) -> None:
+    earlier = {impl: _config_changes(cluster) for impl, cluster in clusters.items()}
     altered = _answers(
         clusters, ALTER_CLIENT_QUOTAS, 1, {"entries": QUOTA_ALTERATIONS, "validate_only": False}
     )
@@ -375,7 +421,7 @@ def test_client_quotas_are_stored_and_described_as_kafka_does(
         clusters, ALTER_CLIENT_QUOTAS, 1, {"entries": QUOTA_FOLLOW_UPS, "validate_only": False}
     )
     assert _alter_view(followed["ours"]) == _alter_view(followed["kafka"])
-    znodes = {impl: _quota_znodes(cluster) for impl, cluster in clusters.items()}
+    znodes = {impl: _quota_znodes(cluster, earlier[impl]) for impl, cluster in clusters.items()}
     assert znodes["ours"] == znodes["kafka"]
     for name, (components, strict) in QUOTA_FILTERS.items():
         fields = {"components": components, "strict": strict}
