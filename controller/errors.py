@@ -55,4 +55,8 @@ class ApiError(Exception):
         self.message = message
 
     def to_topic_error(self) -> TopicError:
+        # Kafka's ApiError.fromThrowable sends no message with UNKNOWN_SERVER_ERROR (its
+        # AdminOperationExceptions, e.g. brokers partly without racks): nothing internal leaks.
+        if self.error_code == UNKNOWN_SERVER_ERROR:
+            return TopicError(self.error_code)
         return TopicError(self.error_code, self.message)

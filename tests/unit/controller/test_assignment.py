@@ -25,6 +25,7 @@ from controller.errors import (
     INVALID_TOPIC_EXCEPTION,
     UNKNOWN_SERVER_ERROR,
     ApiError,
+    TopicError,
 )
 from controller.topic_creation import NewTopic, plan_new_topic
 
@@ -292,4 +293,5 @@ def test_create_topics_places_across_the_live_brokers_racks() -> None:
     with pytest.raises(ApiError) as raised:
         plan_new_topic(NewTopic("t", 3, 3), (), (), list(partial), ControllerConfig(),
                        broker_racks=partial)  # fmt: skip
-    assert raised.value.error_code == UNKNOWN_SERVER_ERROR
+    # As Kafka's ApiError.fromThrowable: UNKNOWN_SERVER_ERROR goes out without its message.
+    assert raised.value.to_topic_error() == TopicError(UNKNOWN_SERVER_ERROR)
