@@ -579,7 +579,12 @@ class ReplicaManager:
             current, error = self._leader(topic, partition, current_leader_epoch)
         if current is None:
             return ReadResult(error)
-        if client_metadata is not None and current.is_leader and self.replica_selector_enabled:
+        if (
+            client_metadata is not None
+            and client_metadata.rack_id  # without one, Kafka's selector keeps the leader
+            and current.is_leader
+            and self.replica_selector_enabled
+        ):
             preferred = preferred_read_replica(
                 current, client_metadata.rack_id, fetch_offset, _now_ms(), self.broker_racks()
             )
