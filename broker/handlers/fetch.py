@@ -37,7 +37,7 @@ from broker.network.context import RequestContext
 from broker.protocol import adapter, fetch_encoding
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
-from broker.quotas.throttle import consumer_fetch_throttle_time_ms
+from broker.quotas.throttle import consumer_fetch_max_bytes, consumer_fetch_throttle_time_ms
 from broker.replication.delayed_fetch import (
     DelayedFetch,
     FetchPartitionStatus,
@@ -417,9 +417,12 @@ async def _read_all(
     read_committed = _read_committed(request)  # once, not per partition
     client_metadata = client_metadata_of(request, context.api_version)
     zero_copy_min_bytes = _zero_copy_min_bytes(context)
-    # fetch.max.bytes caps what one response may hold, whatever the client asks (KIP-541).
+    # fetch.max.bytes caps what one response may hold, whatever the client asks (KIP-541);
+    # a consumer's quota too, so that no fetch is bound to be throttled.
     budget_bytes = min(
-        getattr(request, "max_bytes", 0x7FFFFFFF), context.services.config["fetch.max.bytes"]
+        getattr(request, "max_bytes", 0x7FFFFFFF),
+        context.services.config["fetch.max.bytes"],
+        consumer_fetch_max_bytes(context) if replica_id < 0 else 0x7FFFFFFF,
     )
     statuses = parked[1].status_by_key() if parked is not None else {}
     refused = _refused_topics(context, names, replica_id)

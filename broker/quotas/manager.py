@@ -264,6 +264,7 @@ class ClientQuotas:
         self, kafka_zk: KafkaZk, window: QuotaWindow, controller_window: QuotaWindow
     ) -> None:
         self._kafka_zk = kafka_zk
+        self._refreshing: set[asyncio.Task[None]] = set()
         self.managers = {
             QuotaType.PRODUCE: ClientQuotaManager(QuotaType.PRODUCE, window),
             QuotaType.FETCH: ClientQuotaManager(QuotaType.FETCH, window),
@@ -293,9 +294,12 @@ class ClientQuotas:
         self._schedule(CLIENTS, entity_path)
 
     def _schedule(self, entity_type: str, name: str) -> None:
-        asyncio.get_running_loop().create_task(
+        task = asyncio.get_running_loop().create_task(
             self._refresh_logged(entity_type, name), name=f"quota-{entity_type}-{name}"
         )
+        # Held until done: the loop keeps only a weak reference to a task.
+        self._refreshing.add(task)
+        task.add_done_callback(self._refreshing.discard)
 
     async def _refresh_logged(self, entity_type: str, name: str) -> None:
         try:

@@ -11,6 +11,8 @@ from broker.quotas.manager import ClientQuotaManager, now_ms, sanitize, user_nam
 if TYPE_CHECKING:
     from broker.network.context import RequestContext
 
+INT32_MAX = 0x7FFFFFFF
+
 
 class ChannelThrottle:
     """One connection's mute: the connection waits on it before reading its next request."""
@@ -78,3 +80,14 @@ def produce_throttle_time_ms(context: RequestContext) -> int:
         context.request_size_bytes,
         context.throttle,
     )
+
+
+def consumer_fetch_max_bytes(context: RequestContext) -> int:
+    """The most a consumer's fetch may return: what its quota allows over the window, so that
+    one fetch is never throttled whatever came before (Kafka's getMaxValueInQuotaWindow)."""
+    manager = context.services.quotas.fetch
+    if not manager.enabled:
+        return INT32_MAX
+    user = sanitize(user_name(context.principal))
+    allowed = manager.max_value_in_quota_window(user, context.header.client_id or "", now_ms())
+    return int(min(allowed, INT32_MAX))

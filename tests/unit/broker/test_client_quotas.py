@@ -3,6 +3,7 @@ the eight kinds of quota entity apply (broker/quotas)."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 
 import pytest
@@ -11,6 +12,7 @@ from broker.quotas.admin import java_double_text
 from broker.quotas.manager import (
     DEFAULT,
     ClientQuotaManager,
+    ClientQuotas,
     QuotaEntity,
     QuotaOverrides,
     QuotaType,
@@ -175,3 +177,48 @@ def test_doubles_are_written_as_java_does() -> None:
     assert java_double_text(1e7) == "1.0E7"
     assert java_double_text(12345678.0) == "1.2345678E7"
     assert java_double_text(0.0001) == "1.0E-4"
+
+
+class _FakeZk:
+    """/config/<type>/<name> configs, as KafkaZk's get_entity_names/get_entity_config read them."""
+
+    def __init__(self, configs: dict[str, dict[str, str]]) -> None:
+        self.configs = configs
+
+    async def get_entity_names(self, entity_type: str) -> list[str]:
+        prefix = f"{entity_type}/"
+        return sorted(
+            {p[len(prefix) :].split("/")[0] for p in self.configs if p.startswith(prefix)}
+        )
+
+    async def get_entity_config(self, entity_type: str, name: str) -> dict[str, str]:
+        return dict(self.configs.get(f"{entity_type}/{name}", {}))
+
+
+def test_every_quota_znode_is_read_at_start_up_and_again_when_notified() -> None:
+    zk = _FakeZk(
+        {
+            "users/alice": {"SCRAM-SHA-256": "salt=...", "producer_byte_rate": "100"},
+            "users/alice/clients/app": {"consumer_byte_rate": "200"},
+            "users/<default>/clients/<default>": {"producer_byte_rate": "300"},
+            "clients/app": {"request_percentage": "12.5"},
+        }
+    )
+
+    async def scenario() -> None:
+        quotas = ClientQuotas(zk, WINDOW, WINDOW)  # type: ignore[arg-type]
+        await quotas.load_all()
+        produce = quotas.produce.overrides.quotas
+        assert produce == {QuotaEntity("alice", None): 100.0, QuotaEntity(DEFAULT, DEFAULT): 300.0}
+        assert quotas.fetch.overrides.quotas == {QuotaEntity("alice", "app"): 200.0}
+        request = quotas.managers[QuotaType.REQUEST].overrides.quotas
+        assert request == {QuotaEntity(None, "app"): 12.5}
+        zk.configs["users/alice/clients/app"] = {}
+        zk.configs["clients/app"] = {"consumer_byte_rate": "5"}
+        quotas.on_user_changed("alice/clients/app")
+        quotas.on_client_changed("app")
+        await asyncio.sleep(0.01)
+        assert quotas.fetch.overrides.quotas == {QuotaEntity(None, "app"): 5.0}
+        assert quotas.managers[QuotaType.REQUEST].overrides.quotas == {}
+
+    asyncio.run(scenario())
