@@ -11,17 +11,16 @@ The quotas are removed at the end and their znodes deleted, leaving the cluster 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
 from tests.integration.conftest import ClusterHandle
 from tests.integration.metrics_scrape import scrape, value
+from tests.integration.quota_clients import PAYLOAD, Run, consume, produce
 from tests.integration.tool_cli import ok, run_tool
 
 TOPIC = "client-quotas"
@@ -32,68 +31,13 @@ QUOTA_BYTES_PER_S = 1_048_576
 # Kafka's default quota windows: the rate is measured over at least (11 - 1) windows of 1 s.
 BUDGET_WINDOW_S = 10
 PRODUCE_S = 4.0
-PAYLOAD = b"q" * 10_000
-
-
-@dataclass
-class Run:
-    delivered_bytes: int = 0
-    throttle_times_ms: list[int] = field(default_factory=list)
-    # When each delivery and each throttle was reported (time.monotonic()).
-    delivered_at: list[float] = field(default_factory=list)
-    throttled_at: list[float] = field(default_factory=list)
-    end: float = 0.0
-
-    def rate_after_first_throttle(self) -> float:
-        """Bytes per second delivered from the first throttle to the end."""
-        start = self.throttled_at[0]
-        delivered = sum(len(PAYLOAD) for at in self.delivered_at if at > start)
-        return delivered / (self.end - start)
-
-
-def _produce(bootstrap: str, client_id: str, seconds: float, run: Run) -> None:
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "client.id": client_id,
-            "acks": 1,
-            "linger.ms": 5,
-            "batch.size": 65536,  # requests small against the quota
-            "queue.buffering.max.kbytes": 1024,
-            "throttle_cb": lambda event: _throttled(run, event.throttle_time),
-        }
-    )
-
-    end = run.end = time.monotonic() + seconds
-
-    def delivered(error: object, message: object) -> None:
-        # Only what was acknowledged in time counts: the rest waits out throttles.
-        now = time.monotonic()
-        if error is None and now <= end:
-            run.delivered_bytes += len(PAYLOAD)
-            run.delivered_at.append(now)
-
-    while time.monotonic() < end:
-        try:
-            producer.produce(TOPIC, PAYLOAD, partition=0, on_delivery=delivered)
-        except BufferError:
-            producer.poll(0.01)
-        producer.poll(0)
-    producer.purge(in_queue=True)
-    producer.flush(5)
-
-
-def _throttled(run: Run, throttle_time_s: float) -> None:
-    if throttle_time_s > 0:
-        run.throttle_times_ms.append(round(throttle_time_s * 1000))
-        run.throttled_at.append(time.monotonic())
 
 
 def _side_by_side(bootstrap: str, seconds: float) -> tuple[Run, Run]:
     limited, free = Run(), Run()
     threads = [
-        threading.Thread(target=_produce, args=(bootstrap, LIMITED, seconds, limited)),
-        threading.Thread(target=_produce, args=(bootstrap, FREE, seconds, free)),
+        threading.Thread(target=produce, args=(bootstrap, TOPIC, LIMITED, seconds, limited)),
+        threading.Thread(target=produce, args=(bootstrap, TOPIC, FREE, seconds, free)),
     ]
     for thread in threads:
         thread.start()
@@ -175,31 +119,9 @@ def test_a_producer_is_held_to_its_quota_beside_an_unthrottled_one(
     assert _configs(cluster, "--describe", *entity) == ""
     # Lifted within seconds: a new producer of the same client id is not throttled.
     lifted = Run()
-    _produce(cluster.bootstrap, LIMITED, 2.0, lifted)
+    produce(cluster.bootstrap, TOPIC, LIMITED, 2.0, lifted)
     assert not lifted.throttle_times_ms, lifted
     assert lifted.delivered_bytes > 3 * QUOTA_BYTES_PER_S * 2.0, lifted
-
-
-def _consume(bootstrap: str, client_id: str, seconds: float, run: Run) -> None:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "client.id": client_id,
-            "group.id": f"{client_id}-group",
-            "enable.auto.commit": False,
-            "throttle_cb": lambda event: _throttled(run, event.throttle_time),
-        }
-    )
-    consumer.assign([TopicPartition(TOPIC, 0, OFFSET_BEGINNING)])
-    end = run.end = time.monotonic() + seconds
-    try:
-        while (now := time.monotonic()) < end:
-            message = consumer.poll(min(0.2, end - now))
-            if message is not None and message.error() is None:
-                run.delivered_bytes += len(message.value() or b"")
-                run.delivered_at.append(time.monotonic())
-    finally:
-        consumer.close()
 
 
 def test_a_consumer_is_held_to_its_quota_beside_an_unthrottled_one(
@@ -219,8 +141,10 @@ def test_a_consumer_is_held_to_its_quota_beside_an_unthrottled_one(
     _configs(cluster, "--alter", *entity, "--add-config", f"consumer_byte_rate={QUOTA_BYTES_PER_S}")
     limited, free = Run(), Run()
     threads = [
-        threading.Thread(target=_consume, args=(cluster.bootstrap, CONSUMER, PRODUCE_S, limited)),
-        threading.Thread(target=_consume, args=(cluster.bootstrap, FREE, PRODUCE_S, free)),
+        threading.Thread(
+            target=consume, args=(cluster.bootstrap, TOPIC, CONSUMER, PRODUCE_S, limited)
+        ),
+        threading.Thread(target=consume, args=(cluster.bootstrap, TOPIC, FREE, PRODUCE_S, free)),
     ]
     for thread in threads:
         thread.start()
@@ -236,6 +160,6 @@ def test_a_consumer_is_held_to_its_quota_beside_an_unthrottled_one(
 
     _configs(cluster, "--alter", *entity, "--delete-config", "consumer_byte_rate")
     lifted = Run()
-    _consume(cluster.bootstrap, CONSUMER, 2.0, lifted)
+    consume(cluster.bootstrap, TOPIC, CONSUMER, 2.0, lifted)
     assert not lifted.throttle_times_ms, lifted
     assert lifted.delivered_bytes > 3 * QUOTA_BYTES_PER_S * 2.0, lifted

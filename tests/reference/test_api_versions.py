@@ -15,9 +15,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
 from tests.integration.conftest import ClusterHandle
+from tests.integration.quota_clients import Run, produce
 from tests.integration.wire import WireClient, first_broker
 from tests.reference.conftest import OneBroker
 
@@ -381,6 +383,10 @@ def _remove_quotas(clusters: dict[str, ClusterHandle]) -> None:
         for entry in QUOTA_ALTERATIONS[:9]
     ]
     _answers(clusters, ALTER_CLIENT_QUOTAS, 1, {"entries": entries, "validate_only": False})
+    _delete_quota_znodes(clusters)
+
+
+def _delete_quota_znodes(clusters: dict[str, ClusterHandle]) -> None:
     for cluster in clusters.values():
         client = KazooClient(hosts=cluster.zk_connect)
         client.start(timeout=30)
@@ -429,3 +435,49 @@ def _compare_client_quotas(clusters: dict[str, ClusterHandle]) -> None:
             described = _answers(clusters, DESCRIBE_CLIENT_QUOTAS, version, fields)
             views = {impl: _describe_view(answer) for impl, answer in described.items()}
             assert views["ours"] == views["kafka"], f"{name} v{version}"
+
+
+QUOTA_TOPIC = "api-versions-quota"
+QUOTA_CLIENT = "api-versions-quota-producer"
+QUOTA_BYTES_PER_S = 1_048_576
+QUOTA_PRODUCE_S = 4.0
+
+
+def test_a_producer_is_held_to_its_quota_as_by_kafka(clusters: dict[str, ClusterHandle]) -> None:
+    """The same 1 MiB/s producer_byte_rate on each: a producer running flat out for 4 s gets
+    through about the same bytes (Kafka's window lets 10 s worth through at once, then holds
+    it back) and is told to back off."""
+    runs: dict[str, Run] = {}
+    entity = [("client-id", QUOTA_CLIENT)]
+    try:
+        for impl, cluster in clusters.items():
+            admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+            for future in admin.create_topics([NewTopic(QUOTA_TOPIC, 1, 1)]).values():
+                future.result(30)
+            with WireClient.to(first_broker(cluster)) as client:
+                answer = client.request(
+                    ALTER_CLIENT_QUOTAS,
+                    1,
+                    {
+                        "entries": [
+                            _quota_entry(entity, ("producer_byte_rate", QUOTA_BYTES_PER_S))
+                        ],
+                        "validate_only": False,
+                    },
+                )
+            assert int(answer.entries[0].error_code) == 0
+            runs[impl] = Run()
+            produce(cluster.bootstrap, QUOTA_TOPIC, QUOTA_CLIENT, QUOTA_PRODUCE_S, runs[impl])
+    finally:
+        removal = _quota_entry(entity, ("producer_byte_rate", None))
+        _answers(clusters, ALTER_CLIENT_QUOTAS, 1, {"entries": [removal], "validate_only": False})
+        _delete_quota_znodes(clusters)
+    ours, kafka = runs["ours"], runs["kafka"]
+    window_budget = QUOTA_BYTES_PER_S * 11
+    for run in (ours, kafka):
+        assert 0.5 * window_budget <= run.delivered_bytes <= window_budget + 1024 * 1024, run
+        assert run.throttle_times_ms, run
+    assert abs(ours.delivered_bytes - kafka.delivered_bytes) <= 0.2 * kafka.delivered_bytes, (
+        ours.delivered_bytes,
+        kafka.delivered_bytes,
+    )
