@@ -69,6 +69,7 @@ from broker.security import sasl_config
 from broker.security.acl import AuthorizerSettings
 from broker.security.authorizer import AclAuthorizer, parse_super_users
 from broker.security.credentials import ScramCredentials
+from broker.security.delegation_tokens import DelegationTokenManager, TokenSettings
 from broker.security.zk_client_security import zk_client_security
 from broker.services import (
     CurrentConfig,
@@ -132,6 +133,9 @@ class KafkaServer:
                 config["controller.quota.window.size.seconds"] * 1000,
             ),
         )
+        self.delegation_tokens = DelegationTokenManager(
+            self.kafka_zk, self.zk_client, TokenSettings.from_config(config)
+        )
         # None: no authorizer configured, every request is allowed (Kafka's default).
         self.authorizer = (
             AclAuthorizer(
@@ -147,7 +151,10 @@ class KafkaServer:
         # SASL listener name -> its mechanisms and users.
         self.sasl_listeners: dict[str, ListenerSasl] = {
             endpoint.listener_name: sasl_config.listener_settings(
-                config, endpoint.listener_name, self.scram_credentials.lookup
+                config,
+                endpoint.listener_name,
+                self.scram_credentials.lookup,
+                self.delegation_tokens.scram_credential,
             )
             for endpoint in config.listeners
             if config.security_protocol(endpoint.listener_name) in SASL_PROTOCOLS
@@ -302,6 +309,7 @@ class KafkaServer:
             metadata_cache=self.metadata_cache,
             metadata_changes=self.metadata_changes,
             finalized_features=self.finalized_features,
+            delegation_tokens=self.delegation_tokens,
             peers=self.peers,
             group_coordinator=self.group_coordinator,
             transaction_coordinator=self.transaction_coordinator,
@@ -345,6 +353,7 @@ class KafkaServer:
             await self.authorizer.start()  # before the listeners: no request goes unchecked
         if self.sasl_listeners:
             await self.scram_credentials.load_all()  # after the watch: no change is missed
+        await self.delegation_tokens.start()
         await self.finalized_features.start()
         await self.quotas.load_all()  # likewise
         await self.cluster_watch.start()
@@ -420,7 +429,23 @@ class KafkaServer:
             ),
             asyncio.create_task(self._cleaner_loop(), name="log-cleaner"),
         ]
+        if self.delegation_tokens.enabled:
+            # Kafka's controller sweeps expired tokens ("delete-expired-tokens").
+            self._background.append(
+                asyncio.create_task(
+                    every(
+                        self.delegation_tokens.settings.expiry_check_interval_ms,
+                        self._expire_delegation_tokens,
+                        "removing expired delegation tokens",
+                    ),
+                    name="delegation-token-expiry",
+                )
+            )
         log.info("broker %d started (cluster id %s)", self.broker_id, self.cluster_id)
+
+    async def _expire_delegation_tokens(self) -> None:
+        if self.controller.is_active:
+            await self.delegation_tokens.expire_tokens()
 
     def _registration(self) -> BrokerRegistration:
         endpoints = self.config.advertised_listeners

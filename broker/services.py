@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from broker.replication.replica_manager import ReplicaManager
     from broker.security.authorizer import AclAuthorizer
     from broker.security.credentials import ScramCredentials
+    from broker.security.delegation_tokens import DelegationTokenManager
     from controller.config import ControllerConfig
     from controller.controller import Controller
     from zk.client import ZkClient
@@ -171,6 +172,7 @@ class HandlerServices:
     scram_credentials: ScramCredentials
     # Client quotas: Produce and Fetch count against them; Describe/AlterClientQuotas.
     quotas: ClientQuotas
+    delegation_tokens: DelegationTokenManager
 
     @property
     def config(self) -> KafkaConfig:

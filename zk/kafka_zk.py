@@ -38,6 +38,9 @@ from zk.znodes import (
     ConfigEntityZNode,
     ControllerEpochZNode,
     ControllerZNode,
+    DelegationTokenChangeNotificationSequenceZNode,
+    DelegationTokenInfo,
+    DelegationTokenInfoZNode,
     DeleteTopicsTopicZNode,
     DeleteTopicsZNode,
     FeatureZNode,
@@ -425,6 +428,40 @@ class KafkaZk(ReassignmentZkMixin, LogDirZkMixin):
         await self.client.create(
             ConfigEntityChangeNotificationSequenceZNode.create_path(),
             ConfigEntityChangeNotificationSequenceZNode.encode(f"{entity_type}/{entity_name}"),
+            sequence=True,
+            makepath=True,
+        )
+
+    # ------------------------------------------------------------ delegation tokens
+
+    async def create_delegation_token_paths(self) -> None:
+        await asyncio.gather(
+            self.client.ensure_path(DelegationTokenInfoZNode.tokens_path()),
+            self.client.ensure_path(DelegationTokenChangeNotificationSequenceZNode.directory()),
+        )
+
+    async def get_delegation_token_ids(self) -> list[str]:
+        return await self.client.get_children(DelegationTokenInfoZNode.tokens_path()) or []
+
+    async def get_delegation_token(self, token_id: str) -> DelegationTokenInfo | None:
+        found = await self.client.get(DelegationTokenInfoZNode.path(token_id))
+        if found is None or not found[0]:
+            return None
+        return DelegationTokenInfoZNode.decode(found[0])
+
+    async def set_or_create_delegation_token(self, token: DelegationTokenInfo) -> None:
+        await self._set_or_create(
+            DelegationTokenInfoZNode.path(token.token_id), DelegationTokenInfoZNode.encode(token)
+        )
+
+    async def delete_delegation_token(self, token_id: str) -> None:
+        with contextlib.suppress(NoNodeError):
+            await self.client.delete(DelegationTokenInfoZNode.path(token_id))
+
+    async def create_token_change_notification(self, token_id: str) -> None:
+        await self.client.create(
+            DelegationTokenChangeNotificationSequenceZNode.create_path(),
+            DelegationTokenChangeNotificationSequenceZNode.encode(token_id),
             sequence=True,
             makepath=True,
         )

@@ -210,6 +210,12 @@ _DEFS: list[ConfigDef] = [
     ConfigDef("sasl.login.refresh.window.jitter", float, 0.05, used=False),
     ConfigDef("sasl.login.refresh.min.period.seconds", _int, 60, used=False, type_name="SHORT"),
     ConfigDef("sasl.login.refresh.buffer.seconds", _int, 300, used=False, type_name="SHORT"),
+    # Delegation tokens (broker.security.delegation_tokens): on when a secret key is set.
+    ConfigDef("delegation.token.master.key", _str, None, type_name="PASSWORD"),
+    ConfigDef("delegation.token.secret.key", _str, None, type_name="PASSWORD"),
+    ConfigDef("delegation.token.max.lifetime.ms", _int, 604800000, type_name="LONG"),
+    ConfigDef("delegation.token.expiry.time.ms", _int, 86400000, type_name="LONG"),
+    ConfigDef("delegation.token.expiry.check.interval.ms", _int, 3600000, type_name="LONG"),
     # The authorizer (broker.security.authorizer); empty: every request is allowed.
     ConfigDef("authorizer.class.name", _str, "", type_name="STRING"),
     ConfigDef("super.users", _str, None, described=False),

@@ -36,6 +36,9 @@ SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
 # Kafka's sasl.server.max.receive.size: the largest frame an unauthenticated client may send.
 MAX_RECEIVE_BYTES_BEFORE_AUTHENTICATION = 524288
 ScramLookup = Callable[[str, str], scram.ScramCredential | None]
+# (mechanism, token id) -> the token's SCRAM credential and its owner's principal.
+TokenLookup = Callable[[str, str], tuple[scram.ScramCredential, str] | None]
+TOKEN_AUTH_EXTENSION = "tokenauth"
 
 
 class SaslAuthenticationError(Exception):
@@ -49,6 +52,7 @@ class ListenerSasl:
     enabled_mechanisms: tuple[str, ...]
     plain_users: Mapping[str, str] = field(default_factory=dict)
     scram_lookup: ScramLookup = lambda mechanism, user: None
+    token_lookup: TokenLookup = lambda mechanism, token_id: None
 
 
 class SessionState(enum.Enum):
@@ -71,6 +75,9 @@ class SaslServerSession:
         self.mechanism: str | None = None
         self.bare_tokens = False  # SaslHandshake v0: tokens without Kafka headers
         self.user: str | None = None
+        # Authenticated with a delegation token (SCRAM with tokenauth=true): the principal is
+        # the token's owner, and such a connection may not ask for tokens (Kafka's rule).
+        self.token_owner: str | None = None
         self.failure: str | None = None  # why the connection closes after this response
         self._server: _MechanismServer | None = None
 
@@ -84,7 +91,13 @@ class SaslServerSession:
 
     @property
     def principal(self) -> str | None:
+        if self.token_owner is not None:
+            return self.token_owner
         return None if self.user is None else f"User:{self.user}"
+
+    @property
+    def token_authenticated(self) -> bool:
+        return self.token_owner is not None
 
     def refusal(self, api_key: int, api_name: str) -> str | None:
         """Why a request of `api_key` may not come now (None: it may)."""
@@ -103,7 +116,7 @@ class SaslServerSession:
         self._server = (
             _PlainServer(self._settings.plain_users)
             if mechanism == PLAIN
-            else _ScramServer(mechanism, self._settings.scram_lookup)
+            else _ScramServer(mechanism, self._settings.scram_lookup, self._settings.token_lookup)
         )
         self.state = SessionState.AUTHENTICATE
         return ErrorCode.none
@@ -119,6 +132,8 @@ class SaslServerSession:
             raise
         if user is not None:
             self.user = user
+            if isinstance(self._server, _ScramServer):
+                self.token_owner = self._server.token_owner
             self.state = SessionState.COMPLETE
             log.debug("authenticated User:%s with %s", user, self.mechanism)
         return answer
@@ -163,17 +178,29 @@ class _PlainServer(_MechanismServer):
 
 
 class _ScramServer(_MechanismServer):
-    def __init__(self, mechanism: str, lookup: ScramLookup) -> None:
+    def __init__(self, mechanism: str, lookup: ScramLookup, token_lookup: TokenLookup) -> None:
         self._mechanism = mechanism
         self._lookup = lookup
+        self._token_lookup = token_lookup
+        self._token_auth = False
         self._user: str | None = None
+        self.token_owner: str | None = None
         self._server = scramp.ScramMechanism(mechanism).make_server(self._auth_info)
         self._first_done = False
 
     def _auth_info(self, user: str) -> tuple[bytes, bytes, bytes, int] | None:
-        credential = self._lookup(self._mechanism, user)
-        if credential is None:
-            return None
+        if self._token_auth:
+            found = self._token_lookup(self._mechanism, user)
+            if found is None:
+                log.info("Token Authentication failed: Invalid tokenId : %s", user)
+                return None
+            credential, owner = found
+            self.token_owner = owner
+        else:
+            maybe = self._lookup(self._mechanism, user)
+            if maybe is None:
+                return None
+            credential = maybe
         self._user = user
         return credential.salt, credential.stored_key, credential.server_key, credential.iterations
 
@@ -182,7 +209,7 @@ class _ScramServer(_MechanismServer):
             message = token.decode("utf-8")
             if not self._first_done:
                 self._first_done = True
-                self._server.set_client_first(message)
+                self._set_client_first(message)
                 return self._server.get_server_first().encode(), None
             self._server.set_client_final(message)
             return self._server.get_server_final().encode(), self._user
@@ -195,6 +222,27 @@ class _ScramServer(_MechanismServer):
                 f" with SASL mechanism {self._mechanism}"
             ) from None
 
+    def _set_client_first(self, message: str) -> None:
+        """Kafka's client-first message may carry SCRAM extensions after the nonce
+        (`,tokenauth=true`, RFC 5802's extensions with Kafka's multi-letter names), which
+        `scramp` does not parse: they are read here and taken out for it, and the bare message
+        it signs is put back whole, since the client's proof covers them."""
+        header_end = message.find(",", message.find(",") + 1) + 1
+        if header_end <= 0:
+            raise scramp.ScramException("The client sent a malformed first message")
+        bare = message[header_end:]
+        attributes = bare.split(",")
+        extensions = dict(
+            part.split("=", 1) for part in attributes[2:] if "=" in part and part.index("=") > 1
+        )
+        self._token_auth = extensions.get(TOKEN_AUTH_EXTENSION, "").lower() == "true"
+        if extensions:
+            kept = [p for p in attributes if not ("=" in p and p.index("=") > 1)]
+            self._server.set_client_first(message[:header_end] + ",".join(kept))
+            self._server.client_first_bare = bare
+        else:
+            self._server.set_client_first(message)
+
 
 # -- the client side (this broker towards other brokers) ----------------------------------
 
@@ -204,6 +252,9 @@ class SaslClientConfig:
     mechanism: str
     username: str
     password: str
+    # SCRAM with a delegation token: the token id as the user name, the base64 HMAC as the
+    # password, and the `tokenauth=true` extension (Kafka's ScramLoginModule tokenauth option).
+    token_auth: bool = False
 
 
 class SaslClientExchange:
@@ -221,7 +272,12 @@ class SaslClientExchange:
         self._scram = scramp.ScramClient(
             [self._config.mechanism], self._config.username, self._config.password
         )
-        return str(self._scram.get_client_first()).encode()
+        first = str(self._scram.get_client_first())
+        if self._config.token_auth:
+            extension = f",{TOKEN_AUTH_EXTENSION}=true"
+            self._scram.client_first_bare += extension  # the proof covers the extension
+            first += extension
+        return first.encode()
 
     def answer(self, challenge: bytes) -> bytes | None:
         """The next token, or None when the exchange is over (raises ScramException or

@@ -70,6 +70,11 @@ _ALTER_PARTITION_V0 = Derivation(
 
 # (api key, version) -> (request derivation, response derivation)
 LEGACY_VERSIONS: dict[tuple[int, int], tuple[Derivation, Derivation]] = {
+    # The delegation-token APIs' v0 has v1's schema (v1 only changed throttling, KIP-219).
+    (ApiKey.CREATE_DELEGATION_TOKEN, 0): (_SAME_AS_V1, _SAME_AS_V1),
+    (ApiKey.RENEW_DELEGATION_TOKEN, 0): (_SAME_AS_V1, _SAME_AS_V1),
+    (ApiKey.EXPIRE_DELEGATION_TOKEN, 0): (_SAME_AS_V1, _SAME_AS_V1),
+    (ApiKey.DESCRIBE_DELEGATION_TOKEN, 0): (_SAME_AS_V1, _SAME_AS_V1),
     (ApiKey.ALTER_PARTITION, 0): (_ALTER_PARTITION_V0, _ALTER_PARTITION_V0),
     (ApiKey.ALTER_PARTITION, 1): (_ALTER_PARTITION_V1, _ALTER_PARTITION_V1),
     # OffsetCommit v0 has no generation or member (Kafka stored these in ZooKeeper); v1 adds

@@ -21,6 +21,7 @@ from broker.network.sasl import (
     ListenerSasl,
     SaslClientConfig,
     ScramLookup,
+    TokenLookup,
 )
 from broker.security import jaas, scram
 
@@ -36,6 +37,10 @@ class SaslConfigError(ValueError):
 
 
 def _no_scram_users(mechanism: str, user: str) -> scram.ScramCredential | None:
+    return None
+
+
+def _no_tokens(mechanism: str, token_id: str) -> tuple[scram.ScramCredential, str] | None:
     return None
 
 
@@ -68,7 +73,10 @@ def login_modules(
 
 
 def listener_settings(
-    config: KafkaConfig, listener_name: str, scram_lookup: ScramLookup = _no_scram_users
+    config: KafkaConfig,
+    listener_name: str,
+    scram_lookup: ScramLookup = _no_scram_users,
+    token_lookup: TokenLookup = _no_tokens,
 ) -> ListenerSasl:
     mechanisms = enabled_mechanisms(config, listener_name)
     plain_users: dict[str, str] = {}
@@ -82,7 +90,7 @@ def listener_settings(
                 for name, value in module.options.items()
                 if name.startswith(_USER_PREFIX)
             }
-    return ListenerSasl(mechanisms, plain_users, scram_lookup)
+    return ListenerSasl(mechanisms, plain_users, scram_lookup, token_lookup)
 
 
 def warn_ignored(config: KafkaConfig) -> None:

@@ -212,13 +212,8 @@ def log_dirs_json(text: str, view: ClusterView) -> str:
 
 
 # APIs Kafka 3.9 serves in ZooKeeper mode that our brokers do not (DEVIATIONS.md, "Wire
-# protocol"): delegation tokens (issue 41).
-NOT_IMPLEMENTED = frozenset(
-    {
-        "CreateDelegationToken", "RenewDelegationToken", "ExpireDelegationToken",
-        "DescribeDelegationToken",
-    }
-)  # fmt: skip
+# protocol"): none any more (issue 41 served the last ones).
+NOT_IMPLEMENTED: frozenset[str] = frozenset()
 _API_LINE = re.compile(r"^(\s*)(\w+)\((\d+)\): (.*?)(,?)$")
 
 

@@ -3,7 +3,10 @@ each other with SCRAM-SHA-512 and replicate; confluent-kafka, kafka-python and a
 and consume as the launcher's `admin` with SCRAM-SHA-512, SCRAM-SHA-256 and PLAIN; a user
 added with kafka-configs can authenticate on every broker at once; a wrong password, an
 unknown mechanism and a request before authentication are refused (Kafka's errors, a closed
-connection, a log line), and the broker keeps serving."""
+connection, a log line), and the broker keeps serving. Delegation tokens: Kafka 3.9's
+kafka-delegation-tokens creates, describes, renews and expires one; Kafka's Java client and
+ours authenticate with it (SCRAM, tokenauth=true) as its owner, and a token login may not ask
+for tokens."""
 
 from __future__ import annotations
 
@@ -38,9 +41,13 @@ MECHANISMS = ("SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN")
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
+DELEGATION_TOKEN_SECRET = "delegation-token-test-secret"
+
+
 @pytest.fixture(scope="module")
 def sasl_cluster(make_cluster_module: Any) -> ClusterHandle:
-    handle: ClusterHandle = make_cluster_module(security="sasl_ssl")
+    overrides = {"delegation.token.secret.key": DELEGATION_TOKEN_SECRET}
+    handle: ClusterHandle = make_cluster_module(security="sasl_ssl", overrides=overrides)
     return handle
 
 
@@ -318,3 +325,106 @@ def test_a_malformed_credential_is_reported_without_its_value(sasl_cluster: Clus
     assert result.error_message.startswith("credentials not valid")
     assert secret not in result.error_message
     assert _log_count(sasl_cluster, secret) == 0
+
+
+def _token_tool(cluster: ClusterHandle, *args: str) -> str:
+    from tests.integration.jvm_tools import run_jvm_tool
+
+    config = str(cluster.dir / "client.properties")
+    run = run_jvm_tool(
+        "kafka-delegation-tokens", "--bootstrap-server", cluster.bootstrap,
+        "--command-config", config, *args,
+    )  # fmt: skip
+    assert run.returncode == 0, f"{run.command}\n{run.stdout}\n{run.stderr}"
+    return run.stdout
+
+
+def _token_rows(output: str) -> dict[str, list[str]]:
+    """kafka-delegation-tokens' table: token id -> [hmac, owner, requester, ...]."""
+    lines = [line.split() for line in output.splitlines() if line.strip()]
+    header = next(i for i, line in enumerate(lines) if line[:2] == ["TOKENID", "HMAC"])
+    return {row[0]: row[1:] for row in lines[header + 1 :] if len(row) >= 4}
+
+
+async def _token_login(
+    cluster: ClusterHandle, token_id: str, token_hmac: str, broker_ids: list[int]
+) -> list[int]:
+    """Log in with the token on each broker; each answers a Metadata request, then refuses
+    the token APIs to a token login (its error codes)."""
+    codes = []
+    for broker_id in broker_ids:
+        host, port = _address(cluster, broker_id)
+        sasl = SaslClientConfig("SCRAM-SHA-256", token_id, token_hmac, token_auth=True)
+        client = BrokerClient(
+            host, port, "token-test", ssl_context=_tls_context(cluster), sasl=sasl
+        )
+        try:
+            metadata = await client.send(_metadata())
+            assert len(metadata.brokers) == 3
+            # (Describe: kio cannot read the -1 timestamps of the other token APIs' refusals.)
+            describe = request_class(ApiKey.DESCRIBE_DELEGATION_TOKEN, 3)(owners=None)
+            codes.append(int((await client.send(describe)).error_code))
+        finally:
+            await client.close()
+    return codes
+
+
+def test_delegation_tokens_with_kafkas_tool_and_token_logins(
+    sasl_cluster: ClusterHandle, tmp_path: Path
+) -> None:
+    from tests.reference.conftest import REFERENCE_LIB
+
+    if not REFERENCE_LIB.exists():
+        pytest.fail("Kafka 3.9's jars are missing: run `make reference`")
+    created = _token_tool(sasl_cluster, "--create", "--max-life-time-period", "-1")
+    assert "Created delegation token with tokenId : " in created
+    ((token_id, row),) = _token_rows(created).items()
+    token_hmac, owner, requester = row[0], row[1], row[2]
+    assert (owner, requester) == ("User:admin", "User:admin")
+    # The token is everywhere at once (the change notification): every broker takes it.
+    codes = asyncio.run(_token_login(sasl_cluster, token_id, token_hmac, sasl_cluster.broker_ids))
+    assert codes == [int(ErrorCode.delegation_token_request_not_allowed)] * 3
+    # Kafka's Java client logs in with the token too.
+    from tests.integration.jvm_tools import run_jvm_tool
+
+    token_config = tmp_path / "token.properties"
+    client_config = (sasl_cluster.dir / "client.properties").read_text().splitlines()
+    token_config.write_text(
+        "\n".join(line for line in client_config if not line.startswith("sasl.jaas.config"))
+        + "\nsasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required"
+        f' username="{token_id}" password="{token_hmac}" tokenauth=true;\n'
+    )
+    listed = run_jvm_tool(
+        "kafka-topics", "--bootstrap-server", sasl_cluster.bootstrap,
+        "--command-config", str(token_config), "--list",
+    )  # fmt: skip
+    assert listed.returncode == 0, f"{listed.stdout}\n{listed.stderr}"
+    # (Without --owner-principal Kafka 3.9's tool asks for an empty owner list: no token.)
+    described = _token_tool(sasl_cluster, "--describe", "--owner-principal", "User:admin")
+    assert token_id in _token_rows(described)
+    renewed = _token_tool(
+        sasl_cluster, "--renew", "--hmac", token_hmac, "--renew-time-period", "-1"
+    )
+    assert "Completed renew operation. New expiry date : " in renewed
+    expired = _token_tool(
+        sasl_cluster, "--expire", "--hmac", token_hmac, "--expiry-time-period", "-1"
+    )
+    assert "Completed expire operation." in expired
+    after = _token_tool(sasl_cluster, "--describe", "--owner-principal", "User:admin")
+    assert token_id not in _token_rows(after)
+    # Gone from every broker: the login now fails.
+    wait_until(
+        lambda: _token_login_fails(sasl_cluster, token_id, token_hmac),
+        15,
+        "the expired token refused on every broker",
+    )
+
+
+def _token_login_fails(cluster: ClusterHandle, token_id: str, token_hmac: str) -> bool:
+    for broker_id in cluster.broker_ids:
+        try:
+            asyncio.run(_token_login(cluster, token_id, token_hmac, [broker_id]))
+        except (BrokerClientError, OSError):
+            continue
+        return False
+    return True

@@ -1,9 +1,9 @@
 """Differential: ApiVersions. For every API our brokers implement, the advertised range must
 be Apache Kafka 3.9's (ZooKeeper mode), and we must advertise no API that Kafka 3.9 lacks.
 
-Kafka 3.9 serves a few APIs we do not yet (NOT_SERVED, exact: the test fails when one is
-served). Where our range still differs from Kafka 3.9's, KNOWN_DIFFERENCES gives our range with
-the reason (DEVIATIONS.md, "Wire protocol"), and the test fails when a listed difference is
+NOT_SERVED lists the APIs Kafka 3.9 serves that we do not (none now; exact: the test fails
+when one is missing or served). Where our range still differs from Kafka 3.9's,
+KNOWN_DIFFERENCES gives our range with the reason (DEVIATIONS.md, "Wire protocol"), and the test fails when a listed difference is
 gone, so the list stays exact. The same two clusters then answer DescribeCluster and the
 KIP-848 group APIs, compared field by field, and take the same client quota alterations: the
 answers, the znodes written, the change notifications and the DescribeClientQuotas answers
@@ -47,12 +47,7 @@ INTER_BROKER_APIS = {
 
 # APIs Kafka 3.9 serves in ZooKeeper mode that we do not (issue 41; DEVIATIONS.md, "Wire
 # protocol and APIs").
-NOT_SERVED = {
-    38: "CreateDelegationToken",
-    39: "RenewDelegationToken",
-    40: "ExpireDelegationToken",
-    41: "DescribeDelegationToken",
-}
+NOT_SERVED: dict[int, str] = {}  # none any more
 UPDATE_FEATURES = 57
 DESCRIBE_CLUSTER = 60
 CONSUMER_GROUP_HEARTBEAT = 68

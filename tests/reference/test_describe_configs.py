@@ -107,14 +107,14 @@ KNOWN_DIFFERENCES = (
         "broker",
         "only in kafka",
         "security: no GSSAPI or OAUTHBEARER (the Kerberos and login-refresh keys are accepted,"
-        " inert), no SASL callback or login classes, no principal builder, no delegation"
-        " tokens, no ZooKeeper TLS or ACLs (DEVIATIONS: Configuration, Security), and the TLS"
+        " inert), no SASL callback or login classes, no principal builder,"
+        " no ZooKeeper TLS or ACLs (DEVIATIONS: Configuration, Security), and the TLS"
         " keys Kafka 3.9 has beyond ours",
         names="principal.builder.class security.providers"
         " connections.max.reauth.ms connection.failed.authentication.delay.ms"
         " zookeeper.clientCnxnSocket ssl.allow.dn.changes"
         " ssl.allow.san.changes",
-        prefixes=("sasl.", "zookeeper.ssl.", "delegation.token.", "password.encoder."),
+        prefixes=("sasl.", "zookeeper.ssl.", "password.encoder."),
         excepted="sasl.enabled.mechanisms sasl.jaas.config sasl.mechanism.inter.broker.protocol"
         " sasl.kerberos.service.name sasl.kerberos.kinit.cmd"
         " sasl.kerberos.ticket.renew.window.factor sasl.kerberos.ticket.renew.jitter"
