@@ -3,11 +3,11 @@ be Apache Kafka 3.9's (ZooKeeper mode), and we must advertise no API that Kafka 
 
 NOT_SERVED lists the APIs Kafka 3.9 serves that we do not (none now; exact: the test fails
 when one is missing or served). Where our range still differs from Kafka 3.9's,
-KNOWN_DIFFERENCES gives our range with the reason (DEVIATIONS.md, "Wire protocol"), and the test fails when a listed difference is
-gone, so the list stays exact. The same two clusters then answer DescribeCluster and the
-KIP-848 group APIs, compared field by field, and take the same client quota alterations: the
-answers, the znodes written, the change notifications and the DescribeClientQuotas answers
-must be Kafka's.
+KNOWN_DIFFERENCES gives our range with the reason (DEVIATIONS.md, "Wire protocol"), and the
+test fails when a listed difference is gone, so the list stays exact. The same two clusters
+then answer DescribeCluster and the KIP-848 group APIs, compared field by field, and take the
+same client quota alterations: the answers, the znodes written, the change notifications and
+the DescribeClientQuotas answers must be Kafka's.
 """
 
 from __future__ import annotations
