@@ -1,6 +1,7 @@
 """Client quotas on the shared cluster: a producer with a 1 MiB/s `producer_byte_rate` is held
 to it while an unthrottled producer beside it is not, sees throttle time, and runs freely once
-the quota is removed; a consumer with a `consumer_byte_rate` likewise.
+the quota is removed; a consumer with a `consumer_byte_rate` likewise; and Kafka 3.9's own
+kafka-configs manages quotas on our brokers.
 
 The brokers run Kafka's default windows (11 samples of 1 s): a rate is measured over at least
 10 s, so a fresh client may send 10 s worth of its quota at once and is then held back until
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
@@ -19,9 +21,11 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
 from tests.integration.conftest import ClusterHandle
+from tests.integration.jvm_tools import run_jvm_tool
 from tests.integration.metrics_scrape import scrape, value
 from tests.integration.quota_clients import PAYLOAD, Run, consume, produce
 from tests.integration.tool_cli import ok, run_tool
+from tests.reference.conftest import reference_lib as reference_lib
 
 TOPIC = "client-quotas"
 LIMITED = "client-quotas-limited"
@@ -64,6 +68,8 @@ def topic(cluster: ClusterHandle, zk: KazooClient) -> Iterator[str]:
         for client_id in (LIMITED, CONSUMER):
             if zk.exists(f"/config/clients/{client_id}") is not None:
                 zk.delete(f"/config/clients/{client_id}")
+        if zk.exists("/config/users/quota-user") is not None:
+            zk.delete("/config/users/quota-user", recursive=True)
         for future in admin.delete_topics([TOPIC]).values():
             future.result(30)
 
@@ -163,3 +169,27 @@ def test_a_consumer_is_held_to_its_quota_beside_an_unthrottled_one(
     consume(cluster.bootstrap, TOPIC, CONSUMER, 2.0, lifted)
     assert not lifted.throttle_times_ms, lifted
     assert lifted.delivered_bytes > 3 * QUOTA_BYTES_PER_S * 2.0, lifted
+
+
+def test_kafkas_own_kafka_configs_manages_quotas_on_our_brokers(
+    cluster: ClusterHandle, topic: str, reference_lib: Path
+) -> None:
+    """Kafka 3.9's ConfigCommand sets and describes a (user, client id) quota on our brokers,
+    and ours reads back what it wrote."""
+    entity = ("--entity-type", "users", "--entity-name", "quota-user")
+    entity += ("--entity-type", "clients", "--entity-name", LIMITED)
+    bootstrap = ("--bootstrap-server", cluster.bootstrap)
+    added = run_jvm_tool(
+        "kafka-configs", *bootstrap, "--alter", *entity, "--add-config", "request_percentage=12.5"
+    )
+    assert added.returncode == 0, added
+    assert added.stdout == "Completed updating config for user quota-user.\n"
+    described = run_jvm_tool("kafka-configs", *bootstrap, "--describe", *entity)
+    ours = _configs(cluster, "--describe", *entity)
+    expected = (
+        f"Quota configs for user-principal 'quota-user', client-id '{LIMITED}' are"
+        " request_percentage=12.5\n"
+    )
+    assert (described.stdout, ours) == (expected, expected), described
+    _configs(cluster, "--alter", *entity, "--delete-config", "request_percentage")
+    assert run_jvm_tool("kafka-configs", *bootstrap, "--describe", *entity).stdout == ""
