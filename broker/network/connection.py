@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kio.serial import entity_reader
 
@@ -122,12 +122,14 @@ class Connection:
             if self._zero_copy is not None:
                 await self._zero_copy.send(response)
                 return
-            response = [records_bytes(part) for part in response]  # never made on TLS
-        # Gathered, not joined: a fetch response's record sets go out uncopied.
-        if len(response) == 1:
-            self._writer.write(response[0])  # type: ignore[arg-type]
+            buffers = [records_bytes(part) for part in response]  # never made on TLS
         else:
-            self._writer.writelines(response)  # type: ignore[arg-type]
+            buffers = cast(list[bytes], response)
+        # Gathered, not joined: a fetch response's record sets go out uncopied.
+        if len(buffers) == 1:
+            self._writer.write(buffers[0])
+        else:
+            self._writer.writelines(buffers)
         await self._writer.drain()
 
     def _after_sasl_step(self) -> None:
