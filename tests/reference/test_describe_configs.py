@@ -132,11 +132,11 @@ KNOWN_DIFFERENCES = (
     Known(
         "broker",
         "only in kafka",
-        "no client, replication or controller-mutation quotas (DEVIATIONS: Configuration)",
-        names="quota.window.num quota.window.size.seconds replication.quota.window.num"
+        "no replication quotas, quota callback or connection-rate quota (DEVIATIONS:"
+        " Configuration)",
+        names="replication.quota.window.num"
         " replication.quota.window.size.seconds alter.log.dirs.replication.quota.window.num"
-        " alter.log.dirs.replication.quota.window.size.seconds controller.quota.window.num"
-        " controller.quota.window.size.seconds client.quota.callback.class"
+        " alter.log.dirs.replication.quota.window.size.seconds client.quota.callback.class"
         " max.connection.creation.rate",
     ),
     Known(
