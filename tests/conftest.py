@@ -57,11 +57,13 @@ _MODULE_RANK = {path: rank for rank, path in enumerate(LONGEST_MODULES)}
 # The modules that share one worker's one-broker Kafka 3.9 and ours (tests/reference/conftest.py,
 # `one_broker`): `--dist loadfile` hands them to one worker together, as one unit, when the
 # first of them comes up in the order above, instead of a Kafka cluster on each of 4 workers.
+# They run in this order: the last changes the brokers (`one_broker_to_change`).
 ONE_BROKER_MODULES = (
     "tests/integration/test_streams.py",
     "tests/reference/test_api_versions.py",
     "tests/reference/test_error_codes.py",
     "tests/reference/test_metadata_offsets.py",
+    "tests/reference/test_describe_configs.py",
 )
 ONE_BROKER_SCOPE = "one-broker reference modules"
 
@@ -109,4 +111,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         relative = item.path.relative_to(TESTS_DIR).parts
         for name in DIRECTORY_MARKERS.get(relative[0], ()) if len(relative) > 1 else ():
             item.add_marker(name)
-    items.sort(key=lambda item: _MODULE_RANK.get(item.nodeid.split("::", 1)[0], len(_MODULE_RANK)))
+    items.sort(key=_order)
+
+
+def _order(item: pytest.Item) -> tuple[int, int]:
+    module = item.nodeid.split("::", 1)[0]
+    together = ONE_BROKER_MODULES.index(module) if module in ONE_BROKER_MODULES else 0
+    return _MODULE_RANK.get(module, len(_MODULE_RANK)), together

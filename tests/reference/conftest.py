@@ -172,3 +172,14 @@ def one_broker(
             f"{request.node.nodeid} left the shared one-broker clusters changed ({damage}); "
             "give it clusters of its own (make_cluster_module)"
         )
+
+
+@pytest.fixture(scope="module")
+def one_broker_to_change(shared_one_broker: SharedOneBroker) -> Iterator[OneBroker]:
+    """As `one_broker`, for a module that changes the brokers (dynamic broker configs): the
+    clusters it used are discarded after it, so the worker's next module gets new ones.
+    tests/conftest.py runs such a module after the other modules sharing them."""
+    clusters = OneBroker(shared_one_broker)
+    yield clusters
+    for impl in clusters.used:
+        shared_one_broker.discard(impl)

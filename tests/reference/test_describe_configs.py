@@ -2,7 +2,8 @@
 answer the same on Apache Kafka 3.9 and on our brokers: the same config names, values,
 sources, synonyms (in order), read-only and sensitive flags and types.
 
-Both clusters (one broker each: the answers are per broker) get the same changes first: a
+Both clusters (one broker each: the answers are per broker, shared with the worker's other
+one-broker reference modules, which run before this one) get the same changes first: a
 topic created with overrides and one without, per-broker dynamic configs on broker 1 and
 cluster-wide dynamic defaults, one of them (log.retention.ms) set at both levels so that the
 synonym chains have every layer. `config_diff` says what is normalised (paths and ports).
@@ -15,12 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 from kafka.admin import KafkaAdminClient
 
-from tests.integration.conftest import ClusterFactory, ClusterHandle, wait_until
+from tests.integration.conftest import ClusterHandle, wait_until
 from tests.reference.config_diff import (
     BROKER_RESOURCE,
     TOPIC_RESOURCE,
@@ -30,6 +30,7 @@ from tests.reference.config_diff import (
     describe,
     differences,
 )
+from tests.reference.conftest import OneBroker
 
 BROKER_ID = 1
 WAIT_S = 60.0
@@ -229,13 +230,8 @@ class Described:
 
 
 @pytest.fixture(scope="module")
-def described(
-    reference_lib: Path, make_cluster_module: ClusterFactory
-) -> Iterator[list[Described]]:
-    clusters = {
-        "kafka": make_cluster_module(brokers=1, impl="kafka"),
-        "ours": make_cluster_module(brokers=1),
-    }
+def described(one_broker_to_change: OneBroker) -> Iterator[list[Described]]:
+    clusters = {impl: one_broker_to_change(impl) for impl in ("kafka", "ours")}
     for cluster in clusters.values():
         _prepare(cluster)
     yield [
