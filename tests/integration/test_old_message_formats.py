@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -48,8 +47,9 @@ UNSUPPORTED_COMPRESSION_TYPE = 76
 
 
 @pytest.fixture(scope="module")
-def old_cluster(make_cluster_module: Callable[..., ClusterHandle]) -> ClusterHandle:
-    return make_cluster_module(brokers=1)
+def old_cluster(cluster: ClusterHandle) -> ClusterHandle:
+    """The worker's shared cluster: each test's topic has a name of its own."""
+    return cluster
 
 
 def _create_topic(cluster: ClusterHandle, timestamp_type: str) -> str:

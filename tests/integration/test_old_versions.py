@@ -5,7 +5,6 @@ versions kio no longer ships (derived in broker/protocol/legacy.py)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -27,10 +26,9 @@ TIMEOUT_S = 60
 
 
 @pytest.fixture(scope="module")
-def old_cluster(make_cluster_module: Callable[..., ClusterHandle]) -> ClusterHandle:
-    return make_cluster_module(
-        overrides={"offsets.topic.num.partitions": "3", "group.initial.rebalance.delay.ms": "0"}
-    )
+def old_cluster(cluster: ClusterHandle) -> ClusterHandle:
+    """The worker's shared cluster: its groups and topics have names of their own."""
+    return cluster
 
 
 def _coordinator(cluster: ClusterHandle, group: str) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
 
 import pytest
 from confluent_kafka import KafkaError, Producer
@@ -24,11 +23,6 @@ CLIENT_TIMEOUT_S = 60.0
 INVALID_RECORD = 87
 INVALID_TIMESTAMP = 32
 HOUR_MS = 3_600_000
-
-
-@pytest.fixture(scope="module")
-def cluster(make_cluster_module: Callable[..., ClusterHandle]) -> ClusterHandle:
-    return make_cluster_module(brokers=1)
 
 
 def _topic(cluster: ClusterHandle, config: dict[str, str]) -> str:
