@@ -440,24 +440,22 @@ def shared_cluster() -> Iterator[SharedCluster]:
         shared.discard()
 
 
-def _wants_own_cluster(module: pytest.Item | pytest.Collector) -> bool:
-    # Spark's modules, in a pytest of their own (Makefile), share that session's cluster: each
-    # names its topics uniquely and kills brokers only of clusters of its own (make_cluster).
-    return module.get_closest_marker(OWN_CLUSTER_MARKER) is not None
-
-
 @pytest.fixture(scope="module")
 def cluster(request: pytest.FixtureRequest) -> Iterator[ClusterHandle]:
     """3 brokers + 1 ZooKeeper server. Shared by every module of an xdist worker, unless the
     module is marked `own_cluster` (`pytestmark = pytest.mark.own_cluster`): a module that kills
     or stops brokers, changes broker configs, writes ZooKeeper behind the brokers' back, or
-    needs the cluster as it was started. A module sharing it names its topics, groups and
-    transactional ids after itself. Whether it left the cluster as it found it is checked
-    after each module (processes, dynamic broker configs, ACLs, quotas); a module that did not
-    fails, and the next module gets a new cluster."""
-    if _wants_own_cluster(request.node):
+    needs the cluster as it was started (`own_cluster(overrides={...})` starts it with those
+    broker configs). A module sharing it names its topics, groups and transactional ids after
+    itself. Whether it left the cluster as it found it is checked after each module
+    (processes, dynamic broker configs, ACLs, quotas); a module that did not fails, and the
+    next module gets a new cluster."""
+    # Spark's modules, in a pytest of their own (Makefile), share that session's cluster: each
+    # names its topics uniquely and kills brokers only of clusters of its own (make_cluster).
+    own = request.node.get_closest_marker(OWN_CLUSTER_MARKER)
+    if own is not None:
         directory = _short_tmp_dir("cluster-") / "cluster"
-        handle = start_cluster(directory)
+        handle = start_cluster(directory, overrides=own.kwargs.get("overrides"))
         try:
             yield handle
         finally:

@@ -21,8 +21,9 @@ from tests.integration.wire import (
     list_offsets,
 )
 
-# Leaders are killed and restarted here.
-pytestmark = pytest.mark.own_cluster
+# Leaders are killed and restarted here; a SIGKILLed broker's restart waits out its ZooKeeper
+# session: 6 s, not 18.
+pytestmark = pytest.mark.own_cluster(overrides={"zookeeper.session.timeout.ms": "6000"})
 
 DELETE_RECORDS = 21
 EARLIEST = -2

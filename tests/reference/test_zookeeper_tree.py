@@ -30,11 +30,13 @@ from kazoo.client import KazooClient
 
 from tests.integration.conftest import ClusterFactory, ClusterHandle, wait_until, zk_session
 from tests.integration.wire import WireClient
+from tests.reference.conftest import SESSION_OVERRIDES
 from tests.reference.zk_tree import Difference, Tree, Znode, differences, snapshot
 
-# The same on both clusters. Without it, Kafka's leader-rebalance timer (5 s after its
+# The same on both clusters. Without the first, Kafka's leader-rebalance timer (5 s after its
 # controller starts, then every 300 s) could move leaders at a moment that differs per cluster.
-OVERRIDES = {"auto.leader.rebalance.enable": "false"}
+# The SIGKILLed broker is noticed when its ZooKeeper session expires: 6 s, not 18.
+OVERRIDES = {"auto.leader.rebalance.enable": "false", **SESSION_OVERRIDES}
 WAIT_S = 90.0
 CLIENT_TIMEOUT_MS = 60000
 INCREMENTAL_ALTER_CONFIGS = 44
