@@ -1,11 +1,12 @@
 """Kafka's quota maths: a rate over sampled windows and the throttle time a violation earns.
 
-A `SampledRate` keeps `quota.window.num` samples of `quota.window.size.seconds` each (Kafka's
-Rate over a WindowedSum): a record lands in the current sample, or starts the next one once the
-current sample is a window old; samples older than all the windows together are reset before a
-measurement. The rate divides the sum by the time the samples span, counted as at least
-`samples - 1` full windows so that a burst right after a quiet period is not measured over a few
-milliseconds. A recording that takes the rate above the bound is kept and earns a throttle time
+A `SampledRate` keeps `quota.window.num` samples of `quota.window.size.seconds` each, plus one
+for a sample overlapping the oldest window (Kafka 3.9's Rate over a WindowedSum): a record lands
+in the current sample, or starts the next one once the current sample is a window old; a sample
+whose last record is older than all the windows together is reset before a measurement. The
+rate divides the sum by the time since the oldest sample began, counted as at least
+`samples - 1` full windows so that a burst right after a quiet period is not measured over a
+few milliseconds. A recording that takes the rate above the bound is kept and earns a throttle time
 of `(rate - bound) / bound * window`: how long the client must stay quiet for the rate to fall
 back to the bound.
 """
@@ -23,17 +24,16 @@ class QuotaWindow:
 
 
 class _Sample:
-    __slots__ = ("event_count", "last_window_ms", "value")
+    __slots__ = ("event_count", "last_event_ms", "start_ms", "value")
 
     def __init__(self, now_ms: int) -> None:
-        self.value = 0.0
-        self.event_count = 0
-        self.last_window_ms = now_ms
+        self.reset(now_ms)
 
     def reset(self, now_ms: int) -> None:
         self.value = 0.0
         self.event_count = 0
-        self.last_window_ms = now_ms
+        self.start_ms = now_ms
+        self.last_event_ms = now_ms
 
 
 class _SampledStat:
@@ -46,10 +46,11 @@ class _SampledStat:
 
     def record(self, value: float, now_ms: int) -> None:
         sample = self._current_sample(now_ms)
-        if now_ms - sample.last_window_ms >= self.window.window_ms:
+        if now_ms - sample.start_ms >= self.window.window_ms:
             sample = self._advance(now_ms)
         sample.value += value
         sample.event_count += 1
+        sample.last_event_ms = now_ms
 
     def _current_sample(self, now_ms: int) -> _Sample:
         if not self._samples:
@@ -57,7 +58,8 @@ class _SampledStat:
         return self._samples[self._current]
 
     def _advance(self, now_ms: int) -> _Sample:
-        self._current = (self._current + 1) % self.window.samples
+        # One slot more than the samples: the oldest may overlap the measured window.
+        self._current = (self._current + 1) % (self.window.samples + 1)
         if self._current >= len(self._samples):
             sample = _Sample(now_ms)
             self._samples.append(sample)
@@ -69,13 +71,14 @@ class _SampledStat:
     def purge_obsolete(self, now_ms: int) -> None:
         expire_age_ms = self.window.samples * self.window.window_ms
         for sample in self._samples:
-            if now_ms - sample.last_window_ms >= expire_age_ms:
+            # A sample that began before the window but has records within it is kept.
+            if now_ms - sample.last_event_ms >= expire_age_ms:
                 sample.reset(now_ms)
 
     def oldest(self, now_ms: int) -> _Sample:
         if not self._samples:
             self._samples.append(_Sample(now_ms))
-        return min(self._samples, key=lambda sample: sample.last_window_ms)
+        return min(self._samples, key=lambda sample: sample.start_ms)
 
     def totals(self, now_ms: int) -> tuple[float, int]:
         """(sum of values, number of events) over the live samples."""
@@ -98,7 +101,7 @@ class SampledRate:
     def window_size_ms(self, now_ms: int) -> int:
         stat = self._stat
         stat.purge_obsolete(now_ms)
-        elapsed_ms = now_ms - stat.oldest(now_ms).last_window_ms
+        elapsed_ms = now_ms - stat.oldest(now_ms).start_ms
         window_ms = stat.window.window_ms
         full_windows = elapsed_ms // window_ms
         min_full_windows = stat.window.samples - 1

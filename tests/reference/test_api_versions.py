@@ -15,11 +15,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
 from tests.integration.conftest import ClusterHandle
-from tests.integration.quota_clients import Run, produce
+from tests.integration.quota_clients import PAYLOAD, Run, consume, produce
 from tests.integration.wire import WireClient, first_broker
 from tests.reference.conftest import OneBroker
 
@@ -465,6 +466,65 @@ def test_a_producer_is_held_to_its_quota_as_by_kafka(clusters: dict[str, Cluster
             produce(cluster.bootstrap, QUOTA_TOPIC, QUOTA_CLIENT, QUOTA_PRODUCE_S, runs[impl])
     finally:
         removal = _quota_entry(entity, ("producer_byte_rate", None))
+        _answers(clusters, ALTER_CLIENT_QUOTAS, 1, {"entries": [removal], "validate_only": False})
+        _delete_quota_znodes(clusters)
+    ours, kafka = runs["ours"], runs["kafka"]
+    window_budget = QUOTA_BYTES_PER_S * 11
+    for run in (ours, kafka):
+        assert 0.5 * window_budget <= run.delivered_bytes <= window_budget + 1024 * 1024, run
+        assert run.throttle_times_ms, run
+    assert abs(ours.delivered_bytes - kafka.delivered_bytes) <= 0.2 * kafka.delivered_bytes, (
+        ours.delivered_bytes,
+        kafka.delivered_bytes,
+    )
+
+
+QUOTA_FETCH_TOPIC = "api-versions-quota-fetch"
+QUOTA_CONSUMER = "api-versions-quota-consumer"
+QUOTA_FILL_RECORDS = 2500  # 25 MB: well past what the quota's window lets through
+
+
+def _fill(bootstrap: str) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "client.id": "api-versions-fill"})
+    for _ in range(QUOTA_FILL_RECORDS):
+        while True:
+            try:
+                producer.produce(QUOTA_FETCH_TOPIC, PAYLOAD, partition=0)
+                break
+            except BufferError:
+                producer.poll(0.05)
+    assert producer.flush(60) == 0
+
+
+def test_a_consumer_is_held_to_its_quota_as_by_kafka(clusters: dict[str, ClusterHandle]) -> None:
+    """The same 1 MiB/s consumer_byte_rate on each: a consumer reading a 25 MB backlog for 4 s
+    gets about the same bytes, and is told to back off."""
+    runs: dict[str, Run] = {}
+    entity = [("client-id", QUOTA_CONSUMER)]
+    try:
+        for impl, cluster in clusters.items():
+            admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+            for future in admin.create_topics([NewTopic(QUOTA_FETCH_TOPIC, 1, 1)]).values():
+                future.result(30)
+            _fill(cluster.bootstrap)
+            with WireClient.to(first_broker(cluster)) as client:
+                answer = client.request(
+                    ALTER_CLIENT_QUOTAS,
+                    1,
+                    {
+                        "entries": [
+                            _quota_entry(entity, ("consumer_byte_rate", QUOTA_BYTES_PER_S))
+                        ],
+                        "validate_only": False,
+                    },
+                )
+            assert int(answer.entries[0].error_code) == 0
+            runs[impl] = Run()
+            consume(
+                cluster.bootstrap, QUOTA_FETCH_TOPIC, QUOTA_CONSUMER, QUOTA_PRODUCE_S, runs[impl]
+            )
+    finally:
+        removal = _quota_entry(entity, ("consumer_byte_rate", None))
         _answers(clusters, ALTER_CLIENT_QUOTAS, 1, {"entries": [removal], "validate_only": False})
         _delete_quota_znodes(clusters)
     ours, kafka = runs["ours"], runs["kafka"]

@@ -222,3 +222,19 @@ def test_every_quota_znode_is_read_at_start_up_and_again_when_notified() -> None
         assert quotas.managers[QuotaType.REQUEST].overrides.quotas == {}
 
     asyncio.run(scenario())
+
+
+def test_a_sample_overlapping_the_window_is_kept_while_it_has_recent_records() -> None:
+    """Kafka 3.9 keeps one sample more than quota.window.num, and drops a sample only when
+    its last record is older than all the windows together."""
+    rate = SampledRate(QuotaWindow(samples=2, window_ms=1000))
+    rate.record(100, 0)
+    rate.record(100, 900)  # the first sample's last record
+    rate.record(100, 1000)  # the second
+    rate.record(100, 2000)  # the third: the ring holds samples + 1
+    # At 2500 ms the first sample (started at 0, last record at 900) is still within 2 s.
+    assert rate.window_size_ms(2500) == 2500
+    assert rate.measure(2500) == pytest.approx(400 / 2.5)
+    # At 2900 ms its last record is 2 s old: it is dropped, and the window starts at 1000 ms.
+    assert rate.window_size_ms(2900) == 1900
+    assert rate.measure(2900) == pytest.approx(200 / 1.9)
