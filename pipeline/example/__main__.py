@@ -21,7 +21,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
+from typing import TextIO
 
+from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
 from pipeline.example.cluster import (
@@ -135,18 +137,23 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def restart_or_raise(
-    query: StreamingQuery, starter: Callable[[], StreamingQuery], restarts: int = 0
+    query: StreamingQuery,
+    starter: Callable[[], StreamingQuery],
+    restarts: int = 0,
+    out: TextIO = sys.stdout,
 ) -> StreamingQuery:
     """Spark gives each Python worker a fixed 10 s to connect back to the JVM; on a loaded
     two-CPU machine that can fail. The query then restarts from its checkpoint, losing and
     repeating nothing; any other failure ends the run."""
     if PYTHON_WORKER_TIMEOUT not in str(query.exception()) or restarts >= MAX_QUERY_RESTARTS:
         raise RuntimeError(f"query {query.name} failed: {query.exception()}")
-    print(f"query {query.name}: {PYTHON_WORKER_TIMEOUT}; restarting it", flush=True)
-    return start_supervised(starter, restarts + 1)
+    print(f"query {query.name}: {PYTHON_WORKER_TIMEOUT}; restarting it", file=out, flush=True)
+    return start_supervised(starter, restarts + 1, out)
 
 
-def start_supervised(starter: Callable[[], StreamingQuery], restarts: int = 0) -> StreamingQuery:
+def start_supervised(
+    starter: Callable[[], StreamingQuery], restarts: int = 0, out: TextIO = sys.stdout
+) -> StreamingQuery:
     """Starts a query and waits for its first trigger. Queries start one at a time: each
     launches a Python process for its source, and launching them together on a busy machine
     risks Spark's connect-back timeout."""
@@ -154,7 +161,7 @@ def start_supervised(starter: Callable[[], StreamingQuery], restarts: int = 0) -
     deadline = time.monotonic() + QUERY_START_TIMEOUT_S
     while query.lastProgress is None:
         if query.exception() is not None:
-            return restart_or_raise(query, starter, restarts)
+            return restart_or_raise(query, starter, restarts, out)
         if time.monotonic() > deadline:
             raise TimeoutError(f"query {query.name} did not start in {QUERY_START_TIMEOUT_S} s")
         time.sleep(QUERY_POLL_S)
@@ -162,17 +169,39 @@ def start_supervised(starter: Callable[[], StreamingQuery], restarts: int = 0) -
 
 
 def _run(args: argparse.Namespace) -> None:
-    paths = JobPaths(args.work_dir.resolve())
     spark = local_session("registration-pipeline", jars=args.jars)
+    try:
+        run_jobs(spark, args)
+    finally:
+        spark.stop()
+
+
+def run_with_session(spark: SparkSession, argv: list[str], out: TextIO) -> None:
+    """What `main(argv)` does with `--bootstrap`, on a session that the caller started and
+    keeps (Spark's tests run the example on the session they share: a JVM of its own costs
+    a busy two-CPU machine tens of seconds); no signal handler, output to `out`."""
+    args = _parse(argv)
+    if args.bootstrap is None:
+        raise ValueError("run_with_session needs --bootstrap")
+    ensure_topics(args.bootstrap, TOPIC_PARTITIONS)
+    run_jobs(spark, args, out)
+
+
+def run_jobs(spark: SparkSession, args: argparse.Namespace, out: TextIO = sys.stdout) -> None:
+    """The generator and the three jobs on `spark` for `args.duration_s`, then the summary;
+    stops the queries it started, not the session."""
+    paths = JobPaths(args.work_dir.resolve())
     generator = RegistrationGenerator(args.bootstrap, REGISTRATIONS_TOPIC, args.events_per_second)
+    queries: list[StreamingQuery] = []
     try:
         fmt = "kafka" if args.connector == "spark" else register(spark)
-        print(f"connector: {args.connector} (format {fmt!r})", flush=True)
+        print(f"connector: {args.connector} (format {fmt!r})", file=out, flush=True)
         starters = [
             functools.partial(start, spark, fmt, args.bootstrap, paths, False)
             for start in (start_stats, start_archive, start_replay)
         ]
-        queries = [start_supervised(starter) for starter in starters]
+        for starter in starters:
+            queries.append(start_supervised(starter, out=out))
         # Only now: idle queries leave the CPUs to the start-up of the next one.
         generator.start()
         tally = QueryTally()
@@ -181,27 +210,30 @@ def _run(args: argparse.Namespace) -> None:
             time.sleep(min(PROGRESS_INTERVAL_S, max(0.0, args.duration_s - elapsed)))
             for index, query in enumerate(queries):
                 if query.exception() is not None:
-                    queries[index] = restart_or_raise(query, starters[index])
+                    queries[index] = restart_or_raise(query, starters[index], out=out)
             print(
                 progress_line(time.monotonic() - started, generator.total, queries, tally),
+                file=out,
                 flush=True,
             )
         generator.stop()
         if not args.no_drain:
-            print("generator stopped; letting the jobs catch up ...", flush=True)
+            print("generator stopped; letting the jobs catch up ...", file=out, flush=True)
             for query in queries:
                 query.processAllAvailable()
         for query in queries:
             query.stop()
-        print(progress_line(time.monotonic() - started, generator.total, queries, tally))
-        print()
-        print(summary_table(spark, str(paths.archive), generator.produced, REPLAY_TABLE))
+        print(progress_line(time.monotonic() - started, generator.total, queries, tally), file=out)
+        print(file=out)
+        print(summary_table(spark, str(paths.archive), generator.produced, REPLAY_TABLE), file=out)
         for name in ("archive", "replay_totals"):
-            print(f"{name}: {tally.rate(name):.0f} records/s while processing")
+            print(f"{name}: {tally.rate(name):.0f} records/s while processing", file=out)
     finally:
         if generator.is_alive():
             generator.stop()
-        spark.stop()
+        for query in queries:  # after a failure: the session outlives them
+            if query.isActive:
+                query.stop()
 
 
 if __name__ == "__main__":

@@ -1,98 +1,83 @@
 """Acceptance: the example pipeline stopped mid-stream and restarted from its checkpoints
 leaves a Parquet archive holding every registration in the topic exactly once; on Spark's
 Kafka connector (the default) and, side by side on a cluster of its own, on the Python data
-source (`--connector python`)."""
+source (`--connector python`).
+
+The example runs as `python -m pipeline.example --bootstrap ...` would, but on the session
+the Spark tests share (`pipeline.example.__main__.run_with_session`): a Spark JVM of its own
+per run cost 10-15 s of CPU each, most of this module's time on a busy machine. The restart is
+the example's: its queries stopped, new ones started on the same checkpoints; a driver whose
+JVM is killed is test_spark_kafka_connector's.
+"""
 
 from __future__ import annotations
 
+import io
 import json
-import os
 import re
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 from confluent_kafka import Consumer, KafkaError
+from pyspark.sql import SparkSession
 
-from tests.integration.conftest import REPO_ROOT, ClusterFactory, ClusterHandle
-from tests.integration.spark_fixtures import TEST_JAVA_OPTIONS
+from pipeline.example.__main__ import run_with_session
+from tests.integration.conftest import ClusterFactory, ClusterHandle
+from tests.integration.spark_fixtures import shared_session
 
 # One pytest process of their own runs these (`make test` starts it beside the rest), so that
 # one SparkSession serves all three modules. A Python-source query whose worker misses Spark's
-# fixed 10 s connect-back to the JVM on a busy machine is started again (see below).
+# fixed 10 s connect-back to the JVM on a busy machine is started again (the example does).
 pytestmark = pytest.mark.spark
 
-RUN_TIMEOUT_S = 420.0
+RUN_TIMEOUT_S = 240.0
 CONSUME_TIMEOUT_S = 60.0
+EVENTS_PER_SECOND = "300"
 
 
-def start_example(cluster: ClusterHandle, work_dir: Path, *extra: str) -> subprocess.Popen[str]:
-    # Its JVMs (spark-submit's launcher and the driver) with the Spark tests' JIT settings
-    # (spark_fixtures says why); every JVM reads JAVA_TOOL_OPTIONS.
-    java_options = " ".join((os.environ.get("JAVA_TOOL_OPTIONS", ""), *TEST_JAVA_OPTIONS))
-    env = {**os.environ, "JAVA_TOOL_OPTIONS": java_options.strip()}
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pipeline.example",
-            "--bootstrap",
-            cluster.bootstrap,
-            "--work-dir",
-            str(work_dir),
-            "--events-per-second",
-            "300",
-            *extra,
-        ],
-        cwd=REPO_ROOT,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def finished_example(process: subprocess.Popen[str]) -> str:
-    """The run's output once it has exited 0."""
-    stdout, stderr = process.communicate(timeout=RUN_TIMEOUT_S)
-    assert process.returncode == 0, f"stdout:\n{stdout}\nstderr:\n{stderr[-5000:]}"
-    return stdout
-
-
-def run_example(cluster: ClusterHandle, work_dir: Path, *extra: str) -> str:
-    return finished_example(start_example(cluster, work_dir, *extra))
+def run_example(spark: SparkSession, cluster: ClusterHandle, work_dir: Path, *extra: str) -> str:
+    """The example's output, run to its end on `spark`."""
+    out = io.StringIO()
+    argv = ["--bootstrap", cluster.bootstrap, "--work-dir", str(work_dir)]
+    run_with_session(spark, [*argv, "--events-per-second", EVENTS_PER_SECOND, *extra], out)
+    return out.getvalue()
 
 
 @dataclass(frozen=True)
 class PipelineRun:
     cluster: ClusterHandle
     work_dir: Path
-    process: subprocess.Popen[str]
+    output: Future[str]
 
 
 @pytest.fixture(scope="module")
 def python_source_run(
-    make_cluster_module: ClusterFactory, tmp_path_factory: pytest.TempPathFactory
+    pytestconfig: pytest.Config,
+    make_cluster_module: ClusterFactory,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[PipelineRun]:
-    """The example on the Python data source, on a cluster of its own, started before the
-    restart test so that the two pipelines run side by side: each spends most of its time
-    waiting for triggers, and this one alone took 50-65 s."""
+    """The example on the Python data source, on a cluster of its own and a session of its
+    own (query names are per session) sharing the JVM, started before the restart test so
+    that the two pipelines run side by side: each spends most of its time waiting for
+    triggers."""
+    session = shared_session(pytestconfig, connector=False).newSession()
     cluster = make_cluster_module()
     work_dir = tmp_path_factory.mktemp("pipeline-python")
-    process = start_example(cluster, work_dir, "--connector", "python", "--duration-s", "3")
-    try:
-        yield PipelineRun(cluster, work_dir, process)
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.communicate(timeout=RUN_TIMEOUT_S)
+    with ThreadPoolExecutor(1, thread_name_prefix="pipeline-python") as executor:
+        output = executor.submit(
+            run_example, session, cluster, work_dir, "--connector", "python", "--duration-s", "3"
+        )
+        try:
+            yield PipelineRun(cluster, work_dir, output)
+        finally:
+            for query in session.streams.active:  # a run cut short: end its wait
+                query.stop()
 
 
 def committed_parquet_files(archive: Path) -> list[Path]:
@@ -148,28 +133,29 @@ def assert_archive_is_the_topic(cluster: ClusterHandle, work_dir: Path) -> None:
     )
 
 
-# Two runs of the example, each bounded by RUN_TIMEOUT_S: pytest's default 300 s bound was
-# shorter than the two together (measured 165-285 s beside the rest of make test, most of it two
-# Spark JVM start-ups waiting for a CPU).
 @pytest.mark.timeout(2 * RUN_TIMEOUT_S + 60)
 @pytest.mark.usefixtures("python_source_run")  # runs beside this test
 def test_restarted_pipeline_archives_each_record_exactly_once(
-    cluster: ClusterHandle, tmp_path: Path
+    pytestconfig: pytest.Config, cluster: ClusterHandle, tmp_path: Path
 ) -> None:
+    spark = shared_session(pytestconfig, connector=True)
     work_dir = tmp_path / "pipeline"
-    first = run_example(cluster, work_dir, "--duration-s", "8", "--no-drain")
+    first = run_example(spark, cluster, work_dir, "--duration-s", "8", "--no-drain")
     assert "connector: spark (format 'kafka')" in first, first
     assert "archive" in first and "total" in first
-    second = run_example(cluster, work_dir, "--duration-s", "4")
+    # The restart resumes from committed batches, not from nothing.
+    assert committed_parquet_files(work_dir / "output" / "registrations"), first
+    second = run_example(spark, cluster, work_dir, "--duration-s", "4")
     assert "distinct event ids" in second
     assert len(topic_event_ids(cluster)) > 1000  # both runs produced while jobs were running
     assert_archive_is_the_topic(cluster, work_dir)
 
 
+@pytest.mark.timeout(RUN_TIMEOUT_S + 60)
 def test_python_data_source_pipeline_archives_the_topic(python_source_run: PipelineRun) -> None:
     """The no-download path: the same jobs on the Python data source archive the whole
     topic of their cluster once."""
-    output = finished_example(python_source_run.process)
+    output = python_source_run.output.result(timeout=RUN_TIMEOUT_S)
     assert "connector: python (format 'pykafka')" in output, output
     assert "distinct event ids" in output
     assert_archive_is_the_topic(python_source_run.cluster, python_source_run.work_dir)
