@@ -26,7 +26,7 @@ LONGEST_MODULES = (
     "tests/integration/test_chaos.py",  # 100
     "tests/integration/test_groups.py",  # 93
     "tests/integration/test_verifiable_clients.py",  # 87
-    "tests/integration/test_streams.py",  # 83
+    "tests/integration/test_streams.py",  # 83, then the rest of ONE_BROKER_MODULES (~30)
     "tests/integration/test_lab.py",  # 76
     "tests/integration/test_mixed_migration.py",  # 50-95 alone (a helper's runs)
     "tests/integration/test_launcher.py",  # 69
