@@ -90,6 +90,8 @@ log = logging.getLogger(__name__)
 
 REREGISTER_BACKOFF_MIN_S = 0.5
 REREGISTER_BACKOFF_MAX_S = 10.0
+# After a controlled shutdown, how long to wait to have applied the leaderships it moved.
+MOVED_LEADERSHIP_WAIT_S = 5.0
 
 
 class KafkaServer:
@@ -703,11 +705,30 @@ class KafkaServer:
             # down): a leader would otherwise take this broker back into an ISR the controller
             # just shrank it out of, between the move and the broker's exit.
             await self._stop_following()
-            await shutdown.run()
+            if await shutdown.run():
+                await self._apply_moved_leaderships()
         except Exception:
             log.exception("controlled shutdown failed; shutting down anyway")
         finally:
             self._stopped.set()
+
+    async def _apply_moved_leaderships(self) -> None:
+        """Kafka's broker learns from the controller's LeaderAndIsr that its leaderships moved
+        before it closes its sockets, and answers the acks=all produces waiting on them with
+        NOT_LEADER_OR_FOLLOWER. Ours waits (bounded) until it has applied the moved leaders
+        from ZooKeeper, which answers those produces the same way; the listeners then let
+        each answer go out before closing (Listener.stop)."""
+
+        def applied() -> bool:
+            states = self.cluster_watch.view.partition_states
+            for partition in self.replica_manager.all_partitions():
+                entry = states.get(partition.key)
+                if partition.is_leader and entry is not None and entry[0].leader != self.broker_id:
+                    return False
+            return True
+
+        if not await self.metadata_changes.wait_for(applied, MOVED_LEADERSHIP_WAIT_S):
+            log.warning("moved leaderships not applied within %.0f s", MOVED_LEADERSHIP_WAIT_S)
 
     async def _stop_following(self) -> None:
         """Stop every fetcher and start no more: this broker follows nothing any more."""

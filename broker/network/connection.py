@@ -81,6 +81,14 @@ class Connection:
         self._sasl = None if sasl is None else SaslServerSession(sasl)
         self._zero_copy = ZeroCopySender(writer) if ZeroCopySender.usable(writer) else None
         self._throttle = ChannelThrottle()
+        # Between reading a request and writing its answer. Stopping a listener lets such a
+        # connection finish that answer (an acks=all produce answered NOT_LEADER_OR_FOLLOWER
+        # as leadership moves away at a controlled shutdown) and then close.
+        self.busy = False
+        self._stopping = False
+
+    def stop_after_current(self) -> None:
+        self._stopping = True
 
     async def serve(self) -> None:
         try:
@@ -102,11 +110,13 @@ class Connection:
                 self._zero_copy.close()
 
     async def _serve_frames(self) -> None:
-        while True:
+        while not self._stopping:
             frame = await self._read_frame()
+            self.busy = True
             response = await self._dispatch(frame)
             if response is not None:
                 await self._write(response)
+            self.busy = False
             # A client over its quota got its answer at once; its connection stays muted for
             # the throttle time (Kafka 2.0+), even when no answer was due (acks=0).
             await self._throttle.wait()

@@ -34,6 +34,8 @@ log = logging.getLogger(__name__)
 TLS_HANDSHAKE_TIMEOUT_S = 10.0
 BACKLOG = 512
 ACCEPT_RETRY_S = 0.1
+# At a stop, how long a connection in the middle of a request may take to answer it.
+IN_FLIGHT_ANSWER_GRACE_S = 2.0
 
 
 class Listener:
@@ -51,6 +53,7 @@ class Listener:
         self._sockets: list[socket.socket] = []
         self._acceptors: list[asyncio.Task[None]] = []
         self._connections: set[asyncio.Task[None]] = set()
+        self._serving: dict[asyncio.Task[None], Connection] = {}
         protocol = config.security_protocol(endpoint.listener_name)
         self._protocol = protocol
         self._ssl: ssl.SSLContext | None = None
@@ -134,9 +137,17 @@ class Listener:
                 return
             reader, writer = opened
             principal = tls.principal(writer.get_extra_info("ssl_object"))
-            await Connection(
+            client = Connection(
                 services, self._endpoint.listener_name, reader, writer, principal, self._sasl
-            ).serve()
+            )
+            task = asyncio.current_task()
+            if task is not None:
+                self._serving[task] = client
+            try:
+                await client.serve()
+            finally:
+                if task is not None:
+                    self._serving.pop(task, None)
         except asyncio.CancelledError:
             # Shutdown cancels connections mid-request (an acks=all produce may be waiting);
             # ending the task normally keeps asyncio from logging it as a failure.
@@ -166,11 +177,24 @@ class Listener:
         return reader, asyncio.StreamWriter(transport, protocol, reader, loop)
 
     async def stop(self) -> None:
+        """Stop accepting; close idle connections at once, and let each one in the middle of a
+        request answer it first (for up to IN_FLIGHT_ANSWER_GRACE_S), as Kafka's brokers have
+        answered the requests whose partitions moved away before their sockets close."""
         for acceptor in self._acceptors:
             acceptor.cancel()
         for sock in self._sockets:
             sock.close()
+        answering = []
         for task in list(self._connections):
+            client = self._serving.get(task)
+            if client is not None and client.busy:
+                client.stop_after_current()
+                answering.append(task)
+            else:
+                task.cancel()
+        if answering:
+            await asyncio.wait(answering, timeout=IN_FLIGHT_ANSWER_GRACE_S)
+        for task in answering:
             task.cancel()
         if self._connections:
             await asyncio.wait(self._connections, timeout=5)

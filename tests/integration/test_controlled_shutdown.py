@@ -15,6 +15,7 @@ from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartit
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 from kazoo.recipe.watchers import DataWatch
+from kio.schema.errors import ErrorCode
 
 from tests.integration.conftest import ClusterFactory, wait_until, zk_session
 
@@ -192,3 +193,53 @@ def test_sigterm_moves_leadership_before_exit_and_producer_sees_no_error(
     assert lost == {}, f"{len(lost)} acked records not readable"
     values = set(stored.values())
     assert [v for v in producer.acked_without_offset if v not in values] == []
+
+
+def test_a_parked_acks_all_produce_is_answered_not_leader_at_sigterm(
+    make_cluster: ClusterFactory,
+) -> None:
+    """Kafka 3.9 answers the acks=all produces still waiting when a SIGTERMed leader hands its
+    partitions over with NOT_LEADER_OR_FOLLOWER, rather than closing their connections. The
+    produce is held in purgatory by a follower that is in the ISR but stopped (SIGSTOP); the
+    controller (a third broker) moves the partition to that follower at the leader's
+    controlled shutdown."""
+    from broker.log.record_codec import SimpleRecord, build_batch
+    from tests.integration.requests import PRODUCE, produce_request, topic_spec
+    from tests.integration.wire import (
+        WireClient,
+        broker_address,
+        controller_address,
+        controller_id,
+        create_topics,
+    )
+
+    cluster = make_cluster()
+    controller = controller_id(cluster)
+    leader, follower = (b for b in cluster.broker_ids if b != controller)
+    topic = "parked"
+    with WireClient.to(controller_address(cluster)) as admin:
+        spec = topic_spec(topic, -1, -1, assignments={0: [leader, follower]})
+        created = create_topics(admin, [spec])
+    assert [int(t.error_code) for t in created.topics] == [0]
+    with zk_session(cluster) as zk:
+        path = f"/brokers/topics/{topic}/partitions/0/state"
+        wait_until(lambda: zk.exists(path), TIMEOUT_S, "the partition's state")
+        state = _json(zk, path)
+    assert (state["leader"], sorted(state["isr"])) == (leader, sorted([leader, follower]))
+    batch = build_batch([SimpleRecord(None, b"parked", (), 1_700_000_000_000)])
+    with WireClient.to(broker_address(cluster, leader), timeout_s=TIMEOUT_S) as client:
+        # One acked write first, so the follower is fetching and in sync.
+        client.request(PRODUCE, 9, produce_request(topic, 0, batch, acks=-1))
+        cluster.kill(follower, "STOP")
+        try:
+            # Sent before the SIGTERM: whether it parks first or arrives during the controlled
+            # shutdown, the answer must be NOT_LEADER_OR_FOLLOWER, never a closed connection.
+            client.send(PRODUCE, 9, produce_request(topic, 0, batch, acks=-1, timeout_ms=30000))
+            cluster.kill(leader, "TERM")
+            response = client.read_response(PRODUCE, 9)
+        finally:
+            cluster.kill(follower, "CONT")
+    result = response.responses[0].partition_responses[0]
+    assert result.error_code == ErrorCode.not_leader_or_follower
+    wait_until(lambda: not cluster.broker_alive(leader), TIMEOUT_S, f"broker {leader} exit")
+    assert "Controlled shutdown succeeded" in cluster.broker_log(leader).read_text()
