@@ -5,7 +5,8 @@ NOT_SERVED lists the APIs Kafka 3.9 serves that we do not (none now; exact: the 
 when one is missing or served). Where our range still differs from Kafka 3.9's,
 KNOWN_DIFFERENCES gives our range with the reason (DEVIATIONS.md, "Wire protocol"), and the
 test fails when a listed difference is gone, so the list stays exact. The same two clusters
-then answer DescribeCluster and the KIP-848 group APIs, compared field by field, and take the
+then answer DescribeCluster, UpdateFeatures, the KIP-848 group APIs and (byte for byte) the
+delegation-token APIs on PLAINTEXT, compared field by field, and take the
 same client quota alterations: the answers, the znodes written, the change notifications and
 the DescribeClientQuotas answers must be Kafka's.
 """
@@ -536,3 +537,35 @@ def test_a_consumer_is_held_to_its_quota_as_by_kafka(clusters: dict[str, Cluster
         ours.delivered_bytes,
         kafka.delivered_bytes,
     )
+
+
+TOKEN_REQUESTS: list[tuple[int, int, dict[str, Any]]] = [
+    (38, 3, {"owner_principal_type": "User", "owner_principal_name": "bob", "renewers": [],
+             "max_lifetime": -1}),
+    (38, 0, {"renewers": [{"principal_type": "User", "principal_name": "r"}], "max_lifetime": -1}),
+    (39, 2, {"hmac": b"\x01\x02", "renew_period": -1}),
+    (39, 0, {"hmac": b"\x01\x02", "renew_period": -1}),
+    (40, 2, {"hmac": b"\x01\x02", "expiry_time_period": -1}),
+    (40, 0, {"hmac": b"\x01\x02", "expiry_time_period": -1}),
+    (41, 3, {"owners": None}),
+    (41, 0, {"owners": [{"principal_type": "User", "principal_name": "bob"}]}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("api_key", "version", "fields"),
+    TOKEN_REQUESTS,
+    ids=[f"{key}-v{version}" for key, version, _ in TOKEN_REQUESTS],
+)
+def test_delegation_token_apis_refuse_plaintext_as_kafka(
+    clusters: dict[str, ClusterHandle], api_key: int, version: int, fields: dict[str, Any]
+) -> None:
+    """On a PLAINTEXT listener Kafka hands out no tokens (DELEGATION_TOKEN_REQUEST_NOT_ALLOWED):
+    the answers, byte for byte (kio cannot read their -1 timestamps)."""
+    frames = {}
+    for impl, cluster in clusters.items():
+        with WireClient.to(first_broker(cluster)) as client:
+            client.send(api_key, version, fields)
+            frames[impl] = client.read_frame()
+    assert frames["ours"] is not None
+    assert frames["ours"] == frames["kafka"]
