@@ -787,6 +787,18 @@ class DelegationTokenInfoZNode:
     stored sanitized (URL-encoded) as Kafka's Sanitizer writes them."""
 
     VERSION = 3
+    # Kafka builds it as an 8-entry Scala immutable HashMap (a mutable map's toMap); this is
+    # that map's iteration order (it depends on the keys' hashes only).
+    _ORDER = (
+        "issueTimestamp",
+        "renewers",
+        "tokenRequester",
+        "tokenId",
+        "owner",
+        "expiryTimestamp",
+        "maxTimestamp",
+        "version",
+    )
 
     @staticmethod
     def tokens_path() -> str:
@@ -798,18 +810,17 @@ class DelegationTokenInfoZNode:
 
     @classmethod
     def encode(cls, token: DelegationTokenInfo) -> bytes:
-        return dump_json(
-            {
-                "version": cls.VERSION,
-                "owner": _sanitize(token.owner),
-                "tokenRequester": _sanitize(token.token_requester),
-                "renewers": [_sanitize(r) for r in token.renewers],
-                "issueTimestamp": token.issue_timestamp_ms,
-                "maxTimestamp": token.max_timestamp_ms,
-                "expiryTimestamp": token.expiry_timestamp_ms,
-                "tokenId": token.token_id,
-            }
-        )
+        values = {
+            "version": cls.VERSION,
+            "owner": _sanitize(token.owner),
+            "tokenRequester": _sanitize(token.token_requester),
+            "renewers": [_sanitize(r) for r in token.renewers],
+            "issueTimestamp": token.issue_timestamp_ms,
+            "maxTimestamp": token.max_timestamp_ms,
+            "expiryTimestamp": token.expiry_timestamp_ms,
+            "tokenId": token.token_id,
+        }
+        return dump_json(_ordered(values, cls._ORDER))
 
     @classmethod
     def decode(cls, data: bytes) -> DelegationTokenInfo:

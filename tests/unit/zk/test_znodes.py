@@ -16,6 +16,8 @@ from zk.znodes import (
     ConfigEntityZNode,
     ControllerEpochZNode,
     ControllerZNode,
+    DelegationTokenInfo,
+    DelegationTokenInfoZNode,
     FeatureZNode,
     IsrChangeNotificationSequenceZNode,
     LogDirEventNotificationSequenceZNode,
@@ -337,3 +339,17 @@ def test_offline_replicas_znode_round_trip() -> None:
         b'{"version":1,"partitions":[{"topic":"t","partition":0},{"topic":"u.v","partition":2}]}'
     )
     assert OfflineReplicasZNode.decode(data) == [("t", 0), ("u.v", 2)]
+
+
+def test_delegation_token_znode_as_kafka_3_9_writes_it() -> None:
+    """Kafka's key order is its 8-entry Scala immutable HashMap's (read off Scala 2.13.15's
+    HashMap with these keys); principals sanitized, version 3."""
+    token = DelegationTokenInfo(
+        "tid", "User:alice", "User:ops", ("User:bob", "User:a b"), 1000, 3000, 2000
+    )
+    assert DelegationTokenInfoZNode.encode(token) == (
+        b'{"issueTimestamp":1000,"renewers":["User%3Abob","User%3Aa%20b"],'
+        b'"tokenRequester":"User%3Aops","tokenId":"tid","owner":"User%3Aalice",'
+        b'"expiryTimestamp":2000,"maxTimestamp":3000,"version":3}'
+    )
+    assert DelegationTokenInfoZNode.decode(DelegationTokenInfoZNode.encode(token)) == token
