@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
+import socket
+import struct
 import subprocess
 import time
 import uuid
@@ -48,6 +50,9 @@ RECORDS_PER_PRODUCER = 5
 GROUP_HEARTBEAT_S = 1.0  # a few heartbeats at 300 ms after joining
 CONFLUENT_GROUP = f"{RECORD_PREFIX}group-confluent"
 KCAT_TIMEOUT_S = 30.0
+UNDECODED_CLIENT_ID = b"fuzz-rec-undecoded"
+_REQUEST_HEADER = struct.Struct(">hhih")  # api key, version, correlation id, client id length
+_FRAME_SIZE = struct.Struct(">i")
 
 
 @dataclass(frozen=True)
@@ -402,6 +407,104 @@ def _acl_requests(bootstrap: str) -> None:
     )
 
 
+def _delegation_token_requests(bootstrap: str) -> None:
+    """CreateDelegationToken, RenewDelegationToken, ExpireDelegationToken and
+    DescribeDelegationToken, which kafka-delegation-tokens sends (the Python clients have no
+    call for them). A PLAINTEXT listener refuses them all (DELEGATION_TOKEN_REQUEST_NOT_ALLOWED),
+    so replaying them hands out nothing. kio cannot read the refusals' -1 timestamps: their
+    answers are left undecoded."""
+    hmac = b"fuzz-no-such-token"
+    requests: list[tuple[ApiKey, int, dict[str, Any]]] = [
+        (
+            ApiKey.CREATE_DELEGATION_TOKEN,
+            3,
+            {
+                "owner_principal_type": None,
+                "owner_principal_name": None,
+                "renewers": [{"principal_type": "User", "principal_name": "fuzz-nobody"}],
+                "max_lifetime": -1,
+            },
+        ),
+        (ApiKey.RENEW_DELEGATION_TOKEN, 2, {"hmac": hmac, "renew_period": -1}),
+        (ApiKey.EXPIRE_DELEGATION_TOKEN, 2, {"hmac": hmac, "expiry_time_period": -1}),
+        (
+            ApiKey.DESCRIBE_DELEGATION_TOKEN,
+            3,
+            {"owners": [{"principal_type": "User", "principal_name": "fuzz-nobody"}]},
+        ),
+    ]
+    for api_key, version, fields in requests:
+        _undecoded_broker_request(bootstrap, adapter.build(request_class(api_key, version), fields))
+
+
+def _client_quota_requests(bootstrap: str) -> None:
+    """DescribeClientQuotas and AlterClientQuotas, which kafka-configs sends for quotas (the
+    Python clients have no call for them). The alteration only validates, for a user nobody
+    logs in as, at a rate nobody reaches: a replay, or a mutant that flips validate_only,
+    throttles no client of the run."""
+    component = {"entity_type": "user", "match_type": 0, "match": "fuzz-nobody"}
+    _broker_request(
+        bootstrap,
+        adapter.build(
+            request_class(ApiKey.DESCRIBE_CLIENT_QUOTAS, 1),
+            {"components": [component], "strict": False},
+        ),
+    )
+    entry = {
+        "entity": [{"entity_type": "user", "entity_name": "fuzz-nobody"}],
+        "ops": [{"key": "producer_byte_rate", "value": 1e12, "remove": False}],
+    }
+    _broker_request(
+        bootstrap,
+        adapter.build(
+            request_class(ApiKey.ALTER_CLIENT_QUOTAS, 1),
+            {"entries": [entry], "validate_only": True},
+        ),
+    )
+
+
+def _consumer_group_protocol_requests(bootstrap: str) -> None:
+    """ConsumerGroupHeartbeat and ConsumerGroupDescribe (KIP-848) as a consumer joining with
+    group.protocol=consumer and an admin describing its group send them (librdkafka sends
+    neither to a broker advertising only ConsumerGroupHeartbeat v0, as Kafka 3.9 in ZooKeeper
+    mode does). Such a broker refuses both (UNSUPPORTED_VERSION), so they change nothing; kio
+    cannot read the heartbeat's answer (a nullable struct): it is left undecoded."""
+    group = f"{RECORD_PREFIX}group-kip848"
+    heartbeat = {
+        "group_id": group,
+        "member_id": str(uuid.uuid4()),
+        "member_epoch": 0,
+        "instance_id": None,
+        "rack_id": None,
+        "rebalance_timeout": 30_000,
+        "subscribed_topic_names": ["fuzz-no-such-topic"],
+        "server_assignor": None,
+        "topic_partitions": [],
+    }
+    _undecoded_broker_request(
+        bootstrap,
+        adapter.build(request_class(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0), heartbeat),
+    )
+    _broker_request(
+        bootstrap,
+        adapter.build(
+            request_class(ApiKey.CONSUMER_GROUP_DESCRIBE, 0),
+            {"group_ids": [group], "include_authorized_operations": False},
+        ),
+    )
+
+
+def _kafka_python_cluster_admin(bootstrap: str) -> None:
+    """DescribeCluster, and an UpdateFeatures upgrade the controller refuses (a ZooKeeper-mode
+    broker supports no feature: INVALID_REQUEST), so nothing is finalized."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="fuzz-rec-kafka-python")
+    try:
+        admin.describe_cluster()
+        admin.update_features({"fuzz.no.such.feature": 1}, validate_only=True)
+    finally:
+        admin.close()
+
+
 def _broker_request(bootstrap: str, request: Any) -> None:
     host, _, port = bootstrap.split(",")[0].rpartition(":")
 
@@ -410,6 +513,25 @@ def _broker_request(bootstrap: str, request: Any) -> None:
             await client.send(request)
 
     asyncio.run(asyncio.wait_for(send(), CLIENT_TIMEOUT_S))
+
+
+def _undecoded_broker_request(bootstrap: str, request: Any) -> None:
+    """`request` sent (header v1, or v2 when flexible), then its answer read as a frame but
+    not decoded; raises if the broker closes the connection instead."""
+    host, _, port = bootstrap.split(",")[0].rpartition(":")
+    cls = type(request)
+    header = _REQUEST_HEADER.pack(cls.__api_key__, cls.__version__, 1, len(UNDECODED_CLIENT_ID))
+    header += UNDECODED_CLIENT_ID + (b"\0" if cls.__flexible__ else b"")
+    payload = header + adapter.encode(request)
+    with socket.create_connection((host, int(port)), timeout=CLIENT_TIMEOUT_S) as connection:
+        connection.sendall(_FRAME_SIZE.pack(len(payload)) + payload)
+        with connection.makefile("rb") as answers:
+            size = answers.read(_FRAME_SIZE.size)
+            if len(size) < _FRAME_SIZE.size:
+                raise ConnectionError("the broker closed the connection without answering")
+            (answer_bytes,) = _FRAME_SIZE.unpack(size)
+            if len(answers.read(answer_bytes)) < answer_bytes:
+                raise ConnectionError("the broker closed the connection mid-answer")
 
 
 def kafka_python_steps(bootstrap: str, topics: Topics) -> list[Step]:
@@ -427,6 +549,10 @@ def kafka_python_steps(bootstrap: str, topics: Topics) -> list[Step]:
         ("transaction admin", lambda: _transaction_admin_requests(bootstrap)),
         ("security requests", lambda: _security_requests(bootstrap)),
         ("ACL requests", lambda: _acl_requests(bootstrap)),
+        ("delegation token requests", lambda: _delegation_token_requests(bootstrap)),
+        ("client quota requests", lambda: _client_quota_requests(bootstrap)),
+        ("consumer group protocol", lambda: _consumer_group_protocol_requests(bootstrap)),
+        ("kafka-python cluster admin", lambda: _kafka_python_cluster_admin(bootstrap)),
         ("kafka-python records admin", lambda: _kafka_python_records_admin(bootstrap, topic)),
         ("kafka-python partitions admin", lambda: _kafka_python_partitions_admin(bootstrap, topic)),
     ]
