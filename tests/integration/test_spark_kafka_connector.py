@@ -364,9 +364,9 @@ def test_streaming_query_recovers_after_its_driver_is_killed(
     )
     try:
         wait_until(
-            lambda: _committed_batches(checkpoint) >= 2 or driver.poll() is not None,
+            lambda: _committed_batches(checkpoint) >= 1 or driver.poll() is not None,
             DRIVER_START_TIMEOUT_S,
-            lambda: f"2 committed batches in {checkpoint} (driver log: {log.name})",
+            lambda: f"a committed batch in {checkpoint} (driver log: {log.name})",
         )
         assert driver.poll() is None, (
             f"driver exited {driver.returncode}: {(tmp_path / 'driver-1.log').read_text()[-3000:]}"
