@@ -15,6 +15,11 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from zk.client import CheckOp, CreateOp, DeleteOp, Op, OpResult, SetDataOp, ZkClient, ZnodeStat
+from zk.delegation_token_znodes import (
+    DelegationTokenChangeNotificationSequenceZNode,
+    DelegationTokenInfo,
+    DelegationTokenInfoZNode,
+)
 from zk.errors import (
     BadVersionError,
     BrokerIdInUseError,
@@ -38,9 +43,6 @@ from zk.znodes import (
     ConfigEntityZNode,
     ControllerEpochZNode,
     ControllerZNode,
-    DelegationTokenChangeNotificationSequenceZNode,
-    DelegationTokenInfo,
-    DelegationTokenInfoZNode,
     DeleteTopicsTopicZNode,
     DeleteTopicsZNode,
     FeatureZNode,

@@ -19,7 +19,7 @@ from broker.protocol.api_keys import ApiKey
 from broker.protocol.registry import response_class
 from broker.security.acl import Operation, ResourceType
 from broker.security.delegation_tokens import owner_or_renewer
-from zk.znodes import DelegationTokenInfo
+from zk.delegation_token_znodes import DelegationTokenInfo
 
 
 async def handle(context: RequestContext, request: Any) -> Any:

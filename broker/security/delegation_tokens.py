@@ -30,8 +30,11 @@ from broker.cluster.change_notifications import ChangeNotificationListener
 from broker.config.kafka_config import KafkaConfig
 from broker.security import scram
 from zk.client import ZkClient
+from zk.delegation_token_znodes import (
+    DelegationTokenChangeNotificationSequenceZNode,
+    DelegationTokenInfo,
+)
 from zk.kafka_zk import KafkaZk
-from zk.znodes import DelegationTokenChangeNotificationSequenceZNode, DelegationTokenInfo
 
 log = logging.getLogger(__name__)
 ERROR_TIMESTAMP = -1

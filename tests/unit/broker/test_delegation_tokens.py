@@ -29,7 +29,7 @@ from broker.protocol.api_keys import ApiKey
 from broker.protocol.header import RequestHeader
 from broker.protocol.registry import request_class
 from broker.security.delegation_tokens import DelegationTokenManager, TokenSettings, create_hmac
-from zk.znodes import DelegationTokenInfo, DelegationTokenInfoZNode
+from zk.delegation_token_znodes import DelegationTokenInfo, DelegationTokenInfoZNode
 
 SECRET = "s3cret"
 HOUR_MS = 3_600_000

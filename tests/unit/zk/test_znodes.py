@@ -7,6 +7,7 @@ import uuid
 import pytest
 
 from zk.client import split_chroot
+from zk.delegation_token_znodes import DelegationTokenInfo, DelegationTokenInfoZNode
 from zk.json_order import java_string_hash, scala_mutable_hash_map_order
 from zk.znodes import (
     BrokerIdZNode,
@@ -16,8 +17,6 @@ from zk.znodes import (
     ConfigEntityZNode,
     ControllerEpochZNode,
     ControllerZNode,
-    DelegationTokenInfo,
-    DelegationTokenInfoZNode,
     FeatureZNode,
     IsrChangeNotificationSequenceZNode,
     LogDirEventNotificationSequenceZNode,
