@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from broker.log import log_read
 from broker.log.batch import (
     BatchHeader,
     assign_offsets,
@@ -47,9 +48,9 @@ from broker.log.errors import (
     RecordError,
     UnexpectedAppendOffsetError,
 )
+from broker.log.file_records import FileRecords, records_bytes
 from broker.log.log_loader import load_segments
 from broker.log.log_producer_state import LogProducerState
-from broker.log.log_read import LogReadMixin
 from broker.log.log_worker import LogLifecycle, LogWorker
 from broker.log.producer_scan import marker_at, replicated_marker
 from broker.log.producer_state import NO_PRODUCER_ID, ProducerStateManager
@@ -86,7 +87,7 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class Log(LogReadMixin):
+class Log:
     """Its parts own their state: the producer state with its snapshots (`LogProducerState`),
     the leader epochs (`LeaderEpochCache`), each segment's indexes (its `TransactionIndex`
     among them); the log owns the segments and the offsets, and hands the parts what they
@@ -493,6 +494,59 @@ class Log(LogReadMixin):
             raise LogCorruptError(f"cannot roll: {log_path} already holds data")
         for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
             (self.directory / f"{base_offset:020d}{suffix}").unlink(missing_ok=True)
+
+    # ---- reads (log_read.py) ---------------------------------------------------------------
+
+    def read(
+        self,
+        start_offset: int,
+        max_bytes: int,
+        max_offset: int | None = None,
+        min_one_batch: bool = True,
+    ) -> bytes:
+        """Whole batches from the one holding `start_offset`, up to `max_bytes` (but at least
+        one batch with `min_one_batch`), none with base offset >= `max_offset`."""
+        return records_bytes(self.read_records(start_offset, max_bytes, max_offset, min_one_batch))
+
+    def read_records(
+        self,
+        start_offset: int,
+        max_bytes: int,
+        max_offset: int | None = None,
+        min_one_batch: bool = True,
+        zero_copy_min_bytes: int | None = None,
+    ) -> bytes | FileRecords:
+        """What `read` reads; with `zero_copy_min_bytes`, a large read stays a file slice."""
+        if start_offset < self.log_start_offset or start_offset > self.log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"offset {start_offset} outside [{self.log_start_offset}, {self.log_end_offset}]"
+                f" of {self.topic}-{self.partition}"
+            )
+        if start_offset == self.log_end_offset:
+            return b""
+        return log_read.read_records(
+            self._segments,
+            self._bases,
+            start_offset,
+            max_bytes,
+            max_offset,
+            min_one_batch,
+            zero_copy_min_bytes,
+        )
+
+    def segment_for(self, offset: int) -> LogSegment:
+        """The segment whose range holds `offset` (for zero-copy reads)."""
+        return log_read.segment_for(self._segments, self._bases, offset)
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """ListOffsets by timestamp (and its -1/-2 sentinels), see log_read.py."""
+        return log_read.offset_for_timestamp(
+            self._segments, self.log_start_offset, self.log_end_offset, timestamp_ms
+        )
+
+    def max_timestamp_and_offset(self) -> tuple[int, int] | None:
+        """ListOffsets' MAX_TIMESTAMP (-3): the first record with the largest timestamp."""
+        return log_read.max_timestamp_and_offset(self._segments, self.log_start_offset)
 
     # ---- durability ------------------------------------------------------------------------
 
