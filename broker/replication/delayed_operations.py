@@ -2,14 +2,15 @@
 a fetch parked until it has `min_bytes` to give, and an acks=all produce parked until the high
 watermark passes its batch.
 
-A mixin of `broker.replication.replica_manager.ReplicaManager` (kept apart so that module stays
-about replicas' roles, appends and reads): it uses the partitions and the session fence of its
-host class.
+A part of `broker.replication.replica_manager.ReplicaManager` (kept apart so that module stays
+about replicas' roles, appends and reads): it is handed the replica manager's partition map and
+a view of its session fence.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Mapping
 
 from kio.schema.errors import ErrorCode
 
@@ -18,18 +19,21 @@ from broker.replication.partition import Partition
 from broker.replication.purgatory import TooManyWaitersError
 from zk.loop_slice import LoopSlice
 
+# (fenced from ZooKeeper, fence generation): the generation is bumped at each fence.
+FenceView = Callable[[], tuple[bool, int]]
 
-class DelayedOperationsMixin:
-    _partitions: dict[tuple[str, int], Partition]
-    # Fetches parked in `wait_for_fetch` (for the request queue size metric).
-    delayed_fetches: int
-    session_fenced: bool
-    _fence_generation: int
 
-    def get_by_key(
-        self, key: tuple[str, int]
-    ) -> Partition | None:  # pragma: no cover - provided by ReplicaManager
-        raise NotImplementedError
+class DelayedOperations:
+    def __init__(
+        self, partitions: Mapping[tuple[str, int], Partition], session_fence: FenceView
+    ) -> None:
+        self._partitions = partitions
+        self._session_fence = session_fence
+        # Fetches parked in `wait_for_fetch` (for the request queue size metric).
+        self.delayed_fetches = 0
+
+    def get_by_key(self, key: tuple[str, int]) -> Partition | None:
+        return self._partitions.get(key)
 
     async def wait_for_fetch(self, delayed: DelayedFetch, timeout_s: float) -> None:
         """Return once `delayed` can complete or at the timeout. Each wake-up (an append for a
@@ -84,16 +88,16 @@ class DelayedOperationsMixin:
         the appended batch), then answer as Kafka's DelayedProduce does."""
         key = (topic, partition)
         current = self._partitions.get(key)
-        if current is None or not current.is_leader or self.session_fenced:
+        fenced, fence_generation = self._session_fence()
+        if current is None or not current.is_leader or fenced:
             return ErrorCode.not_leader_or_follower
         generation = current.leadership_generation
-        fence_generation = self._fence_generation
 
         def still_leading() -> bool:
             found = self._partitions.get(key)
             return (
                 _still_leading(found, current, generation)
-                and fence_generation == self._fence_generation
+                and fence_generation == self._session_fence()[1]
             )
 
         loop = asyncio.get_running_loop()

@@ -31,7 +31,8 @@ from broker.log.records import RecordError
 from broker.replication.control_requests import (
     ControllerFence,
 )
-from broker.replication.delayed_operations import DelayedOperationsMixin
+from broker.replication.delayed_fetch import DelayedFetch
+from broker.replication.delayed_operations import DelayedOperations
 from broker.replication.fetcher import ReplicaFetcherManager
 from broker.replication.isr import IsrProposer
 from broker.replication.partition import NotEnoughReplicasError, Partition
@@ -75,7 +76,7 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class ReplicaManager(DelayedOperationsMixin):
+class ReplicaManager:
     def __init__(
         self,
         broker_id: int,
@@ -112,8 +113,6 @@ class ReplicaManager(DelayedOperationsMixin):
         # The live brokers' racks (broker.rack), which the replica selector matches against
         # the consumer's; wired by the server from its metadata.
         self.broker_racks: Callable[[], Mapping[int, str | None]] = dict
-        # Fetches parked in `wait_for_fetch` (for the request queue size metric).
-        self.delayed_fetches = 0
         # Told when this broker starts (True) or stops (False) leading a partition: the
         # group coordinator loads and unloads its offsets partitions this way.
         self.leadership_listeners: list[Callable[[Partition, bool], None]] = []
@@ -128,6 +127,10 @@ class ReplicaManager(DelayedOperationsMixin):
         self.session_fenced = False
         # Bumped at each fence: acks=all waiters from before it answer NOT_LEADER_OR_FOLLOWER.
         self._fence_generation = 0
+        # Kafka's fetch and produce purgatories.
+        self._delayed = DelayedOperations(
+            self._partitions, lambda: (self.session_fenced, self._fence_generation)
+        )
 
     def get(self, topic: str, partition: int) -> Partition | None:
         return self._partitions.get((topic, partition))
@@ -653,6 +656,24 @@ class ReplicaManager(DelayedOperationsMixin):
         self, topic: str, partition: int, current_leader_epoch: int = -1
     ) -> tuple[Partition | None, ErrorCode]:
         return self._leader(topic, partition, current_leader_epoch)
+
+    @property
+    def delayed_fetches(self) -> int:
+        """Fetches parked in `wait_for_fetch` (for the request queue size metric)."""
+        return self._delayed.delayed_fetches
+
+    async def wait_for_fetch(self, delayed: DelayedFetch, timeout_s: float) -> None:
+        """Return once `delayed` can complete or at the timeout (delayed_operations.py)."""
+        await self._delayed.wait_for_fetch(delayed, timeout_s)
+
+    async def wait_for_replication(
+        self, topic: str, partition: int, required_offset: int, min_isr: int, timeout_s: float
+    ) -> ErrorCode:
+        """acks=all: wait until the high watermark reaches `required_offset`, then answer as
+        Kafka's DelayedProduce does (delayed_operations.py)."""
+        return await self._delayed.wait_for_replication(
+            topic, partition, required_offset, min_isr, timeout_s
+        )
 
     def get_by_key(self, key: tuple[str, int]) -> Partition | None:
         return self._partitions.get(key)
