@@ -353,6 +353,9 @@ STEPS: tuple[Step, ...] = (
         "topics --describe after --alter --partitions",
         "kafka-topics",
         on_cluster("--describe", "--topic", "jvm-grow"),
+        # Kafka's controller answers CreatePartitions once ZooKeeper holds the assignment; a
+        # broker's metadata shows the new partitions after its UpdateMetadata, a moment later.
+        until=lambda run: run.returncode != 0 or "PartitionCount: 4" in run.stdout,
     ),
     Step(
         "topics --describe --under-replicated-partitions",
