@@ -249,7 +249,7 @@ class ClientQuotaAdmin:
                 configs[key] = java_double_text(value)
             elif kind in ("LONG", "INT"):
                 epsilon = 1e-6
-                whole = int(value + epsilon)
+                whole = _java_long(value + epsilon)
                 if abs(whole - value) > epsilon:
                     raise _invalid(f"Configuration {key} must be a {kind} value")
                 configs[key] = str(whole)
@@ -274,6 +274,9 @@ def _matches(component: FilterComponent | None, name: str | _Absent | None, stri
         return name is not ABSENT
     return name is not ABSENT and name == component.match
 
+
+JAVA_LONG_MAX = 2**63 - 1
+JAVA_LONG_MIN = -(2**63)
 
 # Config key -> Kafka's ConfigDef type, for each kind of entity.
 CLIENT_KEYS = {key: ("LONG" if key in LONG_QUOTA_KEYS else "DOUBLE") for key in QUOTA_KEYS}
@@ -332,6 +335,18 @@ async def _is_valid_ip_entity(ip: str) -> bool:
     except (OSError, UnicodeError, socket.gaierror):
         return False
     return True
+
+
+def _java_long(value: float) -> int:
+    """Scala's Double.toLong: NaN is 0, and values beyond a long's range are clamped to it
+    (so a fuzzed NaN, infinity or 1e300 is judged as Kafka judges it, never an exception)."""
+    if math.isnan(value):
+        return 0
+    if value >= JAVA_LONG_MAX:
+        return JAVA_LONG_MAX
+    if value <= JAVA_LONG_MIN:
+        return JAVA_LONG_MIN
+    return int(value)
 
 
 def java_double_text(value: float) -> str:

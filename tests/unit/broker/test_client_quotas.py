@@ -7,8 +7,9 @@ import asyncio
 import math
 
 import pytest
+from kio.schema.errors import ErrorCode
 
-from broker.quotas.admin import java_double_text
+from broker.quotas.admin import ClientQuotaAdmin, QuotaRequestError, java_double_text
 from broker.quotas.manager import (
     DEFAULT,
     ClientQuotaManager,
@@ -238,3 +239,38 @@ def test_a_sample_overlapping_the_window_is_kept_while_it_has_recent_records() -
     # At 2900 ms its last record is 2 s old: it is dropped, and the window starts at 1000 ms.
     assert rate.window_size_ms(2900) == 1900
     assert rate.measure(2900) == pytest.approx(200 / 1.9)
+
+
+class _ConfigZk:
+    """The two calls ClientQuotaAdmin.alter makes, on a dict."""
+
+    def __init__(self) -> None:
+        self.written: dict[tuple[str, str], dict[str, str]] = {}
+
+    async def get_entity_config(self, entity_type: str, name: str) -> dict[str, str]:
+        return dict(self.written.get((entity_type, name), {}))
+
+    async def change_entity_config(
+        self, entity_type: str, name: str, configs: dict[str, str]
+    ) -> None:
+        self.written[(entity_type, name)] = configs
+
+
+@pytest.mark.parametrize(
+    ("value", "written"),
+    [(float("nan"), "0"), (1024.0, "1024")],
+)
+def test_a_long_quota_value_is_converted_as_scala_converts_it(value: float, written: str) -> None:
+    zk = _ConfigZk()
+    admin = ClientQuotaAdmin(zk)  # type: ignore[arg-type]
+    asyncio.run(admin.alter({"user": "u"}, [("producer_byte_rate", value)], False))
+    assert zk.written[("users", "u")] == {"producer_byte_rate": written}
+
+
+@pytest.mark.parametrize("value", [math.inf, -math.inf, 1e300, 0.5])
+def test_a_long_quota_value_out_of_range_or_fractional_is_refused(value: float) -> None:
+    admin = ClientQuotaAdmin(_ConfigZk())  # type: ignore[arg-type]
+    with pytest.raises(QuotaRequestError) as refused:
+        asyncio.run(admin.alter({"user": "u"}, [("producer_byte_rate", value)], False))
+    assert refused.value.error_code == ErrorCode.invalid_request
+    assert refused.value.message == "Configuration producer_byte_rate must be a LONG value"
