@@ -49,7 +49,7 @@ class ZkRelay:
         with self._lock:
             self._cut.add(pid)
             sockets = _socket_inodes(pid)
-            table = _tcp_inodes()
+            table = _tcp_inodes(self.port)
             for pair in self._pairs:
                 if table.get(pair.client_port) in sockets:
                     pair.owner = pid
@@ -86,7 +86,7 @@ class ZkRelay:
                 self._pairs.append(pair)
                 if self._cut:
                     # A cut broker's reconnections are held from their first byte.
-                    port_inode = _tcp_inodes().get(pair.client_port)
+                    port_inode = _tcp_inodes(self.port).get(pair.client_port)
                     for pid in self._cut:
                         if port_inode in _socket_inodes(pid):
                             pair.owner = pid
@@ -120,16 +120,22 @@ def _close(pair: _Pair) -> None:
             sock.close()
 
 
-def _tcp_inodes() -> dict[int, int]:
-    """Local port -> socket inode of every IPv4 TCP socket bound to 127.0.0.1."""
+def _tcp_inodes(relay_port: int) -> dict[int, int]:
+    """Local port -> socket inode of the IPv4 TCP sockets on 127.0.0.1 connected to the relay.
+
+    Only sockets whose peer is the relay: /proc/net/tcp also lists other sockets (TIME_WAIT
+    ones with inode 0 among them) that may have the same local port, and a port mapped to one
+    of those left a broker's connection unheld."""
+    relay = f"0100007F:{relay_port:04X}"
     inodes: dict[int, int] = {}
     with open("/proc/net/tcp") as table:
         next(table)
         for line in table:
             fields = line.split()
             address, _, port = fields[1].partition(":")
-            if address == "0100007F":
-                inodes[int(port, 16)] = int(fields[9])
+            inode = int(fields[9])
+            if address == "0100007F" and fields[2] == relay and inode:
+                inodes[int(port, 16)] = inode
     return inodes
 
 
