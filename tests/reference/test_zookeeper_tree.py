@@ -29,7 +29,7 @@ from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 from kazoo.client import KazooClient
 
 from tests.integration.conftest import ClusterFactory, ClusterHandle, wait_until, zk_session
-from tests.integration.wire import WireClient
+from tests.integration.wire import WireClient, metadata
 from tests.reference.conftest import SESSION_OVERRIDES
 from tests.reference.zk_tree import Difference, Tree, Znode, differences, snapshot
 
@@ -57,7 +57,10 @@ TOPICS: dict[str, dict[str, Any]] = {
     "doomed": {"assignments": {0: [2, 3, 1], 1: [3, 1, 2]}, "configs": {"segment.ms": "60000"}},
     "steady": {"assignments": {0: [3, 1, 2]}},
 }
-ADDED_PARTITIONS = {"configured": {"count": 5, "assignments": [[1, 3], [2, 1]]}}
+CONFIGURED_PARTITION_COUNT = 5  # after CreatePartitions
+ADDED_PARTITIONS = {
+    "configured": {"count": CONFIGURED_PARTITION_COUNT, "assignments": [[1, 3], [2, 1]]}
+}
 TOPIC_CONFIG_CHANGES = {
     "retention.ms": "3600000",
     "max.message.bytes": "2000000",
@@ -142,6 +145,14 @@ def _admin_operations(side: Side) -> None:
     _wait_quiet(side, "the created topics to have leaders and full ISRs")
     side.admin.create_partitions(ADDED_PARTITIONS)
     _wait_quiet(side, "the added partitions to have leaders and full ISRs")
+    # Our brokers list a growing topic again once they have read its new partitions' states
+    # (DEVIATIONS.md), and AlterConfigs and kafka-python's check before it ask a broker's
+    # metadata: wait until every broker has them.
+    wait_until(
+        lambda: _every_broker_lists(side, "configured", CONFIGURED_PARTITION_COUNT),
+        WAIT_S,
+        f"{side.name}: every broker to list the added partitions",
+    )
     _alter_configs(side)
     reassignments = {TopicPartition(t, p): replicas for (t, p), replicas in REASSIGNMENTS.items()}
     side.admin.alter_partition_reassignments(reassignments)
@@ -163,6 +174,17 @@ def _admin_operations(side: Side) -> None:
         f"{side.name}: the deleted topic's znodes to go",
     )
     _wait_quiet(side, "the cluster to settle after the admin operations")
+
+
+def _every_broker_lists(side: Side, topic: str, partition_count: int) -> bool:
+    for broker_id in side.cluster.broker_ids:
+        with WireClient.to(f"127.0.0.1:{side.cluster.broker_port(broker_id)}") as client:
+            topics = metadata(client, [topic]).topics
+        if not topics or int(topics[0].error_code) != 0:
+            return False
+        if len(topics[0].partitions) != partition_count:
+            return False
+    return True
 
 
 def _alter_configs(side: Side) -> None:
